@@ -1,0 +1,74 @@
+#pragma once
+/// Configuration of a lock client and of individual lock calls.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock {
+
+using namespace std::chrono_literals;
+
+/// Wait "forever" (until cancelled) in lock_options::wait.
+inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseconds::max();
+
+/// Settings of a client. Validated once, before any I/O (client's constructor throws
+/// boost::system::system_error with error::invalid_config and a message naming the field).
+struct config {
+  /// Independent Redis masters, as `redis://[user:password@]host:port[/db]`.
+  /// 1 to 15 nodes; a lock needs N/2+1 of them. An odd count is best.
+  std::vector<std::string> nodes;
+
+  /// Deadline for TCP connect plus handshake (AUTH, SELECT). Default 1 s.
+  std::chrono::milliseconds connect_timeout = 1000ms;
+  /// Longest wait for one node's reply to one request; the deadline of a lock request is
+  /// the smaller of this and the time left in the lock's TTL. Keep it small compared with
+  /// TTLs. Default 250 ms.
+  std::chrono::milliseconds node_timeout = 250ms;
+  /// Reconnect back-off: starts here, doubles up to reconnect_max, with jitter. Default
+  /// 50 ms to 2 s.
+  std::chrono::milliseconds reconnect_min = 50ms;
+  std::chrono::milliseconds reconnect_max = 2000ms;
+  /// Most requests waiting for one node; beyond it requests fail with error::overloaded.
+  std::size_t max_queued_per_node = 100000;
+
+  /// Clock drift allowance: drift = ttl * drift_factor + 2 ms is subtracted from validity.
+  double drift_factor = 0.01;
+  /// Base delay between lock attempts; each delay is drawn uniformly from
+  /// [retry_delay / 2, retry_delay * 3 / 2]. Default 50 ms.
+  std::chrono::milliseconds retry_delay = 50ms;
+
+  /// Every key the client writes is `key_prefix + resource`. Default: empty.
+  std::string key_prefix;
+};
+
+/// Per-call settings of async_lock / async_try_lock.
+struct lock_options {
+  /// Lock time-to-live on each node. 1 ms to 24 h. Default 10 s.
+  std::chrono::milliseconds ttl = 10000ms;
+  /// How long async_lock keeps trying while the resource is contended or nodes are
+  /// unavailable; wait_forever (the default) waits until cancelled. Ignored by
+  /// async_try_lock (one attempt).
+  std::chrono::milliseconds wait = wait_forever;
+};
+
+/// A Redis node address parsed from a URI.
+struct node_uri {
+  std::string host;
+  std::uint16_t port = 6379;
+  std::string user;      ///< empty: AUTH with password only (or no AUTH)
+  std::string password;  ///< empty: no AUTH
+  int db = 0;
+
+  /// "host:port", never the credentials: safe to print.
+  std::string display() const;
+};
+
+/// Parses `redis://[user:password@]host:port[/db]` (host may be `[v6addr]`).
+/// Returns false and sets `why` to a message (without the password) on error.
+bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why);
+
+}  // namespace redlock

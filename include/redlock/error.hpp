@@ -1,0 +1,48 @@
+#pragma once
+/// Error codes of redlock-asio. Every asynchronous operation completes with a
+/// boost::system::error_code; the values below belong to the "redlock" category.
+
+#include <boost/system/error_code.hpp>
+
+#include <string>
+#include <type_traits>
+
+namespace redlock {
+
+enum class error {
+  // Lock outcomes
+  contended = 1,       ///< a majority of nodes hold the resource for another owner
+  wait_timeout,        ///< the wait ended while another owner still held the resource
+  no_quorum,           ///< too few nodes answered (down, frozen, restarting or failing)
+  validity_exhausted,  ///< a majority agreed, but too late: no validity was left
+  not_held,            ///< unlock/extend of a lock this owner no longer holds
+  lock_lost,           ///< the lock's validity ran out or a majority lost it
+  cancelled,           ///< the operation was cancelled by the caller
+  wrong_type,          ///< a key of another type (not a string) exists at the resource name
+  // Node / connection outcomes
+  node_timeout,        ///< a node did not answer within its deadline
+  node_unavailable,    ///< not connected to the node (connecting, backing off or unresponsive)
+  connection_lost,     ///< the connection closed while the request was in flight
+  connect_failed,      ///< TCP connect or the handshake failed or timed out
+  auth_failed,         ///< the server refused AUTH or SELECT
+  protocol_error,      ///< the server sent bytes that are not valid RESP
+  server_error,        ///< the server answered with an error reply (text in diagnostics)
+  unexpected_reply,    ///< a well-formed reply of a type the command cannot return
+  overloaded,          ///< too many requests queued for one node
+  // Usage
+  invalid_config,      ///< the configuration is invalid (text in the exception / diagnostics)
+  invalid_argument,    ///< an argument is invalid (empty resource, TTL out of range, ...)
+  shut_down,           ///< the client was shut down
+};
+
+/// The "redlock" error category.
+const boost::system::error_category& category() noexcept;
+
+inline boost::system::error_code make_error_code(error e) noexcept {
+  return {static_cast<int>(e), category()};
+}
+
+}  // namespace redlock
+
+template <>
+struct boost::system::is_error_code_enum<redlock::error> : std::true_type {};

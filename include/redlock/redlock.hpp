@@ -1,0 +1,8 @@
+#pragma once
+/// redlock-asio: the Redlock distributed lock for Boost.Asio. Include this header.
+
+#include "redlock/client.hpp"
+#include "redlock/clock.hpp"
+#include "redlock/config.hpp"
+#include "redlock/error.hpp"
+#include "redlock/lock.hpp"

@@ -1,0 +1,682 @@
+// The lock manager: acquire, release and extend as one operation object per call that
+// sends one request to every node and counts votes as replies are parsed. No coroutine,
+// timer or co_spawn per node: the connections' deadlines bound every request.
+
+#include "redlock/client.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+
+#include "client/arithmetic.hpp"
+#include "client/client_state.hpp"
+
+namespace redlock {
+namespace detail {
+
+const script release_script{
+    R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end)",
+    "b70c2384248f88e6b75b9f89241a180f856ad852"};
+const script extend_script{
+    R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end)",
+    "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"};
+
+namespace {
+
+constexpr auto max_ttl = std::chrono::milliseconds{24h};
+
+[[noreturn]] void bad_config(const std::string& what) {
+  throw boost::system::system_error(error::invalid_config, what);
+}
+
+}  // namespace
+
+std::vector<node_uri> validate(const config& c) {
+  if (c.nodes.empty()) bad_config("config.nodes is empty: give at least one redis:// URI");
+  if (c.nodes.size() > max_nodes)
+    bad_config(fmt::format("config.nodes has {} entries; at most {} are supported", c.nodes.size(),
+                           max_nodes));
+  std::vector<node_uri> out;
+  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+    node_uri u;
+    std::string why;
+    if (!parse_node_uri(c.nodes[i], u, why)) bad_config(fmt::format("config.nodes[{}]: {}", i, why));
+    for (std::size_t j = 0; j < out.size(); ++j)
+      if (out[j].host == u.host && out[j].port == u.port)
+        bad_config(fmt::format("config.nodes[{}] and [{}] are the same node ({}): a server "
+                               "must count once",
+                               j, i, u.display()));
+    out.push_back(std::move(u));
+  }
+  auto positive = [](std::chrono::milliseconds d, const char* name) {
+    if (d <= std::chrono::milliseconds::zero())
+      bad_config(fmt::format("config.{} must be positive", name));
+  };
+  positive(c.connect_timeout, "connect_timeout");
+  positive(c.node_timeout, "node_timeout");
+  positive(c.reconnect_min, "reconnect_min");
+  positive(c.retry_delay, "retry_delay");
+  if (c.reconnect_max < c.reconnect_min)
+    bad_config("config.reconnect_max must not be below config.reconnect_min");
+  if (!(c.drift_factor >= 0.0 && c.drift_factor < 0.5))
+    bad_config("config.drift_factor must be in [0, 0.5)");
+  if (c.max_queued_per_node == 0) bad_config("config.max_queued_per_node must be positive");
+  return out;
+}
+
+client_state::client_state(asio::any_io_executor ex, config c)
+    : strand(asio::make_strand(ex)), cfg(std::move(c)), rng(std::random_device{}()) {
+  auto uris = validate(cfg);
+  for (std::size_t i = 0; i < uris.size(); ++i)
+    nodes.push_back(std::make_shared<connection>(strand, std::move(uris[i]), cfg, i));
+}
+
+void client_state::release_detached(std::string_view key, std::string_view token,
+                                    const std::array<bool, max_nodes>* only) {
+  // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
+  // turn it into a silent NOSCRIPT.
+  std::string payload;
+  resp::append_command(payload, "EVAL", release_script.body, "1", key, token);
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
+}
+
+std::chrono::nanoseconds client_state::jitter(std::chrono::milliseconds d) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  std::uniform_int_distribution<std::int64_t> dist(ns / 2, ns + ns / 2);
+  return std::chrono::nanoseconds{dist(rng)};
+}
+
+namespace {
+
+enum class vote : std::uint8_t { pending, yes, no, held, failed };
+
+// ---- one request to every node, with a tally ---------------------------------------
+
+template <typename Signature>
+class fanout_op;
+
+template <typename... Args>
+class fanout_op<void(error_code, Args...)> : public request_sink {
+ public:
+  using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
+
+  fanout_op(std::shared_ptr<client_state> s, diagnostics* diag, handler_type h)
+      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
+  virtual ~fanout_op() = default;
+
+ protected:
+  // The op deletes itself when it has completed and no connection holds one of its
+  // requests any more (a late reply may arrive after the decision).
+  void maybe_destroy() {
+    if (done_ && outstanding_ == 0 && holds_ == 0 && cancel_posts_.load() == 0) delete this;
+  }
+
+  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
+    yes_ = no_ = held_ = failed_ = 0;
+    const std::size_t n = s_->size();
+    for (std::size_t i = 0; i < n; ++i) {
+      votes_[i] = vote::pending;
+      errors_[i] = {};
+      reqs_[i] = request{payload, lua, deadline, this, i, false};
+      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
+        record_failure(i, ec);
+      } else {
+        ++outstanding_;
+      }
+    }
+  }
+
+  void record_failure(std::size_t i, error_code ec) {
+    votes_[i] = vote::failed;
+    errors_[i] = ec;
+    ++failed_;
+  }
+
+  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
+    --outstanding_;
+    if (ec) {
+      record_failure(i, ec);
+    } else {
+      const resp::node& top = (*r)[0];
+      if (top.is_error()) {
+        record_failure(i, top.text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
+                                                               : error_code{error::server_error});
+        if (errors_[i] == error::server_error) server_text_[i] = top.text;
+      } else {
+        const vote v = classify(top);
+        if (v != vote::failed) votes_[i] = v;
+        if (v == vote::yes) ++yes_;
+        else if (v == vote::held) ++held_;
+        else if (v == vote::no) ++no_;
+        else if (v == vote::failed) record_failure(i, error::unexpected_reply);
+      }
+    }
+    if (!done_) on_tally();
+    maybe_destroy();
+  }
+
+  virtual vote classify(const resp::node& top) = 0;
+  virtual void on_tally() = 0;
+
+  /// Completes the user's handler on its executor. The op may live on until its last
+  /// request comes back.
+  void complete(error_code ec, Args... args) {
+    if (done_) return;
+    done_ = true;
+    if (slot_.is_connected()) slot_.clear();
+    if (diag_) diag_->message = ec ? describe(ec) : std::string{};
+    // Runs inline on the strand, then on the handler's own executor (work_dispatcher).
+    asio::dispatch(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
+  }
+
+  /// Completes from inside the initiating function: never inline (Asio's rule).
+  void complete_soon(error_code ec, Args... args) {
+    done_ = true;
+    if (diag_) diag_->message = describe(ec);
+    asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
+  }
+
+  /// Connects the handler's cancellation slot; the emitter may run on another executor,
+  /// so the op only reacts once on the strand, if still alive.
+  void watch_cancellation() {
+    slot_ = asio::get_associated_cancellation_slot(handler_);
+    if (!slot_.is_connected()) return;
+    slot_.template emplace<cancel_handler>(this);
+  }
+  virtual void on_cancel() = 0;
+
+  std::string describe(error_code ec) const {
+    std::string m = fmt::format("{}: {}", what_, ec.message());
+    if (ec == error::invalid_argument || ec == error::shut_down || !sent_) return m + extra_;
+    m += fmt::format(" ({} of {} nodes agreed, {} needed)", yes_, s_->size(), quorum(s_->size()));
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      const auto& node = *s_->nodes[i];
+      m += fmt::format("; node {} ({}): ", i, node.uri().display());
+      switch (votes_[i]) {
+        case vote::pending: m += "no answer yet"; break;
+        case vote::yes: m += "ok"; break;
+        case vote::no: m += no_text_; break;
+        case vote::held: m += "held by another owner"; break;
+        case vote::failed:
+          m += errors_[i].message();
+          if (errors_[i] == error::server_error) m += fmt::format(" \"{}\"", server_text_[i]);
+          if ((errors_[i] == error::node_unavailable || errors_[i] == error::connection_lost) &&
+              !node.last_problem().empty())
+            m += fmt::format(" [{}]", node.last_problem());
+          break;
+      }
+    }
+    return m + extra_;
+  }
+
+  std::shared_ptr<client_state> s_;
+  diagnostics* diag_;
+  handler_type handler_;
+  asio::cancellation_slot slot_;
+  std::array<request, max_nodes> reqs_{};
+  std::array<vote, max_nodes> votes_{};
+  std::array<error_code, max_nodes> errors_{};
+  std::array<std::string, max_nodes> server_text_{};
+  std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
+  std::size_t outstanding_ = 0;
+  bool done_ = false;
+  bool sent_ = false;
+  std::size_t holds_ = 0;  // posted handlers (retry timer) that still refer to the op
+  std::atomic<int> cancel_posts_{0};
+  std::string what_;
+  std::string extra_;
+  const char* no_text_ = "refused";
+
+ private:
+  struct cancel_handler {
+    explicit cancel_handler(fanout_op* op) : op_(op) {}
+    void operator()(asio::cancellation_type_t) {
+      // Cancellation must be emitted from the op's executor or the handler's (as for
+      // any Asio operation); hop onto the strand before touching the op. The slot is
+      // cleared on completion, so op_ is alive whenever this runs.
+      fanout_op* op = op_;
+      ++op->cancel_posts_;  // keeps the op alive until the posted call runs
+      asio::dispatch(op->s_->strand, [op] {
+        --op->cancel_posts_;
+        if (!op->done_) op->on_cancel();
+        op->maybe_destroy();
+      });
+    }
+    fanout_op* op_;
+  };
+};
+
+// ---- acquire -----------------------------------------------------------------------
+
+class acquire_op final : public fanout_op<void(error_code, lock)> {
+ public:
+  acquire_op(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
+             diagnostics* diag, lock_handler h)
+      : fanout_op(std::move(s), diag, std::move(h)),
+        resource_(std::move(resource)),
+        opts_(opts),
+        wait_(wait),
+        retry_timer_(s_->strand) {
+    what_ = fmt::format("could not lock \"{}\"", resource_);
+    no_text_ = "refused";
+  }
+
+  void start() {
+    if (s_->closed) return complete_soon(error::shut_down, lock{});
+    if (resource_.empty()) {
+      extra_ = ": the resource name is empty";
+      return complete_soon(error::invalid_argument, lock{});
+    }
+    if (opts_.ttl < std::chrono::milliseconds{1} || opts_.ttl > max_ttl) {
+      extra_ = ": the TTL must be from 1 ms to 24 h";
+      return complete_soon(error::invalid_argument, lock{});
+    }
+    if (validity_deadline(boot_clock::time_point{}, opts_.ttl, s_->cfg.drift_factor) <=
+        boot_clock::time_point{}) {
+      extra_ = ": the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
+      return complete_soon(error::invalid_argument, lock{});
+    }
+    key_ = s_->cfg.key_prefix + resource_;
+    const auto now = boot_clock::now();
+    wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
+                      opts_.wait > std::chrono::hours{24 * 365 * 100})
+                         ? (wait_ ? boot_clock::time_point::max() : now)
+                         : now + opts_.wait;
+    watch_cancellation();
+    attempt();
+  }
+
+ private:
+  void attempt() {
+    decided_ = false;
+    s_->tokens.next(token_);
+    payload_.clear();
+    resp::append_command(payload_, "SET", key_, token_, "NX", "PX", std::int64_t{opts_.ttl.count()},
+                         "GET");
+    // Validity counts from before the first byte can leave: now, at enqueue.
+    start_ = boot_clock::now();
+    valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
+    const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
+    sent_ = true;
+    send_to_all(payload_, nullptr, deadline);
+    on_tally();
+  }
+
+  vote classify(const resp::node& top) override {
+    // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
+    if (top.kind == resp::type::null) return vote::yes;
+    if (top.is_string()) return vote::held;
+    return vote::failed;
+  }
+
+  void on_tally() override {
+    if (decided_) {
+      if (outstanding_ == 0 && retry_when_idle_) {
+        retry_when_idle_ = false;
+        attempt();
+      }
+      return;
+    }
+    switch (decide(s_->size(), yes_, held_ + failed_ + no_)) {
+      case vote_state::undecided: return;
+      case vote_state::won: {
+        decided_ = true;
+        if (boot_clock::now() < valid_until_) return succeed();
+        return fail_attempt(error::validity_exhausted);
+      }
+      case vote_state::lost:
+        decided_ = true;
+        return fail_attempt(failure_reason());
+    }
+  }
+
+  error_code failure_reason() const {
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (errors_[i] == error::wrong_type) return error::wrong_type;
+    // "Contended" only when the holders alone deny us a majority; otherwise the missing
+    // votes of unavailable nodes are the reason.
+    if (held_ > s_->size() - quorum(s_->size())) return error::contended;
+    return error::no_quorum;
+  }
+
+  void succeed() {
+    lock lk;
+    lock_access::owner(lk) = s_;
+    lock_access::resource(lk) = std::move(resource_);
+    lock_access::key(lk) = std::move(key_);
+    lock_access::token(lk) = token_;
+    lock_access::ttl(lk) = opts_.ttl;
+    lock_access::deadline(lk) = valid_until_;
+    complete({}, std::move(lk));
+  }
+
+  // Undo whatever this attempt may have taken: every node that said yes, has not
+  // answered yet, or lost its reply. Nodes that answered "held" or an error did not set
+  // our token. The release is queued behind the SET on each connection, so it runs after it.
+  void release_attempt() {
+    std::array<bool, max_nodes> mask{};
+    bool any = false;
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      const bool maybe_set =
+          votes_[i] == vote::yes || votes_[i] == vote::pending ||
+          (votes_[i] == vote::failed &&
+           (errors_[i] == error::node_timeout || errors_[i] == error::connection_lost));
+      mask[i] = maybe_set;
+      any = any || maybe_set;
+    }
+    if (any) s_->release_detached(key_, token_, &mask);
+  }
+
+  void fail_attempt(error_code reason) {
+    release_attempt();
+    const auto now = boot_clock::now();
+    const bool retryable = reason != error::wrong_type;
+    if (!wait_ || !retryable || now >= wait_deadline_) {
+      if (wait_ && reason == error::contended) reason = error::wait_timeout;
+      return complete(reason, lock{});
+    }
+    last_reason_ = reason;
+    auto delay = s_->jitter(s_->cfg.retry_delay);
+    if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
+    retry_timer_.expires_after(delay);
+    ++holds_;
+    retry_timer_.async_wait([this](error_code ec) {
+      --holds_;
+      if (!ec && !done_) {
+        if (outstanding_ > 0)
+          retry_when_idle_ = true;  // the request slots are still in use
+        else
+          attempt();
+      }
+      maybe_destroy();
+    });
+  }
+
+  void on_cancel() override {
+    retry_timer_.cancel();
+    if (!decided_ && sent_) release_attempt();
+    decided_ = true;
+    retry_when_idle_ = false;
+    complete(error::cancelled, lock{});
+  }
+
+  std::string resource_;
+  std::string key_;
+  lock_options opts_;
+  bool wait_;
+  boot_timer retry_timer_;
+  boot_clock::time_point wait_deadline_{};
+  boot_clock::time_point start_{};
+  boot_clock::time_point valid_until_{};
+  std::string token_;
+  std::string payload_;
+  error_code last_reason_;
+  bool decided_ = false;
+  bool retry_when_idle_ = false;
+};
+
+// ---- release -----------------------------------------------------------------------
+
+class unlock_op final : public fanout_op<void(error_code)> {
+ public:
+  unlock_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
+      : fanout_op(std::move(s), diag, std::move(h)) {
+    no_text_ = "not held by us (expired or taken)";
+  }
+
+  void start(lock& lk) {
+    what_ = fmt::format("could not unlock \"{}\"", lk.resource());
+    if (s_->closed) return complete_soon(error::shut_down);
+    if (!lk.owns()) return complete_soon(error::not_held);
+    // The lock object is emptied now: its destructor must not release it again.
+    key_ = std::move(lock_access::key(lk));
+    token_ = std::move(lock_access::token(lk));
+    lock_access::token(lk).clear();
+    lock_access::owner(lk).reset();
+    lk = lock{};
+    resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
+    watch_cancellation();
+    sent_ = true;
+    send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
+    on_tally();
+  }
+
+ private:
+  vote classify(const resp::node& top) override {
+    if (top.kind != resp::type::integer) return vote::failed;
+    return top.integer == 1 ? vote::yes : vote::no;
+  }
+
+  void on_tally() override {
+    const std::size_t n = s_->size();
+    const std::size_t answered = yes_ + no_;
+    if (yes_ >= 1 && answered >= quorum(n)) return complete({});
+    if (outstanding_ > 0) return;
+    if (answered < quorum(n)) return complete(error::no_quorum);
+    complete(error::not_held);
+  }
+
+  void on_cancel() override { complete(error::cancelled); }
+
+  std::string key_;
+  std::string token_;
+  std::string payload_;
+};
+
+// ---- extend ------------------------------------------------------------------------
+
+class extend_op final : public fanout_op<void(error_code)> {
+ public:
+  extend_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
+      : fanout_op(std::move(s), diag, std::move(h)) {
+    no_text_ = "not held by us (expired or taken)";
+  }
+
+  void start(lock& lk, std::chrono::milliseconds ttl) {
+    what_ = fmt::format("could not extend \"{}\"", lk.resource());
+    if (s_->closed) return complete_soon(error::shut_down);
+    if (!lk.owns()) return complete_soon(error::not_held);
+    if (ttl < std::chrono::milliseconds{1} || ttl > max_ttl) {
+      extra_ = ": the TTL must be from 1 ms to 24 h";
+      return complete_soon(error::invalid_argument);
+    }
+    const auto now = boot_clock::now();
+    if (lk.lost() || now >= lk.deadline()) {
+      // Lost stays lost: past its deadline another owner may exist, so even a key that
+      // still holds our token must not be extended.
+      lock_access::lost(lk) = true;
+      extra_ = ": the lock had already passed its validity deadline";
+      return complete_soon(error::lock_lost);
+    }
+    lk_ = &lk;
+    ttl_ = ttl;
+    start_ = now;
+    old_deadline_ = lk.deadline();
+    resp::append_command(payload_, "EVALSHA", extend_script.sha, "1", lk.key(), lk.token(),
+                         std::int64_t{ttl.count()});
+    watch_cancellation();
+    sent_ = true;
+    send_to_all(payload_, &extend_script,
+                std::min(now + s_->cfg.node_timeout, old_deadline_));
+    on_tally();
+  }
+
+ private:
+  vote classify(const resp::node& top) override {
+    if (top.kind != resp::type::integer) return vote::failed;
+    return top.integer == 1 ? vote::yes : vote::no;
+  }
+
+  void on_tally() override {
+    switch (decide(s_->size(), yes_, no_ + failed_)) {
+      case vote_state::undecided: return;
+      case vote_state::won: {
+        const auto now = boot_clock::now();
+        const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
+        if (now >= old_deadline_ || now >= new_deadline) {
+          if (now >= old_deadline_) lock_access::lost(*lk_) = true;
+          return complete(error::validity_exhausted);
+        }
+        lock_access::deadline(*lk_) = new_deadline;
+        lock_access::ttl(*lk_) = ttl_;
+        return complete({});
+      }
+      case vote_state::lost:
+        if (no_ > s_->size() - quorum(s_->size())) {
+          // A majority no longer holds our token: the lock is gone for good.
+          lock_access::lost(*lk_) = true;
+          return complete(error::not_held);
+        }
+        return complete(error::no_quorum);
+    }
+  }
+
+  void on_cancel() override { complete(error::cancelled); }
+
+  lock* lk_ = nullptr;
+  std::chrono::milliseconds ttl_{};
+  boot_clock::time_point start_{};
+  boot_clock::time_point old_deadline_{};
+  std::string payload_;
+};
+
+template <typename Handler, typename... Args>
+void complete_without_client(Handler h, Args... args) {
+  // A moved-from client has no strand; the handler still runs on its own executor.
+  asio::post(asio::system_executor{},
+             asio::append(std::move(h), error_code{error::shut_down}, std::move(args)...));
+}
+
+}  // namespace
+
+void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts,
+                bool wait, diagnostics* diag, lock_handler h) {
+  if (!s) return complete_without_client(std::move(h), lock{});
+  auto strand = s->strand;
+  auto* op = new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h));
+  asio::dispatch(strand, [op] { op->start(); });
+}
+
+void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  auto strand = s->strand;
+  auto* op = new unlock_op(std::move(s), diag, std::move(h));
+  asio::dispatch(strand, [op, &lk] { op->start(lk); });
+}
+
+void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
+                  diagnostics* diag, void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  auto strand = s->strand;
+  auto* op = new extend_op(std::move(s), diag, std::move(h));
+  asio::dispatch(strand, [op, &lk, ttl] { op->start(lk, ttl); });
+}
+
+void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  auto strand = s->strand;
+  asio::dispatch(strand, [s = std::move(s), h = std::move(h)]() mutable {
+    s->closed = true;
+    for (auto& n : s->nodes) n->close();
+    asio::post(s->strand, asio::append(std::move(h), error_code{}));
+  });
+}
+
+}  // namespace detail
+
+// ---- client and lock ---------------------------------------------------------------
+
+namespace asio = boost::asio;
+
+client::client(executor_type ex, config cfg)
+    : ex_(ex), state_(std::make_shared<detail::client_state>(ex, std::move(cfg))) {
+  asio::dispatch(state_->strand, [s = state_] {
+    for (auto& n : s->nodes) n->start();
+  });
+}
+
+client::~client() {
+  if (!state_) return;
+  asio::dispatch(state_->strand, [s = std::move(state_)] {
+    s->closed = true;
+    for (auto& n : s->nodes) n->close();
+  });
+}
+
+client& client::operator=(client&& other) noexcept {
+  if (this != &other) {
+    client dying{std::move(*this)};
+    ex_ = std::move(other.ex_);
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+std::size_t client::node_count() const noexcept { return state_ ? state_->size() : 0; }
+
+lock::lock(lock&& other) noexcept
+    : owner_(std::move(other.owner_)),
+      resource_(std::move(other.resource_)),
+      key_(std::move(other.key_)),
+      token_(std::move(other.token_)),
+      ttl_(other.ttl_),
+      deadline_(other.deadline_),
+      lost_(other.lost_) {
+  other.token_.clear();
+}
+
+lock& lock::operator=(lock&& other) noexcept {
+  if (this != &other) {
+    release_in_background();
+    owner_ = std::move(other.owner_);
+    resource_ = std::move(other.resource_);
+    key_ = std::move(other.key_);
+    token_ = std::move(other.token_);
+    ttl_ = other.ttl_;
+    deadline_ = other.deadline_;
+    lost_ = other.lost_;
+    other.token_.clear();
+  }
+  return *this;
+}
+
+lock::~lock() { release_in_background(); }
+
+std::chrono::milliseconds lock::validity() const noexcept {
+  if (token_.empty() || lost_) return std::chrono::milliseconds{0};
+  const auto left = deadline_ - boot_clock::now();
+  if (left <= boot_clock::duration::zero()) return std::chrono::milliseconds{0};
+  return std::chrono::duration_cast<std::chrono::milliseconds>(left);
+}
+
+bool lock::valid() const noexcept {
+  return !token_.empty() && !lost_ && boot_clock::now() < deadline_;
+}
+
+void lock::release_in_background() noexcept {
+  if (token_.empty()) return;
+  if (auto s = owner_.lock()) {
+    try {
+      asio::post(s->strand, [s, key = std::move(key_), token = std::move(token_)] {
+        if (!s->closed) s->release_detached(key, token);
+      });
+    } catch (...) {
+      // Best effort by contract: the keys expire with their TTL.
+    }
+  }
+  token_.clear();
+  owner_.reset();
+}
+
+}  // namespace redlock

@@ -1,0 +1,56 @@
+#pragma once
+// State shared by a client and its operations; lives on the client's strand.
+
+#include <array>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "client/token.hpp"
+#include "connection/connection.hpp"
+#include "redlock/config.hpp"
+#include "redlock/lock.hpp"
+
+namespace redlock::detail {
+
+inline constexpr std::size_t max_nodes = 15;
+
+/// compare-and-delete and compare-and-pexpire. The SHA1 constants are checked against
+/// SCRIPT LOAD by a test.
+extern const script release_script;
+extern const script extend_script;
+
+struct client_state {
+  client_state(asio::any_io_executor ex, config c);
+
+  strand_type strand;
+  config cfg;
+  std::vector<std::shared_ptr<connection>> nodes;
+  token_source tokens;
+  std::minstd_rand rng;
+  bool closed = false;
+
+  std::size_t size() const { return nodes.size(); }
+  /// Queues a compare-and-delete of (key, token) on every node, reply ignored. On the strand.
+  void release_detached(std::string_view key, std::string_view token,
+                        const std::array<bool, max_nodes>* only = nullptr);
+  /// A delay drawn from [d/2, 3d/2].
+  std::chrono::nanoseconds jitter(std::chrono::milliseconds d);
+};
+
+/// Validates a configuration; throws system_error(invalid_config) naming the field.
+std::vector<node_uri> validate(const config& c);
+
+/// Grants the ops access to lock's private members.
+struct lock_access {
+  static std::weak_ptr<client_state>& owner(lock& l) { return l.owner_; }
+  static std::string& resource(lock& l) { return l.resource_; }
+  static std::string& key(lock& l) { return l.key_; }
+  static std::string& token(lock& l) { return l.token_; }
+  static std::chrono::milliseconds& ttl(lock& l) { return l.ttl_; }
+  static boot_clock::time_point& deadline(lock& l) { return l.deadline_; }
+  static bool& lost(lock& l) { return l.lost_; }
+};
+
+}  // namespace redlock::detail

@@ -1,0 +1,38 @@
+#include "client/token.hpp"
+
+#include <sys/random.h>
+
+#include <boost/system/system_error.hpp>
+
+#include <cerrno>
+
+namespace redlock::detail {
+
+void token_source::refill() {
+  std::size_t got = 0;
+  while (got < block_.size()) {
+    const ssize_t n = ::getrandom(block_.data() + got, block_.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw boost::system::system_error(errno, boost::system::system_category(), "getrandom");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  used_ = 0;
+}
+
+void token_source::next(std::string& out) {
+  if (block_.size() - used_ < token_bytes) refill();
+  static constexpr char hex[] = "0123456789abcdef";
+  out.resize(token_bytes * 2);
+  for (std::size_t i = 0; i < token_bytes; ++i) {
+    const unsigned char b = block_[used_ + i];
+    out[2 * i] = hex[b >> 4];
+    out[2 * i + 1] = hex[b & 0xf];
+  }
+  // Used bytes are wiped so that no token can be derived twice from the same block.
+  std::fill_n(block_.begin() + static_cast<std::ptrdiff_t>(used_), token_bytes, 0);
+  used_ += token_bytes;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,24 @@
+#pragma once
+// Lock tokens: 20 random bytes from the kernel CSPRNG, hex-encoded. getrandom is read
+// in blocks and sliced, so a lock costs no system call.
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace redlock::detail {
+
+class token_source {
+ public:
+  static constexpr std::size_t token_bytes = 20;
+  /// Replaces `out` with a fresh token (40 hex characters). Throws system_error if the
+  /// kernel cannot provide randomness (never silently falls back to a weak source).
+  void next(std::string& out);
+
+ private:
+  void refill();
+  std::array<unsigned char, 4096> block_{};
+  std::size_t used_ = block_.size();
+};
+
+}  // namespace redlock::detail

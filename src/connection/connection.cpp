@@ -1,0 +1,407 @@
+#include "connection/connection.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <utility>
+
+#include "redlock/error.hpp"
+
+namespace redlock::detail {
+namespace {
+
+constexpr std::string_view ping_command = "*1\r\n$4\r\nPING\r\n";
+constexpr std::size_t read_chunk = 64u << 10;
+
+bool is_noscript(const resp::reply& r) {
+  return !r.empty() && r[0].is_error() && r[0].text.substr(0, 8) == "NOSCRIPT";
+}
+
+std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+}  // namespace
+
+connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id)
+    : strand_(std::move(strand)),
+      uri_(std::move(uri)),
+      cfg_(cfg),
+      id_(id),
+      resolver_(strand_),
+      socket_(strand_),
+      deadline_timer_(strand_),
+      conn_timer_(strand_),
+      rng_(static_cast<std::uint_fast32_t>(std::random_device{}() ^ (id * 2654435761u))) {}
+
+void connection::start() {
+  if (state_ == state::idle) connect();
+}
+
+// ---- connect, handshake, reconnect -------------------------------------------------
+
+void connection::connect() {
+  state_ = state::connecting;
+  const auto gen = ++generation_;
+  auto self = shared_from_this();
+
+  conn_timer_.expires_after(cfg_.connect_timeout);
+  conn_timer_.async_wait([self, gen](error_code ec) {
+    if (ec || gen != self->generation_) return;
+    if (self->state_ == state::connecting || self->state_ == state::handshaking)
+      self->fail_connection(error::connect_failed,
+                            "no connection and handshake within the connect timeout (" +
+                                ms_text(self->cfg_.connect_timeout) + ")");
+  });
+
+  resolver_.async_resolve(
+      uri_.host, std::to_string(uri_.port),
+      [self, gen](error_code ec, asio::ip::tcp::resolver::results_type results) {
+        if (gen != self->generation_) return;
+        if (ec) return self->fail_connection(error::connect_failed, "resolve: " + ec.message());
+        asio::async_connect(self->socket_, results,
+                            [self, gen](error_code ec, const asio::ip::tcp::endpoint&) {
+                              if (gen != self->generation_) return;
+                              if (ec)
+                                return self->fail_connection(error::connect_failed,
+                                                             "connect: " + ec.message());
+                              self->on_connected();
+                            });
+      });
+}
+
+void connection::on_connected() {
+  error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  state_ = state::handshaking;
+  reader_.reset();
+
+  // The handshake goes first and alone; queued requests wait in waiting_ until it is
+  // done, so none runs unauthenticated or on the wrong database. PING proves that the
+  // peer is a live Redis even when no AUTH or SELECT is needed (a frozen server still
+  // completes the TCP handshake from its kernel backlog).
+  handshake_payload_.clear();
+  handshake_left_ = 0;
+  if (!uri_.password.empty()) {
+    if (uri_.user.empty())
+      resp::append_command(handshake_payload_, "AUTH", uri_.password);
+    else
+      resp::append_command(handshake_payload_, "AUTH", uri_.user, uri_.password);
+    ++handshake_left_;
+  }
+  if (uri_.db != 0) {
+    resp::append_command(handshake_payload_, "SELECT", std::int64_t{uri_.db});
+    ++handshake_left_;
+  }
+  handshake_payload_.append(ping_command);
+  ++handshake_left_;
+  wbuf_.append(handshake_payload_);
+  for (int i = 0; i < handshake_left_; ++i) inflight_.push_back({nullptr, kind::handshake});
+  start_read();
+  flush();
+}
+
+void connection::on_handshake_reply(const resp::reply& r) {
+  if (r.empty() || r[0].is_error()) {
+    std::string text = r.empty() ? std::string{"empty reply"} : std::string{r[0].text};
+    return fail_connection(error::auth_failed, "handshake refused: " + text);
+  }
+  if (--handshake_left_ == 0) {
+    conn_timer_.cancel();
+    become_ready();
+  }
+}
+
+void connection::become_ready() {
+  state_ = state::ready;
+  unresponsive_ = false;
+  backoff_attempt_ = 0;
+  last_problem_.clear();
+  auto queued = std::move(waiting_);
+  waiting_.clear();
+  for (auto& w : queued) {
+    if (w.req)
+      append(w.req->payload, w.req, kind::user);
+    else
+      append(w.owned, nullptr, kind::ignore);
+  }
+  flush();
+}
+
+void connection::fail_connection(error_code ec, std::string problem) {
+  if (state_ == state::closed) return;
+  const bool was_ready = state_ == state::ready;
+  last_problem_ = std::move(problem);
+  ++generation_;
+  error_code ignored;
+  socket_.close(ignored);
+  resolver_.cancel();
+  conn_timer_.cancel();
+  reader_.reset();
+  wbuf_.clear();
+  unresponsive_ = false;
+  state_ = state::backoff;
+
+  // Detached releases survive the reconnect: a SET that was in flight may have run.
+  for (auto& p : after_probe_) waiting_.push_back({nullptr, std::move(p)});
+  after_probe_.clear();
+
+  auto lost = std::move(inflight_);
+  inflight_.clear();
+  std::vector<request*> failed_waiting;
+  std::deque<waiting> keep;
+  for (auto& w : waiting_) {
+    if (w.req)
+      failed_waiting.push_back(w.req);
+    else
+      keep.push_back(std::move(w));
+  }
+  waiting_ = std::move(keep);
+
+  schedule_reconnect();
+
+  // Sinks may call back into submit(); the state above already says "backoff".
+  const error_code lost_ec = was_ready ? error_code{error::connection_lost} : ec;
+  for (auto& e : lost)
+    if (e.k == kind::user && e.req) complete(e.req, lost_ec, nullptr);
+  for (auto* r : failed_waiting) complete(r, ec, nullptr);
+}
+
+void connection::schedule_reconnect() {
+  using std::chrono::milliseconds;
+  const auto lo = std::max<milliseconds::rep>(1, cfg_.reconnect_min.count());
+  const auto hi = std::max(lo, static_cast<milliseconds::rep>(cfg_.reconnect_max.count()));
+  const int shift = std::min(backoff_attempt_, 20);
+  const auto base = std::min<milliseconds::rep>(hi, lo << shift);
+  ++backoff_attempt_;
+  // Full-range jitter in [base/2, base], so that clients cut off together do not
+  // reconnect together.
+  std::uniform_int_distribution<milliseconds::rep> dist(base / 2, base);
+  conn_timer_.expires_after(milliseconds{dist(rng_)});
+  const auto gen = generation_;
+  conn_timer_.async_wait([self = shared_from_this(), gen](error_code ec) {
+    if (ec || gen != self->generation_ || self->state_ != state::backoff) return;
+    self->connect();
+  });
+}
+
+void connection::close() {
+  if (state_ == state::closed) return;
+  state_ = state::closed;
+  ++generation_;
+  error_code ignored;
+  socket_.close(ignored);
+  resolver_.cancel();
+  conn_timer_.cancel();
+  deadline_timer_.cancel();
+  wbuf_.clear();
+  after_probe_.clear();
+  auto lost = std::move(inflight_);
+  inflight_.clear();
+  auto queued = std::move(waiting_);
+  waiting_.clear();
+  for (auto& e : lost)
+    if (e.k == kind::user && e.req) complete(e.req, error::shut_down, nullptr);
+  for (auto& w : queued)
+    if (w.req) complete(w.req, error::shut_down, nullptr);
+}
+
+// ---- reading -----------------------------------------------------------------------
+
+void connection::start_read() {
+  auto space = reader_.prepare(read_chunk);
+  const auto gen = generation_;
+  socket_.async_read_some(asio::buffer(space.data(), space.size()),
+                          [self = shared_from_this(), gen](error_code ec, std::size_t n) {
+                            if (gen != self->generation_) return;
+                            self->on_read(ec, n);
+                          });
+}
+
+void connection::on_read(error_code ec, std::size_t n) {
+  if (ec) {
+    return fail_connection(error::connection_lost,
+                           ec == asio::error::eof ? std::string{"the server closed the connection"}
+                                                  : "read: " + ec.message());
+  }
+  reader_.commit(n);
+  const auto gen = generation_;
+  for (;;) {
+    const auto st = reader_.next(reply_);
+    if (st == resp::parse_status::incomplete) break;
+    if (st != resp::parse_status::complete)
+      return fail_connection(error::protocol_error,
+                             std::string{"protocol error: "} + resp::to_string(st));
+    dispatch_reply(reply_);
+    if (gen != generation_) return;  // the connection failed or closed meanwhile
+  }
+  start_read();
+}
+
+void connection::dispatch_reply(const resp::reply& r) {
+  if (r[0].kind == resp::type::push) return;  // out-of-band: not an answer to a request
+  if (inflight_.empty())
+    return fail_connection(error::protocol_error, "the server sent a reply nobody asked for");
+  const inflight e = inflight_.front();
+  inflight_.pop_front();
+  switch (e.k) {
+    case kind::handshake: return on_handshake_reply(r);
+    case kind::probe: {
+      unresponsive_ = false;
+      last_problem_.clear();
+      auto held = std::move(after_probe_);
+      after_probe_.clear();
+      for (auto& p : held) append(p, nullptr, kind::ignore);
+      if (!held.empty()) schedule_flush();
+      return;
+    }
+    case kind::ignore: return;
+    case kind::user: break;
+  }
+  if (!e.req) return;  // completed by its deadline; the late reply is dropped
+  if (is_noscript(r) && e.req->lua && !e.req->reloaded) {
+    // The script cache was flushed (SCRIPT FLUSH, restart): load it and run the same
+    // EVALSHA again; the request keeps its place in the new FIFO order.
+    e.req->reloaded = true;
+    std::string load;
+    resp::append_command(load, "SCRIPT", "LOAD", e.req->lua->body);
+    append(load, nullptr, kind::ignore);
+    append(e.req->payload, e.req, kind::user);
+    schedule_flush();
+    return;
+  }
+  complete(e.req, {}, &r);
+}
+
+// ---- writing -----------------------------------------------------------------------
+
+error_code connection::submit(request& r) {
+  switch (state_) {
+    case state::closed: return error::shut_down;
+    case state::idle:
+    case state::backoff: return error::node_unavailable;
+    case state::connecting:
+    case state::handshaking:
+      if (waiting_.size() >= cfg_.max_queued_per_node) return error::overloaded;
+      waiting_.push_back({&r, {}});
+      arm_deadline(r.deadline);
+      return {};
+    case state::ready:
+      if (unresponsive_) return error::node_unavailable;
+      if (inflight_.size() >= cfg_.max_queued_per_node) return error::overloaded;
+      append(r.payload, &r, kind::user);
+      arm_deadline(r.deadline);
+      schedule_flush();
+      return {};
+  }
+  return error::node_unavailable;
+}
+
+void connection::submit_detached(std::string payload) {
+  switch (state_) {
+    case state::closed: return;
+    case state::ready:
+      if (!unresponsive_) {
+        append(payload, nullptr, kind::ignore);
+        schedule_flush();
+      } else if (after_probe_.size() < cfg_.max_queued_per_node) {
+        after_probe_.push_back(std::move(payload));
+      }
+      return;
+    default:
+      if (waiting_.size() < cfg_.max_queued_per_node) waiting_.push_back({nullptr, std::move(payload)});
+      return;
+  }
+}
+
+void connection::append(std::string_view payload, request* req, kind k) {
+  wbuf_.append(payload);
+  inflight_.push_back({req, k});
+}
+
+void connection::schedule_flush() {
+  if (flush_scheduled_ || writing_) return;
+  flush_scheduled_ = true;
+  // Deferred to the end of the current handler, so that every request queued in this
+  // turn (one lock call queues one per node; many calls may run in one turn) goes out
+  // in one write.
+  asio::post(strand_, [self = shared_from_this()] {
+    self->flush_scheduled_ = false;
+    self->flush();
+  });
+}
+
+void connection::flush() {
+  if (writing_ || wbuf_.empty()) return;
+  if (state_ != state::ready && state_ != state::handshaking) return;
+  writing_ = true;
+  std::swap(wbuf_, wbuf_writing_);
+  const auto gen = generation_;
+  asio::async_write(socket_, asio::buffer(wbuf_writing_),
+                    [self = shared_from_this(), gen](error_code ec, std::size_t) {
+                      self->writing_ = false;
+                      self->wbuf_writing_.clear();
+                      if (self->state_ == state::closed) return;
+                      if (gen != self->generation_) return self->flush();
+                      if (ec) return self->fail_connection(error::connection_lost, "write: " + ec.message());
+                      self->flush();
+                    });
+}
+
+// ---- deadlines ---------------------------------------------------------------------
+
+void connection::arm_deadline(boot_clock::time_point t) {
+  if (deadline_armed_ && t >= armed_for_) return;
+  deadline_armed_ = true;
+  armed_for_ = t;
+  deadline_timer_.expires_at(t);  // cancels an earlier wait, whose handler then returns
+  deadline_timer_.async_wait([self = shared_from_this(), t](error_code ec) {
+    if (ec || self->state_ == state::closed || t != self->armed_for_) return;
+    self->deadline_armed_ = false;
+    self->on_deadline();
+  });
+}
+
+void connection::on_deadline() {
+  const auto now = boot_clock::now();
+  auto next = boot_clock::time_point::max();
+  std::vector<request*> expired;
+  bool inflight_expired = false;
+
+  for (auto& e : inflight_) {
+    if (e.k != kind::user || !e.req) continue;
+    if (e.req->deadline <= now) {
+      expired.push_back(e.req);
+      e.req = nullptr;  // its reply, when it comes, is dropped
+      inflight_expired = true;
+    } else {
+      next = std::min(next, e.req->deadline);
+    }
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->req && it->req->deadline <= now) {
+      expired.push_back(it->req);
+      it = waiting_.erase(it);
+    } else {
+      if (it->req) next = std::min(next, it->req->deadline);
+      ++it;
+    }
+  }
+
+  if (inflight_expired && state_ == state::ready && !unresponsive_) {
+    // Stop adding to the backlog of a node that may be frozen; a PING queued behind the
+    // stalled requests tells us when it has caught up.
+    unresponsive_ = true;
+    last_problem_ = "a request timed out; no new requests until the node answers a PING";
+    append(ping_command, nullptr, kind::probe);
+    schedule_flush();
+  }
+  if (next != boot_clock::time_point::max()) arm_deadline(next);
+  for (auto* r : expired) complete(r, error::node_timeout, nullptr);
+}
+
+void connection::complete(request* req, error_code ec, const resp::reply* reply) {
+  req->sink->on_reply(req->index, ec, reply);
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,149 @@
+#pragma once
+// One long-lived, pipelined connection to one Redis node.
+//
+// Many concurrent requests share the socket: everything queued while a write is in
+// flight goes out in the next single write, replies are matched to requests in FIFO
+// order, and each request carries its own deadline, watched by one timer per
+// connection. A request that times out completes at once with node_timeout; its late
+// reply is still read and dropped, so the connection stays usable. After a timeout the
+// connection accepts no new requests until a PING it sent answers (a frozen node is
+// not flooded with a backlog when it thaws). All members run on the client's strand.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "redlock/clock.hpp"
+#include "redlock/config.hpp"
+#include "resp/resp.hpp"
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using strand_type = asio::strand<asio::any_io_executor>;
+using boot_timer = asio::basic_waitable_timer<boot_clock>;
+
+/// A Lua script run by EVALSHA; `sha` is the SHA1 of `body` (checked by a test).
+struct script {
+  std::string_view body;
+  std::string_view sha;
+};
+
+/// Receives the one outcome of each request: a reply, or an error (timeout, lost
+/// connection, shut down). Called on the strand, never from inside submit().
+class request_sink {
+ public:
+  virtual void on_reply(std::size_t index, error_code ec, const resp::reply* reply) = 0;
+
+ protected:
+  ~request_sink() = default;
+};
+
+/// One request. Owned by its sender, which must keep it (and `payload`) alive until
+/// its sink was called.
+struct request {
+  std::string_view payload;     ///< one encoded command
+  const script* lua = nullptr;  ///< set when payload is an EVALSHA of this script
+  boot_clock::time_point deadline{};
+  request_sink* sink = nullptr;
+  std::size_t index = 0;
+  bool reloaded = false;  ///< already retried after NOSCRIPT
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id);
+
+  /// Starts connecting (and reconnecting after failures) until close().
+  void start();
+  /// Queues a request. On a non-empty error the request was not accepted and its sink
+  /// will not be called: node_unavailable (not connected, or unresponsive), overloaded.
+  error_code submit(request& r);
+  /// Queues a command whose reply nobody waits for (a release after a failed or
+  /// cancelled attempt). Kept across reconnects and unresponsive periods (bounded),
+  /// so that a late SET on a thawed or reconnected node is still undone.
+  void submit_detached(std::string payload);
+  /// Fails everything with error::shut_down and closes the socket for good.
+  void close();
+
+  std::size_t id() const { return id_; }
+  const node_uri& uri() const { return uri_; }
+  bool ready() const { return state_ == state::ready && !unresponsive_; }
+  /// Why the node is not usable right now, for diagnostics ("" when it is).
+  const std::string& last_problem() const { return last_problem_; }
+
+ private:
+  enum class state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
+  enum class kind : std::uint8_t { user, ignore, handshake, probe };
+  struct inflight {
+    request* req;  // null once completed by a timeout (the reply is then dropped)
+    kind k;
+  };
+  struct waiting {
+    request* req;       // null for a detached command
+    std::string owned;  // payload of a detached command
+  };
+
+  void connect();
+  void on_connected();
+  void on_handshake_reply(const resp::reply& r);
+  void become_ready();
+  void fail_connection(error_code ec, std::string problem);
+  void schedule_reconnect();
+
+  void start_read();
+  void on_read(error_code ec, std::size_t n);
+  void dispatch_reply(const resp::reply& r);
+
+  void append(std::string_view payload, request* req, kind k);
+  void schedule_flush();
+  void flush();
+
+  void arm_deadline(boot_clock::time_point t);
+  void on_deadline();
+  void complete(request* req, error_code ec, const resp::reply* reply);
+
+  strand_type strand_;
+  node_uri uri_;
+  config cfg_;
+  std::size_t id_;
+
+  asio::ip::tcp::resolver resolver_;
+  asio::ip::tcp::socket socket_;
+  boot_timer deadline_timer_;  // earliest request deadline
+  boot_timer conn_timer_;      // connect/handshake deadline, reconnect back-off
+  boot_clock::time_point armed_for_ = boot_clock::time_point::max();
+  bool deadline_armed_ = false;
+
+  state state_ = state::idle;
+  bool unresponsive_ = false;
+  bool writing_ = false;
+  bool flush_scheduled_ = false;
+  bool reading_ = false;
+  std::uint64_t generation_ = 0;  // bumped per socket, so stale handlers know
+  int handshake_left_ = 0;
+  int backoff_attempt_ = 0;
+  std::string last_problem_;
+  std::string handshake_payload_;
+
+  std::string wbuf_;          // queued, to go out in the next write
+  std::string wbuf_writing_;  // being written
+  std::deque<inflight> inflight_;
+  std::deque<waiting> waiting_;  // before the connection is ready
+  std::deque<std::string> after_probe_;  // detached commands held while unresponsive
+  resp::reader reader_;
+  resp::reply reply_;
+  std::minstd_rand rng_;
+};
+
+}  // namespace redlock::detail

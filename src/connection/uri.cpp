@@ -1,0 +1,114 @@
+#include <charconv>
+
+#include "redlock/config.hpp"
+
+namespace redlock {
+namespace {
+
+bool parse_number(std::string_view s, long max, long& out) {
+  if (s.empty() || s.size() > 10) return false;
+  long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || v < 0 || v > max) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+std::string node_uri::display() const {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
+  out = node_uri{};
+  constexpr std::string_view scheme = "redis://";
+  if (uri.substr(0, scheme.size()) != scheme) {
+    why = uri.substr(0, 8) == "rediss:/" ? "TLS (rediss://) is not supported yet"
+                                          : "a node URI must start with redis://";
+    return false;
+  }
+  std::string_view rest = uri.substr(scheme.size());
+
+  // Credentials end at the last '@' (a password may contain '@').
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view cred = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
+      out.user = cred.substr(0, colon);
+      out.password = cred.substr(colon + 1);
+    } else {
+      out.password = cred;  // redis://password@host: the "default" user
+    }
+    if (out.password.empty()) {
+      why = "the node URI names credentials without a password";
+      return false;
+    }
+  }
+
+  std::string_view hostport = rest;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    hostport = rest.substr(0, slash);
+    std::string_view db = rest.substr(slash + 1);
+    long v = 0;
+    if (!db.empty() && !parse_number(db, 1'000'000, v)) {
+      why = "the database number after '/' must be a non-negative integer";
+      return false;
+    }
+    out.db = static_cast<int>(v);
+  }
+
+  std::string_view port;
+  if (!hostport.empty() && hostport.front() == '[') {
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos) {
+      why = "unterminated '[' in IPv6 host";
+      return false;
+    }
+    out.host = hostport.substr(1, close - 1);
+    std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        why = "expected ':port' after ']'";
+        return false;
+      }
+      port = after.substr(1);
+      if (port.empty()) {
+        why = "empty port";
+        return false;
+      }
+    }
+  } else {
+    auto colon = hostport.rfind(':');
+    if (colon != std::string_view::npos) {
+      out.host = hostport.substr(0, colon);
+      port = hostport.substr(colon + 1);
+      if (port.empty()) {
+        why = "empty port";
+        return false;
+      }
+    } else {
+      out.host = hostport;
+    }
+  }
+  if (out.host.empty()) {
+    why = "the node URI has no host";
+    return false;
+  }
+  if (out.host.find_first_of(" /?#@") != std::string::npos) {
+    why = "the host contains a character that is not allowed";
+    return false;
+  }
+  if (!port.empty()) {
+    long v = 0;
+    if (!parse_number(port, 65535, v) || v == 0) {
+      why = "the port must be a number from 1 to 65535";
+      return false;
+    }
+    out.port = static_cast<std::uint16_t>(v);
+  }
+  return true;
+}
+
+}  // namespace redlock

@@ -1,0 +1,68 @@
+#include "redlock/error.hpp"
+
+#include <boost/system/errc.hpp>
+
+namespace redlock {
+namespace {
+
+class category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "redlock"; }
+
+  std::string message(int ev) const override {
+    switch (static_cast<error>(ev)) {
+      case error::contended:
+        return "the resource is locked by another owner on a majority of nodes";
+      case error::wait_timeout:
+        return "gave up waiting: the resource was still locked by another owner";
+      case error::no_quorum:
+        return "too few Redis nodes answered to form a majority (see diagnostics for each node)";
+      case error::validity_exhausted:
+        return "a majority granted the lock, but it took longer than the lock's TTL allows";
+      case error::not_held:
+        return "the lock is not held by this owner (it expired or was taken by another)";
+      case error::lock_lost:
+        return "the lock was lost: its validity ran out or a majority no longer holds it";
+      case error::cancelled: return "the operation was cancelled";
+      case error::wrong_type:
+        return "a Redis key of another type (not a string) exists under the resource name";
+      case error::node_timeout: return "the Redis node did not answer in time";
+      case error::node_unavailable:
+        return "not connected to the Redis node (connecting, backing off, or unresponsive)";
+      case error::connection_lost:
+        return "the connection to the Redis node closed before the reply arrived";
+      case error::connect_failed:
+        return "could not connect to the Redis node (refused, unreachable or timed out)";
+      case error::auth_failed:
+        return "the Redis node refused the credentials or database in the node URI";
+      case error::protocol_error: return "the Redis node sent data that is not valid RESP";
+      case error::server_error: return "the Redis node answered with an error";
+      case error::unexpected_reply:
+        return "the Redis node sent a reply of a type the command cannot return";
+      case error::overloaded: return "too many requests are queued for this Redis node";
+      case error::invalid_config: return "invalid redlock configuration";
+      case error::invalid_argument: return "invalid argument";
+      case error::shut_down: return "the lock client has been shut down";
+    }
+    return "unknown redlock error";
+  }
+
+  // Lets callers test for cancellation the standard way:
+  // ec == boost::system::errc::operation_canceled.
+  boost::system::error_condition default_error_condition(int ev) const noexcept override {
+    if (static_cast<error>(ev) == error::cancelled)
+      return boost::system::errc::make_error_condition(boost::system::errc::operation_canceled);
+    if (static_cast<error>(ev) == error::node_timeout)
+      return boost::system::errc::make_error_condition(boost::system::errc::timed_out);
+    return {ev, *this};
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& category() noexcept {
+  static const category_impl instance;
+  return instance;
+}
+
+}  // namespace redlock

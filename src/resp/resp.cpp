@@ -1,0 +1,228 @@
+#include "resp/resp.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstring>
+
+namespace redlock::resp {
+
+const char* to_string(parse_status s) {
+  switch (s) {
+    case parse_status::complete: return "complete";
+    case parse_status::incomplete: return "incomplete";
+    case parse_status::bad_type: return "unknown RESP type byte";
+    case parse_status::bad_number: return "malformed RESP length or integer";
+    case parse_status::bad_framing: return "malformed RESP framing";
+    case parse_status::too_large: return "RESP reply exceeds a size limit";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr std::uint32_t hard_max_depth = 64;
+
+bool parse_int(std::string_view s, std::int64_t& v) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;  // tolerated; from_chars rejects it
+  auto [p, ec] = std::from_chars(b, e, v);
+  return ec == std::errc{} && p == e && b != e;
+}
+
+struct frame {
+  std::size_t remaining;
+  std::size_t attribute_start;  // out.size() when an attribute began; npos otherwise
+};
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+}  // namespace
+
+parse_result parse(std::string_view data, reply& out, const limits& lim) {
+  out.clear();
+  std::array<frame, hard_max_depth> stack;
+  std::uint32_t depth = 0;
+  const std::uint32_t max_depth = std::min(lim.max_depth, hard_max_depth);
+  std::size_t pos = 0;
+
+  auto fail = [&](parse_status s) { return parse_result{s, 0}; };
+
+  for (;;) {
+    if (pos >= data.size()) return fail(parse_status::incomplete);
+    const char t = data[pos];
+    const std::size_t lf = data.find("\r\n", pos + 1);
+    if (lf == std::string_view::npos) {
+      if (data.size() - pos > lim.max_line + 32) return fail(parse_status::too_large);
+      return fail(parse_status::incomplete);
+    }
+    if (lf - pos - 1 > lim.max_line + 32) return fail(parse_status::too_large);
+    const std::string_view line = data.substr(pos + 1, lf - pos - 1);
+    std::size_t next = lf + 2;
+
+    node n;
+    n.depth = depth;
+    bool aggregate = false;
+    bool attribute = false;
+    switch (t) {
+      case '+': n.kind = type::simple_string; n.text = line; break;
+      case '-': n.kind = type::simple_error; n.text = line; break;
+      case ',': n.kind = type::double_type; n.text = line; break;
+      case '(': n.kind = type::big_number; n.text = line; break;
+      case ':':
+        n.kind = type::integer;
+        if (!parse_int(line, n.integer)) return fail(parse_status::bad_number);
+        break;
+      case '#':
+        n.kind = type::boolean;
+        if (line == "t") n.integer = 1;
+        else if (line == "f") n.integer = 0;
+        else return fail(parse_status::bad_framing);
+        break;
+      case '_':
+        if (!line.empty()) return fail(parse_status::bad_framing);
+        n.kind = type::null;
+        break;
+      case '$':
+      case '!':
+      case '=': {
+        std::int64_t len = 0;
+        if (!parse_int(line, len)) return fail(parse_status::bad_number);
+        if (len == -1 && t == '$') {
+          n.kind = type::null;
+          break;
+        }
+        if (len < 0) return fail(parse_status::bad_number);
+        if (static_cast<std::uint64_t>(len) > lim.max_bulk) return fail(parse_status::too_large);
+        const auto ulen = static_cast<std::size_t>(len);
+        if (data.size() - next < ulen + 2) return fail(parse_status::incomplete);
+        if (data[next + ulen] != '\r' || data[next + ulen + 1] != '\n')
+          return fail(parse_status::bad_framing);
+        n.text = data.substr(next, ulen);
+        n.kind = t == '$' ? type::bulk_string : t == '!' ? type::bulk_error : type::verbatim_string;
+        if (t == '=') {
+          // "txt:" prefix names the format; the payload follows it.
+          if (ulen < 4 || n.text[3] != ':') return fail(parse_status::bad_framing);
+          n.text.remove_prefix(4);
+        }
+        next += ulen + 2;
+        break;
+      }
+      case '*':
+      case '%':
+      case '~':
+      case '>':
+      case '|': {
+        std::int64_t count = 0;
+        if (!parse_int(line, count)) return fail(parse_status::bad_number);
+        if (count == -1 && t == '*') {
+          n.kind = type::null;
+          break;
+        }
+        if (count < 0) return fail(parse_status::bad_number);
+        auto ucount = static_cast<std::uint64_t>(count);
+        if (ucount > lim.max_elements) return fail(parse_status::too_large);
+        if (t == '%' || t == '|') ucount *= 2;
+        n.kind = t == '*' ? type::array : t == '%' ? type::map : t == '~' ? type::set : type::push;
+        n.size = static_cast<std::size_t>(ucount);
+        aggregate = true;
+        attribute = t == '|';
+        break;
+      }
+      default: return fail(parse_status::bad_type);
+    }
+    pos = next;
+
+    if (attribute) {
+      // Attributes annotate the value that follows them; we keep only that value.
+      if (n.size == 0) continue;
+      if (depth + 1 > max_depth) return fail(parse_status::too_large);
+      stack[depth++] = frame{n.size, out.size()};
+      continue;
+    }
+    out.push_back(n);
+    if (out.size() > lim.max_nodes) return fail(parse_status::too_large);
+    if (aggregate && n.size > 0) {
+      if (depth + 1 > max_depth) return fail(parse_status::too_large);
+      stack[depth++] = frame{n.size, npos};
+      continue;
+    }
+    // A value is complete: pop every aggregate it completes.
+    for (;;) {
+      if (depth == 0) return parse_result{parse_status::complete, pos};
+      frame& f = stack[depth - 1];
+      if (--f.remaining > 0) break;
+      --depth;
+      if (f.attribute_start != npos) {
+        out.resize(f.attribute_start);  // drop the attribute; its value is still to come
+        break;
+      }
+    }
+  }
+}
+
+std::span<char> reader::prepare(std::size_t min_free) {
+  if (buf_.size() - end_ < min_free) {
+    compact();
+    if (buf_.size() - end_ < min_free) buf_.resize(end_ + min_free);
+  }
+  return {buf_.data() + end_, buf_.size() - end_};
+}
+
+void reader::feed(std::string_view chunk) {
+  auto space = prepare(chunk.size());
+  std::memcpy(space.data(), chunk.data(), chunk.size());
+  commit(chunk.size());
+}
+
+void reader::compact() {
+  if (begin_ == 0) return;
+  std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+  end_ -= begin_;
+  begin_ = 0;
+}
+
+parse_status reader::next(reply& out) {
+  const std::size_t have = end_ - begin_;
+  if (have == 0 || have < want_) return parse_status::incomplete;
+  auto r = parse(std::string_view{buf_.data() + begin_, have}, out, limits_);
+  if (r.status == parse_status::complete) {
+    begin_ += r.consumed;
+    want_ = 0;
+    if (begin_ == end_) begin_ = end_ = 0;
+  } else if (r.status == parse_status::incomplete) {
+    want_ = have + 1;
+  }
+  return r.status;
+}
+
+command_writer& command_writer::begin(std::size_t argc) {
+  char tmp[24];
+  auto [p, ec] = std::to_chars(tmp, tmp + sizeof tmp, argc);
+  (void)ec;
+  out_.push_back('*');
+  out_.append(tmp, p);
+  out_.append("\r\n");
+  return *this;
+}
+
+command_writer& command_writer::arg(std::string_view a) {
+  char tmp[24];
+  auto [p, ec] = std::to_chars(tmp, tmp + sizeof tmp, a.size());
+  (void)ec;
+  out_.push_back('$');
+  out_.append(tmp, p);
+  out_.append("\r\n");
+  out_.append(a);
+  out_.append("\r\n");
+  return *this;
+}
+
+command_writer& command_writer::arg(std::int64_t v) {
+  char tmp[24];
+  auto [p, ec] = std::to_chars(tmp, tmp + sizeof tmp, v);
+  (void)ec;
+  return arg(std::string_view{tmp, static_cast<std::size_t>(p - tmp)});
+}
+
+}  // namespace redlock::resp

@@ -1,0 +1,132 @@
+#pragma once
+// RESP codec: a command encoder and an incremental reply parser. Pure code, no I/O,
+// no exceptions out of the parser: every input, however hostile, yields a value or a
+// parse error, and the limits below bound the memory a bogus server can make us use.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock::resp {
+
+/// Types of reply nodes. RESP2 types plus those RESP3 adds, so that a server speaking
+/// RESP3 cannot confuse the parser (we never ask for RESP3 ourselves).
+enum class type : std::uint8_t {
+  simple_string,    // +OK
+  simple_error,     // -ERR ...
+  integer,          // :1
+  bulk_string,      // $3 foo
+  null,             // $-1, *-1 or RESP3 _
+  array,            // *N
+  boolean,          // #t
+  double_type,      // ,1.5 (kept as text)
+  big_number,       // (123 (kept as text)
+  bulk_error,       // !N ...
+  verbatim_string,  // =N txt:...
+  map,              // %N (size counts keys and values: 2 * N)
+  set,              // ~N
+  push,             // >N, out-of-band data
+};
+
+/// One node of a reply, in pre-order. Aggregates store their element count in `size`;
+/// their elements follow them. `text` points into the parser's buffer and is valid
+/// until the next call that changes the buffer.
+struct node {
+  type kind = type::null;
+  std::uint32_t depth = 0;
+  std::size_t size = 0;
+  std::int64_t integer = 0;
+  std::string_view text;
+
+  bool is_error() const { return kind == type::simple_error || kind == type::bulk_error; }
+  bool is_string() const {
+    return kind == type::simple_string || kind == type::bulk_string ||
+           kind == type::verbatim_string;
+  }
+};
+
+/// A whole reply: its nodes in pre-order (`nodes[0]` is the top).
+using reply = std::vector<node>;
+
+/// Hard limits applied while parsing.
+struct limits {
+  std::size_t max_bulk = 64u << 20;         ///< longest bulk string, bytes
+  std::size_t max_line = 64u << 10;         ///< longest simple line, bytes
+  std::size_t max_elements = 1u << 20;      ///< most elements in one aggregate
+  std::size_t max_nodes = 1u << 22;         ///< most nodes in one reply
+  std::uint32_t max_depth = 32;             ///< deepest nesting
+};
+
+enum class parse_status : std::uint8_t {
+  complete,     ///< a reply was parsed; `consumed` bytes belong to it
+  incomplete,   ///< more bytes are needed
+  bad_type,     ///< unknown type byte
+  bad_number,   ///< malformed length or integer
+  bad_framing,  ///< missing CRLF, bad boolean, ...
+  too_large,    ///< a limit was exceeded
+};
+
+const char* to_string(parse_status s);
+
+/// Parses one reply from the front of `data`, or says what is wrong with it.
+/// Stateless: call again with more bytes after `incomplete`.
+struct parse_result {
+  parse_status status = parse_status::incomplete;
+  std::size_t consumed = 0;
+};
+parse_result parse(std::string_view data, reply& out, const limits& lim = {});
+
+/// Incremental reader: owns the receive buffer, accepts arbitrary chunks (one byte at a
+/// time works), and yields complete replies.
+class reader {
+ public:
+  explicit reader(limits lim = {}) : limits_(lim) {}
+
+  /// Space to read into (at least `min_free` bytes); call commit() with what was written.
+  std::span<char> prepare(std::size_t min_free = 16u << 10);
+  void commit(std::size_t n) { end_ += n; }
+  /// Copies a chunk into the buffer (tests, fuzzing).
+  void feed(std::string_view chunk);
+
+  /// Parses the next complete reply, if any. After `complete`, the reply's text views
+  /// stay valid until the next call to next(), prepare() or feed().
+  parse_status next(reply& out);
+
+  /// Drops everything buffered (after a protocol error or a reconnect).
+  void reset() { begin_ = end_ = 0; want_ = 0; }
+  std::size_t buffered() const { return end_ - begin_; }
+
+ private:
+  void compact();
+
+  limits limits_;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  std::size_t want_ = 0;  // no complete reply can exist before this many bytes
+};
+
+/// Appends one command in RESP array form to `out`.
+class command_writer {
+ public:
+  explicit command_writer(std::string& out) : out_(out) {}
+  /// Starts a command of `argc` arguments (the command name counts).
+  command_writer& begin(std::size_t argc);
+  command_writer& arg(std::string_view a);
+  command_writer& arg(std::int64_t v);
+
+ private:
+  std::string& out_;
+};
+
+template <typename... Args>
+void append_command(std::string& out, const Args&... args) {
+  command_writer w{out};
+  w.begin(sizeof...(Args));
+  (w.arg(args), ...);
+}
+
+}  // namespace redlock::resp

@@ -1,0 +1,1 @@
+// Precompiled headers for the tests (see test/CMakeLists.txt).

@@ -1,0 +1,173 @@
+// The RESP codec: every type, replies split at every byte, limits and malformed input.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include "resp/resp.hpp"
+
+using namespace redlock::resp;
+
+namespace {
+
+// Parses `wire` whole, then again fed one byte at a time, and checks both agree.
+reply parse_both_ways(std::string_view wire, std::vector<std::string>* texts = nullptr) {
+  reply whole;
+  auto r = parse(wire, whole);
+  BOOST_TEST_REQUIRE(static_cast<int>(r.status) == static_cast<int>(parse_status::complete));
+  BOOST_TEST(r.consumed == wire.size());
+
+  reader rd;
+  reply bytewise;
+  for (std::size_t i = 0; i < wire.size(); ++i) {
+    BOOST_TEST_REQUIRE(static_cast<int>(rd.next(bytewise)) ==
+                       static_cast<int>(parse_status::incomplete));
+    rd.feed(wire.substr(i, 1));
+  }
+  BOOST_TEST_REQUIRE(static_cast<int>(rd.next(bytewise)) == static_cast<int>(parse_status::complete));
+  BOOST_TEST_REQUIRE(bytewise.size() == whole.size());
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    BOOST_TEST(static_cast<int>(bytewise[i].kind) == static_cast<int>(whole[i].kind));
+    BOOST_TEST(bytewise[i].text == whole[i].text);
+    BOOST_TEST(bytewise[i].integer == whole[i].integer);
+    BOOST_TEST(bytewise[i].size == whole[i].size);
+  }
+  if (texts)
+    for (auto& n : whole) texts->emplace_back(n.text);
+  return whole;
+}
+
+parse_status status_of(std::string_view wire, const limits& lim = {}) {
+  reply out;
+  return parse(wire, out, lim).status;
+}
+
+bool is(parse_status a, parse_status b) { return a == b; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(simple_types_parse_with_their_values) {
+  auto r = parse_both_ways("+OK\r\n");
+  BOOST_TEST((r[0].kind == type::simple_string && r[0].text == "OK"));
+  r = parse_both_ways("-ERR wrong\r\n");
+  BOOST_TEST((r[0].kind == type::simple_error && r[0].text == "ERR wrong" && r[0].is_error()));
+  r = parse_both_ways(":-42\r\n");
+  BOOST_TEST((r[0].kind == type::integer && r[0].integer == -42));
+  r = parse_both_ways("$5\r\nhe\r\nl\r\n");
+  BOOST_TEST((r[0].kind == type::bulk_string && r[0].text == "he\r\nl"));
+  r = parse_both_ways("$0\r\n\r\n");
+  BOOST_TEST((r[0].kind == type::bulk_string && r[0].text.empty()));
+  r = parse_both_ways("$-1\r\n");
+  BOOST_TEST((r[0].kind == type::null));
+  r = parse_both_ways("*-1\r\n");
+  BOOST_TEST((r[0].kind == type::null));
+}
+
+BOOST_AUTO_TEST_CASE(resp3_types_parse) {
+  auto r = parse_both_ways("_\r\n");
+  BOOST_TEST((r[0].kind == type::null));
+  r = parse_both_ways("#t\r\n");
+  BOOST_TEST((r[0].kind == type::boolean && r[0].integer == 1));
+  r = parse_both_ways("#f\r\n");
+  BOOST_TEST((r[0].kind == type::boolean && r[0].integer == 0));
+  r = parse_both_ways(",3.25\r\n");
+  BOOST_TEST((r[0].kind == type::double_type && r[0].text == "3.25"));
+  r = parse_both_ways("(12345678901234567890\r\n");
+  BOOST_TEST((r[0].kind == type::big_number && r[0].text == "12345678901234567890"));
+  r = parse_both_ways("!9\r\nERR boom!\r\n");
+  BOOST_TEST((r[0].kind == type::bulk_error && r[0].text == "ERR boom!" && r[0].is_error()));
+  r = parse_both_ways("=8\r\ntxt:some\r\n");
+  BOOST_TEST((r[0].kind == type::verbatim_string && r[0].text == "some"));
+  r = parse_both_ways("%1\r\n+k\r\n:1\r\n");
+  BOOST_TEST((r[0].kind == type::map && r[0].size == 2 && r.size() == 3));
+  r = parse_both_ways("~2\r\n:1\r\n:2\r\n");
+  BOOST_TEST((r[0].kind == type::set && r[0].size == 2));
+  r = parse_both_ways(">2\r\n+message\r\n+x\r\n");
+  BOOST_TEST((r[0].kind == type::push && r.size() == 3));
+}
+
+BOOST_AUTO_TEST_CASE(attributes_are_dropped_and_the_annotated_value_kept) {
+  auto r = parse_both_ways("|1\r\n+ttl\r\n:3\r\n:7\r\n");
+  BOOST_TEST_REQUIRE(r.size() == 1u);
+  BOOST_TEST((r[0].kind == type::integer && r[0].integer == 7));
+  r = parse_both_ways("*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n");
+  BOOST_TEST_REQUIRE(r.size() == 3u);
+  BOOST_TEST((r[1].integer == 1 && r[2].integer == 2));
+}
+
+BOOST_AUTO_TEST_CASE(nested_aggregates_keep_preorder_and_depth) {
+  auto r = parse_both_ways("*3\r\n*2\r\n:1\r\n$1\r\na\r\n*0\r\n+z\r\n");
+  BOOST_TEST_REQUIRE(r.size() == 6u);
+  BOOST_TEST((r[0].kind == type::array && r[0].size == 3 && r[0].depth == 0));
+  BOOST_TEST((r[1].kind == type::array && r[1].size == 2 && r[1].depth == 1));
+  BOOST_TEST((r[2].integer == 1 && r[2].depth == 2));
+  BOOST_TEST((r[3].text == "a" && r[3].depth == 2));
+  BOOST_TEST((r[4].kind == type::array && r[4].size == 0 && r[4].depth == 1));
+  BOOST_TEST((r[5].text == "z" && r[5].depth == 1));
+}
+
+BOOST_AUTO_TEST_CASE(reader_splits_back_to_back_replies_at_every_chunk_boundary) {
+  const std::string wire = "+OK\r\n$3\r\nabc\r\n:5\r\n*2\r\n$-1\r\n+x\r\n";
+  for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+    reader rd;
+    rd.feed(std::string_view{wire}.substr(0, cut));
+    std::vector<std::string> seen;
+    reply r;
+    auto drain = [&] {
+      while (rd.next(r) == parse_status::complete) seen.push_back(std::string{r[0].text} + "/" + std::to_string(r.size()));
+    };
+    drain();
+    rd.feed(std::string_view{wire}.substr(cut));
+    drain();
+    BOOST_TEST_REQUIRE(seen.size() == 4u, "cut at " << cut);
+    BOOST_TEST(seen[0] == "OK/1");
+    BOOST_TEST(seen[1] == "abc/1");
+    BOOST_TEST(seen[3] == "/3");
+    BOOST_TEST(rd.buffered() == 0u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(malformed_input_is_an_error_value) {
+  BOOST_TEST(is(status_of("?x\r\n"), parse_status::bad_type));
+  BOOST_TEST(is(status_of(":12a\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of(":\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("$-2\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("$x\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("*-5\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("$3\r\nabcd\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(status_of("#x\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(status_of("_x\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(status_of("=2\r\nab\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(status_of(":99999999999999999999\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("$3\r\nab"), parse_status::incomplete));
+  BOOST_TEST(is(status_of("*2\r\n:1\r\n"), parse_status::incomplete));
+}
+
+BOOST_AUTO_TEST_CASE(limits_stop_a_hostile_server) {
+  limits lim;
+  lim.max_bulk = 16;
+  lim.max_elements = 4;
+  lim.max_depth = 3;
+  lim.max_line = 8;
+  lim.max_nodes = 10;
+  // A huge announced length fails at once, before any of it arrives.
+  BOOST_TEST(is(status_of("$17\r\n", lim), parse_status::too_large));
+  BOOST_TEST(is(status_of("$9223372036854775807\r\n", lim), parse_status::too_large));
+  BOOST_TEST(is(status_of("*5\r\n", lim), parse_status::too_large));
+  BOOST_TEST(is(status_of("*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", lim), parse_status::too_large));
+  BOOST_TEST(is(status_of("*1\r\n*1\r\n*1\r\n:1\r\n", lim), parse_status::complete));
+  BOOST_TEST(is(status_of(std::string(100, 'a'), lim), parse_status::too_large));
+  BOOST_TEST(is(status_of("*4\r\n*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n", lim),
+                parse_status::too_large));
+  // Defaults bound a 2^40-element array announcement too.
+  BOOST_TEST(is(status_of("*1099511627776\r\n"), parse_status::too_large));
+}
+
+BOOST_AUTO_TEST_CASE(encoder_writes_resp_arrays_of_bulk_strings) {
+  std::string out;
+  append_command(out, "SET", "k", std::string_view{"a\r\nb"}, std::int64_t{-15});
+  BOOST_TEST(out == "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$4\r\na\r\nb\r\n$3\r\n-15\r\n");
+  // The encoder's output parses as the same arguments.
+  reply r;
+  BOOST_TEST_REQUIRE(is(parse(out, r).status, parse_status::complete));
+  BOOST_TEST((r[0].size == 4 && r[3].text == "a\r\nb" && r[4].text == "-15"));
+}
