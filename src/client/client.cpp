@@ -8,6 +8,8 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <boost/system/system_error.hpp>
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 
 #include "client/arithmetic.hpp"
 #include "client/client_state.hpp"
@@ -115,11 +118,19 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
       : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
   virtual ~fanout_op() = default;
 
+  /// Runs f (the op's start) on the strand; the op deletes itself afterwards if it
+  /// completed at once and nothing refers to it.
+  template <typename F>
+  void run_guarded(F&& f) {
+    hold h{this};
+    f();
+  }
+
  protected:
   // The op deletes itself when it has completed and no connection holds one of its
   // requests any more (a late reply may arrive after the decision).
   void maybe_destroy() {
-    if (done_ && outstanding_ == 0 && holds_ == 0 && cancel_posts_.load() == 0) delete this;
+    if (done_ && outstanding_ == 0 && holds_.load() == 0) delete this;
   }
 
   void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
@@ -144,6 +155,9 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   }
 
   void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
+    // The user's handler may run inline from on_tally() and re-enter this op through
+    // another connection (shutdown closes them all): only the outermost call may delete.
+    hold h{this};
     --outstanding_;
     if (ec) {
       record_failure(i, ec);
@@ -163,7 +177,6 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
       }
     }
     if (!done_) on_tally();
-    maybe_destroy();
   }
 
   virtual vote classify(const resp::node& top) = 0;
@@ -232,8 +245,24 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   std::size_t outstanding_ = 0;
   bool done_ = false;
   bool sent_ = false;
-  std::size_t holds_ = 0;  // posted handlers (retry timer) that still refer to the op
-  std::atomic<int> cancel_posts_{0};
+  // Calls in progress and handlers not yet run (retry timer, cancellation) that refer
+  // to the op. Atomic: a cancellation may be emitted from another thread.
+  std::atomic<int> holds_{0};
+
+  /// Keeps the op alive while owned by a handler; releasing it (also when the handler
+  /// is destroyed without running, as when its io_context goes away) may free the op.
+  class hold {
+   public:
+    explicit hold(fanout_op* op) : op_(op) { ++op_->holds_; }
+    hold(hold&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    hold& operator=(hold&&) = delete;
+    ~hold() {
+      if (op_ && --op_->holds_ == 0) op_->maybe_destroy();
+    }
+
+   private:
+    fanout_op* op_;
+  };
   std::string what_;
   std::string extra_;
   const char* no_text_ = "refused";
@@ -246,11 +275,8 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
       // any Asio operation); hop onto the strand before touching the op. The slot is
       // cleared on completion, so op_ is alive whenever this runs.
       fanout_op* op = op_;
-      ++op->cancel_posts_;  // keeps the op alive until the posted call runs
-      asio::dispatch(op->s_->strand, [op] {
-        --op->cancel_posts_;
+      asio::dispatch(op->s_->strand, [op, h = hold{op}] {
         if (!op->done_) op->on_cancel();
-        op->maybe_destroy();
       });
     }
     fanout_op* op_;
@@ -390,16 +416,13 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
     auto delay = s_->jitter(s_->cfg.retry_delay);
     if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
     retry_timer_.expires_after(delay);
-    ++holds_;
-    retry_timer_.async_wait([this](error_code ec) {
-      --holds_;
+    retry_timer_.async_wait([this, h = hold{this}](error_code ec) {
       if (!ec && !done_) {
         if (outstanding_ > 0)
           retry_when_idle_ = true;  // the request slots are still in use
         else
           attempt();
       }
-      maybe_destroy();
     });
   }
 
@@ -565,14 +588,14 @@ void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_opti
   if (!s) return complete_without_client(std::move(h), lock{});
   auto strand = s->strand;
   auto* op = new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h));
-  asio::dispatch(strand, [op] { op->start(); });
+  asio::dispatch(strand, [op] { op->run_guarded([op] { op->start(); }); });
 }
 
 void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
   auto strand = s->strand;
   auto* op = new unlock_op(std::move(s), diag, std::move(h));
-  asio::dispatch(strand, [op, &lk] { op->start(lk); });
+  asio::dispatch(strand, [op, &lk] { op->run_guarded([op, &lk] { op->start(lk); }); });
 }
 
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
@@ -580,7 +603,7 @@ void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::millis
   if (!s) return complete_without_client(std::move(h));
   auto strand = s->strand;
   auto* op = new extend_op(std::move(s), diag, std::move(h));
-  asio::dispatch(strand, [op, &lk, ttl] { op->start(lk, ttl); });
+  asio::dispatch(strand, [op, &lk, ttl] { op->run_guarded([op, &lk, ttl] { op->start(lk, ttl); }); });
 }
 
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
@@ -599,8 +622,53 @@ void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
 
 namespace asio = boost::asio;
 
+namespace detail {
+namespace {
+
+// Closes the clients of an execution context when it is destroyed without their
+// having been shut down. Operations in flight then complete with shut_down (their
+// handlers are destroyed with the context, as Asio's own are) and free themselves;
+// without this they would wait forever for replies and keep every connection alive.
+class client_registry final : public asio::execution_context::service {
+ public:
+  using key_type = client_registry;
+  static inline asio::execution_context::id id;
+
+  explicit client_registry(asio::execution_context& ctx) : service(ctx) {}
+
+  void add(const std::shared_ptr<client_state>& s) {
+    std::lock_guard<std::mutex> g{mutex_};
+    std::erase_if(states_, [](const auto& w) { return w.expired(); });
+    states_.push_back(s);
+  }
+
+ private:
+  void shutdown() override {
+    std::vector<std::weak_ptr<client_state>> states;
+    {
+      std::lock_guard<std::mutex> g{mutex_};
+      states.swap(states_);
+    }
+    // No thread runs the context any more: closing here is single-threaded.
+    for (auto& w : states) {
+      if (auto s = w.lock()) {
+        s->closed = true;
+        for (auto& n : s->nodes) n->close();
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<std::weak_ptr<client_state>> states_;
+};
+
+}  // namespace
+}  // namespace detail
+
 client::client(executor_type ex, config cfg)
     : ex_(ex), state_(std::make_shared<detail::client_state>(ex, std::move(cfg))) {
+  auto& ctx = asio::query(ex_, asio::execution::context);
+  asio::use_service<detail::client_registry>(ctx).add(state_);
   asio::dispatch(state_->strand, [s = state_] {
     for (auto& n : s->nodes) n->start();
   });
@@ -608,7 +676,8 @@ client::client(executor_type ex, config cfg)
 
 client::~client() {
   if (!state_) return;
-  asio::dispatch(state_->strand, [s = std::move(state_)] {
+  auto strand = state_->strand;  // not state_->strand in the call: the lambda moves state_
+  asio::dispatch(strand, [s = std::move(state_)] {
     s->closed = true;
     for (auto& n : s->nodes) n->close();
   });

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies on Debian 12 (run as root). Idempotent: skips
+# apt entirely when everything is already present.
+set -euo pipefail
+pkgs=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-test1.81-dev libfmt-dev
+      redis-server redis-tools)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Debian starts a system redis-server on 6379 when the package is installed; our tests
+# and demo start their own on free ports and never use it.

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the built library into a temporary prefix, then builds and runs a consumer
+# project with find_package(redlock CONFIG), and checks the pkg-config file.
+set -euo pipefail
+build_dir=$1
+source_dir=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d /tmp/redlock-install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/build" >/dev/null
+"$work/build/consumer" | grep -q "locked by another owner"
+PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib/x86_64-linux-gnu/pkgconfig" \
+  pkg-config --cflags --libs redlock | grep -q -- "-lredlock"
+echo "install + find_package + pkg-config: ok"

@@ -1,0 +1,476 @@
+// The lock manager against five real redis-server processes.
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "async_helpers.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::run_bounded;
+
+namespace {
+
+struct five_nodes {
+  redlock::test::redis_fleet fleet{5};
+  asio::io_context io;
+
+  redlock::config cfg(std::chrono::milliseconds node_timeout = 100ms) const {
+    return redlock::config{.nodes = fleet.uris(),
+                           .connect_timeout = 500ms,
+                           .node_timeout = node_timeout,
+                           .reconnect_min = 10ms,
+                           .reconnect_max = 100ms,
+                           .retry_delay = 10ms};
+  }
+  redlock::client make_client(std::chrono::milliseconds node_timeout = 100ms) {
+    return redlock::client{io.get_executor(), cfg(node_timeout)};
+  }
+  // How many nodes hold `key` right now.
+  int copies(std::string_view key) const {
+    int n = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet[i].running() && !fleet[i].frozen() && fleet.has_key(i, key)) ++n;
+    return n;
+  }
+};
+
+// Locks (or fails) and returns the error code: no exception on the expected failures.
+asio::awaitable<std::pair<error_code, redlock::lock>> try_once(redlock::client& c,
+                                                               std::string_view r,
+                                                               redlock::lock_options o = {}) {
+  auto [ec, lk] = co_await c.async_try_lock(r, o, asio::as_tuple(asio::use_awaitable));
+  co_return std::pair{ec, std::move(lk)};
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(lock_manager, five_nodes)
+
+BOOST_AUTO_TEST_CASE(lock_then_unlock_sets_and_removes_the_key_on_every_node) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::lock lk = co_await c.async_lock("order:42", {.ttl = 10s, .wait = 2s}, asio::use_awaitable);
+    BOOST_TEST(lk.valid());
+    BOOST_TEST(lk.token().size() >= 40u);
+    BOOST_TEST((lk.validity() > 9s));
+    BOOST_TEST((lk.validity() <= 10s));
+    BOOST_TEST(copies("order:42") >= 3);
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      if (!fleet.has_key(i, "order:42")) continue;  // a node behind the majority may lag
+      auto pttl = fleet[i].command({"PTTL", "order:42"});
+      BOOST_TEST((pttl.integer > 9000 && pttl.integer <= 10000));
+      BOOST_TEST(fleet[i].command({"GET", "order:42"}).text == lk.token());
+    }
+    co_await c.async_unlock(lk, asio::use_awaitable);
+    BOOST_TEST(!lk.owns());
+  }());
+  // Late replies to the unlock may still be in flight; wait on the keys themselves.
+  for (int i = 0; i < 200 && copies("order:42") > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(copies("order:42") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_held_resource_is_refused_to_a_second_client) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await a.async_lock("res", {.ttl = 5s}, asio::use_awaitable);
+    auto [ec, other] = co_await try_once(b, "res");
+    BOOST_TEST(ec == redlock::error::contended);
+    BOOST_TEST(!other.owns());
+    redlock::diagnostics diag;
+    auto [ec2, other2] = co_await b.async_lock("res", {.ttl = 5s, .wait = 50ms}, diag,
+                                               asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::wait_timeout);
+    BOOST_TEST(diag.message.find("held by another owner") != std::string::npos, diag.message);
+    co_await a.async_unlock(lk, asio::use_awaitable);
+    auto [ec3, mine] = co_await try_once(b, "res");
+    BOOST_TEST(!ec3);
+    BOOST_TEST(mine.valid());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_clients_never_overlap_in_the_critical_section) {
+  // Four independent clients (their own connections), four coroutines each.
+  std::vector<redlock::client> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(make_client());
+  int inside = 0, overlaps = 0, entries = 0;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
+      for (int round = 0; round < 10; ++round) {
+        auto lk = co_await c.async_lock("counter", {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
+        if (++inside != 1) ++overlaps;
+        ++entries;
+        asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
+        co_await t.async_wait(asio::use_awaitable);
+        --inside;
+        co_await c.async_unlock(lk, asio::use_awaitable);
+      }
+    };
+    using namespace asio::experimental::awaitable_operators;
+    co_await ((worker(clients[0]) && worker(clients[1]) && worker(clients[0]) && worker(clients[1])) &&
+              (worker(clients[2]) && worker(clients[3]) && worker(clients[2]) && worker(clients[3])));
+  }(), 60s);
+  BOOST_TEST(entries == 80);
+  BOOST_TEST(overlaps == 0);
+}
+
+BOOST_AUTO_TEST_CASE(processes_never_overlap_in_the_critical_section) {
+  // Three processes, each with its own io_context and client, count in shared memory.
+  auto* shared = static_cast<std::atomic<int>*>(
+      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  BOOST_TEST_REQUIRE(shared != MAP_FAILED);
+  new (&shared[0]) std::atomic<int>{0};  // inside
+  new (&shared[1]) std::atomic<int>{0};  // overlaps
+  new (&shared[2]) std::atomic<int>{0};  // entries
+  const auto uris = fleet.uris();
+  std::vector<pid_t> kids;
+  for (int p = 0; p < 3; ++p) {
+    pid_t pid = ::fork();
+    BOOST_TEST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int rc = 1;
+      try {
+        asio::io_context cio;
+        redlock::client c{cio.get_executor(), redlock::config{.nodes = uris, .retry_delay = 5ms}};
+        asio::co_spawn(cio, [&]() -> asio::awaitable<void> {
+          for (int i = 0; i < 15; ++i) {
+            auto lk = co_await c.async_lock("xproc", {.ttl = 3s, .wait = 30s}, asio::use_awaitable);
+            if (shared[0].fetch_add(1) != 0) ++shared[1];
+            ++shared[2];
+            ::usleep(500);
+            shared[0].fetch_sub(1);
+            co_await c.async_unlock(lk, asio::use_awaitable);
+          }
+          co_await c.async_shutdown(asio::use_awaitable);
+        }, [&](std::exception_ptr e) { rc = e ? 2 : 0; });
+        cio.run_for(60s);
+      } catch (...) {
+        rc = 3;
+      }
+      ::_exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    ::waitpid(k, &status, 0);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  BOOST_TEST(shared[2].load() == 45);
+  BOOST_TEST(shared[1].load() == 0);
+  ::munmap(shared, 4096);
+}
+
+BOOST_AUTO_TEST_CASE(a_non_owner_can_neither_release_nor_extend) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await a.async_lock("owned", {.ttl = 5s}, asio::use_awaitable);
+    // Build b's own lock on another resource, then point a forged copy at "owned".
+    auto fake = co_await b.async_lock("other", {.ttl = 5s}, asio::use_awaitable);
+    const auto before = fleet[0].command({"GET", "owned"}).text;
+    auto [ec] = co_await b.async_extend(fake, 1s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec);  // its own lock extends
+    // A stolen key: b's lock on "other" is replaced behind its back by another value.
+    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"SET", "other", "intruder", "PX", "5000"});
+    auto [ec2] = co_await b.async_extend(fake, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::not_held);
+    BOOST_TEST(fake.lost());
+    BOOST_TEST(!fake.valid());
+    auto [ec3] = co_await b.async_unlock(fake, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec3 == redlock::error::not_held);
+    // The intruder's value survives both attempts: compare-and-delete/pexpire did nothing.
+    BOOST_TEST(fleet[0].command({"GET", "other"}).text == "intruder");
+    BOOST_TEST(fleet[0].command({"PTTL", "other"}).integer > 4000);
+    // a's lock was never touched.
+    BOOST_TEST(fleet[0].command({"GET", "owned"}).text == before);
+    co_await a.async_unlock(lk, asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_expires_after_its_ttl) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await a.async_lock("short", {.ttl = 200ms}, asio::use_awaitable);
+    BOOST_TEST(lk.valid());
+    BOOST_TEST((lk.validity() < 200ms));
+    // b waits; it can only get the lock once the keys expired on a majority.
+    auto lk2 = co_await b.async_lock("short", {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
+    BOOST_TEST(!lk.valid());  // a's validity ended before b could take it
+    BOOST_TEST(lk2.valid());
+    auto [ec] = co_await a.async_extend(lk, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::lock_lost);
+    BOOST_TEST(lk.lost());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(extend_moves_the_deadline_and_the_ttl_on_the_nodes) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("ext", {.ttl = 1s}, asio::use_awaitable);
+    const auto first = lk.deadline();
+    co_await c.async_extend(lk, 30s, asio::use_awaitable);
+    BOOST_TEST((lk.deadline() > first + 25s));
+    BOOST_TEST((lk.ttl() == 30s));
+    BOOST_TEST(fleet[1].command({"PTTL", "ext"}).integer > 25000);
+    // A key deleted behind our back on a majority is not re-created by extend.
+    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "ext"});
+    auto [ec] = co_await c.async_extend(lk, 30s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::not_held);
+    BOOST_TEST(lk.lost());
+    for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(!fleet.has_key(i, "ext"));
+    // Lost stays lost: nothing is sent, even though 2 nodes still hold our token.
+    auto [ec2] = co_await c.async_extend(lk, 30s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::lock_lost);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(two_frozen_nodes_of_five_do_not_stop_locking) {
+  auto c = make_client(100ms);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto warm = co_await c.async_lock("warm", {}, asio::use_awaitable);  // connections up
+    co_await c.async_unlock(warm, asio::use_awaitable);
+  }());
+  fleet[3].freeze();
+  fleet[4].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 20; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto lk = co_await c.async_lock("frozen:" + std::to_string(i), {.ttl = 5s, .wait = 0s},
+                                      asio::use_awaitable);
+      const auto took = std::chrono::steady_clock::now() - t0;
+      BOOST_TEST(lk.valid());
+      // Decided by the three live nodes: never waits for the frozen ones beyond the
+      // per-node timeout (generous bound: this is a correctness check, not a benchmark).
+      BOOST_TEST((took < 2s));
+      co_await c.async_unlock(lk, asio::use_awaitable);
+    }
+  }());
+  fleet[3].thaw();
+  fleet[4].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(three_nodes_down_of_five_fail_promptly_with_no_quorum) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto warm = co_await c.async_lock("warm", {}, asio::use_awaitable);
+    co_await c.async_unlock(warm, asio::use_awaitable);
+  }());
+  fleet[0].kill();
+  fleet[1].kill();
+  fleet[2].kill();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto [ec, lk] = co_await c.async_lock("down", {.ttl = 5s, .wait = 300ms}, diag,
+                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < 3s));
+    BOOST_TEST(diag.message.find(fleet[0].uri().substr(8)) != std::string::npos, diag.message);
+  }());
+  // Nothing was left behind on the live nodes.
+  for (int i = 0; i < 100 && copies("down") > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(copies("down") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_attempt_leaves_no_key_of_ours_on_any_node) {
+  auto c = make_client();
+  // Someone else holds the resource on three of five nodes.
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"SET", "split", "foreign", "PX", "60000"});
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [ec, lk] = co_await try_once(c, "split");
+    BOOST_TEST(ec == redlock::error::contended);
+  }());
+  // Our SET won on nodes 3 and 4 and must be released there.
+  for (int i = 0; i < 200 && (fleet.has_key(3, "split") || fleet.has_key(4, "split")); ++i)
+    io.run_for(5ms);
+  BOOST_TEST(!fleet.has_key(3, "split"));
+  BOOST_TEST(!fleet.has_key(4, "split"));
+  for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(fleet[i].command({"GET", "split"}).text == "foreign");
+}
+
+BOOST_AUTO_TEST_CASE(release_works_after_the_script_cache_is_flushed) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("flushed", {}, asio::use_awaitable);
+    co_await c.async_extend(lk, 10s, asio::use_awaitable);  // scripts now cached
+    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"SCRIPT", "FLUSH"});
+    co_await c.async_extend(lk, 10s, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  BOOST_TEST(copies("flushed") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(script_hashes_match_what_the_server_computes) {
+  // The client sends EVALSHA with constant hashes; a wrong constant would mean a NOSCRIPT
+  // round trip on every call. Loading the scripts must give the same hashes.
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("sha", {}, asio::use_awaitable);
+    co_await c.async_extend(lk, 10s, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  auto exists = fleet[0].command({"SCRIPT", "EXISTS", "b70c2384248f88e6b75b9f89241a180f856ad852",
+                                  "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"});
+  BOOST_TEST_REQUIRE(exists.elements.size() == 2u);
+  BOOST_TEST(exists.elements[0].integer == 1);
+  BOOST_TEST(exists.elements[1].integer == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_key_of_another_type_gives_a_clear_error) {
+  auto c = make_client();
+  for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"LPUSH", "alist", "x"});
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_lock("alist", {.wait = 1s}, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::wrong_type);
+    BOOST_TEST(diag.message.find("another type") != std::string::npos, diag.message);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_node_is_reconnected) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("r1", {}, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].restart();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // The lock waits (retrying) while connections come back; every connection must
+    // come back, so that a lock soon lands on all five nodes.
+    bool all_five = false;
+    for (int i = 0; i < 100 && !all_five; ++i) {
+      const std::string r = "r2:" + std::to_string(i);
+      auto lk = co_await c.async_lock(r, {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
+      BOOST_TEST(lk.valid());
+      asio::steady_timer t{co_await asio::this_coro::executor, 20ms};
+      co_await t.async_wait(asio::use_awaitable);  // lets the slower nodes' replies land
+      all_five = copies(r) == 5;
+    }
+    BOOST_TEST(all_five);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_wait_releases_what_was_taken) {
+  auto a = make_client();
+  auto b = make_client();
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"SET", "busy", "foreign", "PX", "60000"});
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer t{co_await asio::this_coro::executor, 200ms};
+    // The timer wins; the lock wait is cancelled through its cancellation slot.
+    auto r = co_await (a.async_lock("busy", {.ttl = 60s}, asio::use_awaitable) ||
+                       t.async_wait(asio::use_awaitable));
+    BOOST_TEST(r.index() == 1u);
+  }());
+  for (int i = 0; i < 200 && (fleet.has_key(3, "busy") || fleet.has_key(4, "busy")); ++i) io.run_for(5ms);
+  BOOST_TEST(!fleet.has_key(3, "busy"));
+  BOOST_TEST(!fleet.has_key(4, "busy"));
+  (void)b;
+}
+
+BOOST_AUTO_TEST_CASE(every_completion_token_works) {
+  auto c = make_client();
+  // Callback.
+  error_code got = redlock::error::protocol_error;
+  redlock::lock held;
+  c.async_lock("tok", {}, [&](error_code ec, redlock::lock lk) {
+    got = ec;
+    held = std::move(lk);
+  });
+  for (int i = 0; i < 400 && !held.owns(); ++i) io.run_for(5ms);
+  BOOST_TEST(!got);
+  BOOST_TEST(held.valid());
+  // Deferred.
+  auto op = c.async_unlock(held, asio::deferred);
+  bool unlocked = false;
+  std::move(op)([&](error_code ec) { unlocked = !ec; });
+  for (int i = 0; i < 400 && !unlocked; ++i) io.run_for(5ms);
+  BOOST_TEST(unlocked);
+  // Future, with the io_context on another thread.
+  auto guard = asio::make_work_guard(io);
+  std::thread runner{[&] { io.run(); }};
+  auto fut = c.async_try_lock("tok", {}, asio::use_future);
+  auto lk = fut.get();
+  BOOST_TEST(lk.valid());
+  auto fut2 = c.async_unlock(lk, asio::use_future);
+  BOOST_CHECK_NO_THROW(fut2.get());
+  auto bad = c.async_try_lock("", {}, asio::use_future);
+  BOOST_CHECK_THROW(bad.get(), boost::system::system_error);
+  guard.reset();
+  io.stop();
+  runner.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_multithreaded_io_context_is_safe) {
+  std::vector<redlock::client> clients;
+  for (int i = 0; i < 2; ++i) clients.push_back(make_client());
+  std::atomic<int> inside{0}, overlaps{0}, done{0};
+  for (int w = 0; w < 8; ++w) {
+    asio::co_spawn(io, [&, w]() -> asio::awaitable<void> {
+      auto& c = clients[w % 2];
+      for (int i = 0; i < 10; ++i) {
+        auto lk = co_await c.async_lock("mt", {.ttl = 2s, .wait = 30s}, asio::use_awaitable);
+        if (inside.fetch_add(1) != 0) ++overlaps;
+        inside.fetch_sub(1);
+        co_await c.async_unlock(lk, asio::use_awaitable);
+      }
+      ++done;
+    }, asio::detached);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back([&] {
+    const auto end = std::chrono::steady_clock::now() + 60s;
+    while (done.load() < 8 && std::chrono::steady_clock::now() < end) io.run_for(10ms);
+  });
+  for (auto& t : threads) t.join();
+  BOOST_TEST(done.load() == 8);
+  BOOST_TEST(overlaps.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_lets_run_return) {
+  auto c = make_client();
+  bool finished = false;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("sd", {}, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_shutdown(asio::use_awaitable);
+    auto [ec, l2] = co_await c.async_try_lock("sd", {}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::shut_down);
+    finished = true;
+  }, asio::detached);
+  // run() returns by itself only if the client left no work behind.
+  std::thread watchdog_free_run{[&] { io.run(); }};
+  watchdog_free_run.join();
+  BOOST_TEST(finished);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_configuration_is_refused_before_any_io) {
+  auto expect_invalid = [&](redlock::config c, std::string_view needle) {
+    try {
+      redlock::client cl{io.get_executor(), std::move(c)};
+      BOOST_ERROR("accepted an invalid config");
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == redlock::error::invalid_config);
+      BOOST_TEST(std::string{e.what()}.find(needle) != std::string::npos, e.what());
+    }
+  };
+  expect_invalid({}, "nodes is empty");
+  expect_invalid({.nodes = {"redis://h:1", "http://h:2"}}, "nodes[1]");
+  expect_invalid({.nodes = {"redis://h:1", "redis://h:1"}}, "same node");
+  expect_invalid({.nodes = {"redis://h:1"}, .node_timeout = 0ms}, "node_timeout");
+  expect_invalid({.nodes = {"redis://h:1"}, .drift_factor = 0.7}, "drift_factor");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
