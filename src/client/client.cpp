@@ -326,7 +326,13 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
  private:
   void attempt() {
     decided_ = false;
-    s_->tokens.next(token_);
+    try {
+      s_->tokens.next(token_);
+    } catch (const boost::system::system_error& e) {
+      // No randomness from the kernel: refuse rather than take a guessable token.
+      decided_ = true;
+      return complete(e.code(), lock{});
+    }
     payload_.clear();
     resp::append_command(payload_, "SET", key_, token_, "NX", "PX", std::int64_t{opts_.ttl.count()},
                          "GET");

@@ -73,6 +73,7 @@ void connection::connect() {
 void connection::on_connected() {
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   state_ = state::handshaking;
   reader_.reset();
 
@@ -248,6 +249,7 @@ void connection::dispatch_reply(const resp::reply& r) {
     case kind::handshake: return on_handshake_reply(r);
     case kind::probe: {
       unresponsive_ = false;
+      conn_timer_.cancel();
       last_problem_.clear();
       auto held = std::move(after_probe_);
       after_probe_.clear();
@@ -395,9 +397,23 @@ void connection::on_deadline() {
     last_problem_ = "a request timed out; no new requests until the node answers a PING";
     append(ping_command, nullptr, kind::probe);
     schedule_flush();
+    watch_unresponsive();
   }
   if (next != boot_clock::time_point::max()) arm_deadline(next);
   for (auto* r : expired) complete(r, error::node_timeout, nullptr);
+}
+
+void connection::watch_unresponsive() {
+  // A frozen server answers once thawed, but a vanished host (no RST) never does: give
+  // up on the socket after a while and reconnect, which the handshake deadline bounds.
+  const auto limit = std::max(cfg_.connect_timeout, cfg_.node_timeout) * 10;
+  conn_timer_.expires_after(limit);
+  const auto gen = generation_;
+  conn_timer_.async_wait([self = shared_from_this(), gen, limit](error_code ec) {
+    if (ec || gen != self->generation_ || !self->unresponsive_) return;
+    self->fail_connection(error::connection_lost,
+                          "no answer to PING for " + ms_text(limit) + "; reconnecting");
+  });
 }
 
 void connection::complete(request* req, error_code ec, const resp::reply* reply) {

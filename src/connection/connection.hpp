@@ -110,6 +110,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void flush();
 
   void arm_deadline(boot_clock::time_point t);
+  void watch_unresponsive();
   void on_deadline();
   void complete(request* req, error_code ec, const resp::reply* reply);
 

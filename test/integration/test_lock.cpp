@@ -474,3 +474,34 @@ BOOST_AUTO_TEST_CASE(invalid_configuration_is_refused_before_any_io) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(one_to_seven_nodes_lock_with_a_majority_and_fail_without_one) {
+  for (std::size_t n = 1; n <= 7; ++n) {
+    BOOST_TEST_CONTEXT("N = " << n) {
+      redlock::test::redis_fleet fleet{n};
+      asio::io_context io;
+      const redlock::config cfg{.nodes = fleet.uris(), .node_timeout = 100ms, .retry_delay = 10ms};
+      redlock::client a{io.get_executor(), cfg};
+      redlock::client b{io.get_executor(), cfg};
+      const std::size_t may_fail = (n - 1) / 2;  // a majority must survive
+      run_bounded(io, [&]() -> asio::awaitable<void> {
+        auto lk = co_await a.async_lock("n", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+        auto [ec, other] = co_await b.async_try_lock("n", {}, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == redlock::error::contended);
+        co_await a.async_unlock(lk, asio::use_awaitable);
+      }());
+      for (std::size_t i = 0; i < may_fail; ++i) fleet[i].kill();
+      run_bounded(io, [&]() -> asio::awaitable<void> {
+        auto lk = co_await a.async_lock("n2", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+        BOOST_TEST(lk.valid());
+        co_await a.async_unlock(lk, asio::use_awaitable);
+      }());
+      fleet[may_fail].kill();  // now a majority is gone
+      run_bounded(io, [&]() -> asio::awaitable<void> {
+        auto [ec, lk] = co_await a.async_lock("n3", {.ttl = 5s, .wait = 100ms},
+                                              asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == redlock::error::no_quorum);
+      }());
+    }
+  }
+}
