@@ -17,6 +17,8 @@
 
 namespace redlock {
 
+class keeper;
+
 namespace detail {
 using lock_handler = boost::asio::any_completion_handler<void(boost::system::error_code, lock)>;
 using void_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
@@ -140,6 +142,8 @@ class client {
   }
 
  private:
+  friend class keeper;
+
   template <typename CompletionToken>
   auto initiate_lock(std::string_view resource, lock_options opts, bool wait, diagnostics* diag,
                      CompletionToken&& token) {

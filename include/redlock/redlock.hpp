@@ -5,4 +5,6 @@
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
+#include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/with_lock.hpp"

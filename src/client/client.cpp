@@ -23,6 +23,7 @@
 
 #include "client/arithmetic.hpp"
 #include "client/client_state.hpp"
+#include "guard/renewal.hpp"
 
 namespace redlock {
 namespace detail {
@@ -92,6 +93,12 @@ void client_state::release_detached(std::string_view key, std::string_view token
   resp::append_command(payload, "EVAL", release_script.body, "1", key, token);
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
+}
+
+void client_state::close_all() {
+  closed = true;
+  if (renewals) renewals->shutdown();
+  for (auto& n : nodes) n->close();
 }
 
 std::chrono::nanoseconds client_state::jitter(std::chrono::milliseconds d) {
@@ -616,8 +623,7 @@ void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), h = std::move(h)]() mutable {
-    s->closed = true;
-    for (auto& n : s->nodes) n->close();
+    s->close_all();
     asio::post(s->strand, asio::append(std::move(h), error_code{}));
   });
 }
@@ -657,10 +663,7 @@ class client_registry final : public asio::execution_context::service {
     }
     // No thread runs the context any more: closing here is single-threaded.
     for (auto& w : states) {
-      if (auto s = w.lock()) {
-        s->closed = true;
-        for (auto& n : s->nodes) n->close();
-      }
+      if (auto s = w.lock()) s->close_all();
     }
   }
 
@@ -683,10 +686,7 @@ client::client(executor_type ex, config cfg)
 client::~client() {
   if (!state_) return;
   auto strand = state_->strand;  // not state_->strand in the call: the lambda moves state_
-  asio::dispatch(strand, [s = std::move(state_)] {
-    s->closed = true;
-    for (auto& n : s->nodes) n->close();
-  });
+  asio::dispatch(strand, [s = std::move(state_)] { s->close_all(); });
 }
 
 client& client::operator=(client&& other) noexcept {

@@ -21,7 +21,9 @@ inline constexpr std::size_t max_nodes = 15;
 extern const script release_script;
 extern const script extend_script;
 
-struct client_state {
+class renewal_scheduler;
+
+struct client_state : std::enable_shared_from_this<client_state> {
   client_state(asio::any_io_executor ex, config c);
 
   strand_type strand;
@@ -30,8 +32,11 @@ struct client_state {
   token_source tokens;
   std::minstd_rand rng;
   bool closed = false;
+  std::shared_ptr<renewal_scheduler> renewals;  // created by the first keeper
 
   std::size_t size() const { return nodes.size(); }
+  /// Stops renewals and closes every connection for good. On the strand.
+  void close_all();
   /// Queues a compare-and-delete of (key, token) on every node, reply ignored. On the strand.
   void release_detached(std::string_view key, std::string_view token,
                         const std::array<bool, max_nodes>* only = nullptr);

@@ -1,0 +1,389 @@
+#include "guard/renewal.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "client/arithmetic.hpp"
+#include "redlock/keeper.hpp"
+
+namespace redlock {
+namespace detail {
+
+const script batch_extend_script{
+    R"(local n = #KEYS local r = {} for i = 1, n do if redis.call("get", KEYS[i]) == ARGV[i] then r[i] = redis.call("pexpire", KEYS[i], ARGV[n + 1]) else r[i] = 0 end end return r)",
+    "6ee120c7a5165ed97bc6284a0136da270fbffaa6"};
+
+void renewal_entry::publish_deadline() {
+  deadline_ns.store(lock_access::deadline(lk).time_since_epoch().count(),
+                    std::memory_order_release);
+}
+
+namespace {
+
+// One batch-extend call to every node for up to max_batch locks with the same TTL.
+// Waits for every node (or its deadline): renewals are not latency-critical, and a
+// per-lock decision needs every vote that can still come.
+class batch_extend_op final : public request_sink {
+ public:
+  batch_extend_op(std::shared_ptr<client_state> s, renewal_scheduler& sched,
+                  std::vector<std::shared_ptr<renewal_entry>> batch)
+      : s_(std::move(s)), sched_(sched), batch_(std::move(batch)), yes_(batch_.size()), no_(batch_.size()) {}
+
+  void start() {
+    ttl_ = batch_.front()->ttl;
+    const std::size_t n = batch_.size();
+    resp::command_writer w{payload_};
+    w.begin(3 + 2 * n + 1).arg("EVALSHA").arg(batch_extend_script.sha).arg(std::int64_t(n));
+    auto deadline = boot_clock::time_point::max();
+    for (auto& e : batch_) {
+      w.arg(lock_access::key(e->lk));
+      deadline = std::min(deadline, lock_access::deadline(e->lk));
+    }
+    for (auto& e : batch_) w.arg(lock_access::token(e->lk));
+    w.arg(std::int64_t{ttl_.count()});
+    start_ = boot_clock::now();  // before the first byte can leave
+    deadline = std::min(deadline, start_ + s_->cfg.node_timeout);
+    reqs_.resize(s_->size());
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      reqs_[i] = request{payload_, &batch_extend_script, deadline, this, i, false};
+      if (s_->nodes[i]->submit(reqs_[i]))
+        ++failed_nodes_;
+      else
+        ++outstanding_;
+    }
+    if (outstanding_ == 0) finish();
+  }
+
+ private:
+  void on_reply(std::size_t, error_code ec, const resp::reply* r) override {
+    --outstanding_;
+    if (ec || !tally(*r)) ++failed_nodes_;
+    if (outstanding_ == 0) finish();
+  }
+
+  bool tally(const resp::reply& r) {
+    if (r[0].kind != resp::type::array || r[0].size != batch_.size() || r.size() != batch_.size() + 1)
+      return false;
+    for (std::size_t j = 0; j < batch_.size(); ++j) {
+      if (r[j + 1].kind != resp::type::integer) return false;
+    }
+    for (std::size_t j = 0; j < batch_.size(); ++j) {
+      if (r[j + 1].integer == 1)
+        ++yes_[j];
+      else
+        ++no_[j];
+    }
+    return true;
+  }
+
+  void finish() {
+    const auto now = boot_clock::now();
+    const std::size_t n = s_->size();
+    for (std::size_t j = 0; j < batch_.size(); ++j) {
+      renewal_entry& e = *batch_[j];
+      e.in_flight = false;
+      if (e.stopped || e.lost) continue;
+      switch (decide(n, yes_[j], no_[j] + failed_nodes_)) {
+        case vote_state::won: {
+          const auto old_deadline = lock_access::deadline(e.lk);
+          const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
+          if (now >= old_deadline || now >= new_deadline - e.margin) {
+            sched_.lose(e);  // confirmed too late: the lock may already have had a new owner
+            break;
+          }
+          lock_access::deadline(e.lk) = new_deadline;
+          lock_access::ttl(e.lk) = ttl_;
+          e.publish_deadline();
+          e.loss_at = new_deadline - e.margin;
+          e.next_due = start_ + e.interval;
+          break;
+        }
+        case vote_state::lost:
+        case vote_state::undecided:  // cannot happen once every node has answered
+          if (no_[j] > n - quorum(n)) {
+            sched_.lose(e);  // a majority no longer holds our token
+          } else {
+            // Too few answers: try again soon, while validity remains.
+            const auto left = e.loss_at - now;
+            e.next_due = now + std::min<std::chrono::nanoseconds>(e.interval / 4, left / 3);
+          }
+          break;
+      }
+    }
+    sched_.reschedule();
+    delete this;
+  }
+
+  std::shared_ptr<client_state> s_;
+  renewal_scheduler& sched_;
+  std::vector<std::shared_ptr<renewal_entry>> batch_;
+  std::vector<std::uint16_t> yes_;
+  std::vector<std::uint16_t> no_;
+  std::vector<request> reqs_;
+  std::string payload_;
+  std::chrono::milliseconds ttl_{};
+  boot_clock::time_point start_{};
+  std::size_t outstanding_ = 0;
+  std::size_t failed_nodes_ = 0;
+};
+
+}  // namespace
+
+renewal_scheduler::renewal_scheduler(client_state& s) : s_(s), timer_(s.strand) {}
+
+void renewal_scheduler::add(std::shared_ptr<renewal_entry> e) {
+  entries_.push_back(std::move(e));
+  reschedule();
+}
+
+void renewal_scheduler::remove(const renewal_entry* e) {
+  std::erase_if(entries_, [e](const auto& p) { return p.get() == e; });
+}
+
+void renewal_scheduler::lose(renewal_entry& e) {
+  if (e.lost) return;
+  e.lost = true;
+  lock_access::lost(e.lk) = true;
+  e.lost_flag.store(true, std::memory_order_release);
+  remove(&e);
+  auto waiters = std::move(e.waiters);
+  e.waiters.clear();
+  // Posted, not dispatched: a waiter's handler (the work's cancellation) must not run
+  // inside the scheduler's loops.
+  for (auto& [id, h] : waiters)
+    asio::post(s_.strand, asio::append(std::move(h), error_code{error::lock_lost}));
+}
+
+void renewal_scheduler::reschedule() {
+  auto next = boot_clock::time_point::max();
+  for (const auto& e : entries_) {
+    next = std::min(next, e->loss_at);
+    if (!e->in_flight && e->next_due <= e->hold_until) next = std::min(next, e->next_due);
+  }
+  if (next == boot_clock::time_point::max()) return;
+  if (armed_ && next >= armed_for_) return;
+  armed_ = true;
+  armed_for_ = next;
+  timer_.expires_at(next);
+  timer_.async_wait([this, at = next, alive = s_.weak_from_this()](error_code ec) {
+    if (ec || alive.expired() || at != armed_for_) return;
+    armed_ = false;
+    on_timer();
+  });
+}
+
+void renewal_scheduler::on_timer() {
+  const auto now = boot_clock::now();
+  std::vector<std::shared_ptr<renewal_entry>> due;
+  std::vector<std::shared_ptr<renewal_entry>> expired;
+  for (const auto& e : entries_) {
+    if (now >= e->loss_at) {
+      expired.push_back(e);
+      continue;
+    }
+    if (e->in_flight || e->next_due > e->hold_until) continue;
+    // Renewals due soon go now with those due already, so that they share a call.
+    if (e->next_due <= now + e->interval / 8) due.push_back(e);
+  }
+  for (auto& e : expired) lose(*e);
+  if (!due.empty()) start_batches(due);
+  reschedule();
+}
+
+void renewal_scheduler::start_batches(std::vector<std::shared_ptr<renewal_entry>>& due) {
+  std::map<std::chrono::milliseconds::rep, std::vector<std::shared_ptr<renewal_entry>>> by_ttl;
+  for (auto& e : due) by_ttl[e->ttl.count()].push_back(std::move(e));
+  auto keep = s_.shared_from_this();
+  for (auto& [ttl, group] : by_ttl) {
+    for (std::size_t i = 0; i < group.size(); i += max_batch) {
+      const auto end = std::min(group.size(), i + max_batch);
+      std::vector<std::shared_ptr<renewal_entry>> batch(group.begin() + static_cast<std::ptrdiff_t>(i),
+                                                        group.begin() + static_cast<std::ptrdiff_t>(end));
+      for (auto& e : batch) e->in_flight = true;
+      auto* op = new batch_extend_op(keep, *this, std::move(batch));
+      op->start();
+    }
+  }
+}
+
+void renewal_scheduler::shutdown() {
+  timer_.cancel();
+  auto all = std::move(entries_);
+  entries_.clear();
+  for (auto& e : all) {
+    e->stopped = true;
+    auto waiters = std::move(e->waiters);
+    e->waiters.clear();
+    for (auto& [id, h] : waiters)
+      asio::post(s_.strand, asio::append(std::move(h), error_code{error::shut_down}));
+  }
+}
+
+renewal_scheduler& scheduler_of(client_state& s) {
+  if (!s.renewals) s.renewals = std::make_shared<renewal_scheduler>(s);
+  return *s.renewals;
+}
+
+// ---- keeper's compiled operations --------------------------------------------------
+
+void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h) {
+  if (!e) {
+    asio::post(asio::system_executor{}, asio::append(std::move(h), error_code{error::cancelled}));
+    return;
+  }
+  auto strand = e->state->strand;
+  asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
+    auto& s = *e->state;
+    if (e->lost) return asio::post(s.strand, asio::append(std::move(h), error_code{error::lock_lost}));
+    if (e->stopped) return asio::post(s.strand, asio::append(std::move(h), error_code{error::cancelled}));
+    const auto id = e->next_waiter_id++;
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected()) {
+      slot.assign([w = std::weak_ptr<renewal_entry>(e), id](asio::cancellation_type_t) {
+        auto e = w.lock();
+        if (!e) return;
+        auto strand = e->state->strand;
+        asio::dispatch(strand, [e, id] {
+          auto it = std::find_if(e->waiters.begin(), e->waiters.end(),
+                                 [id](const auto& p) { return p.first == id; });
+          if (it == e->waiters.end()) return;
+          auto handler = std::move(it->second);
+          e->waiters.erase(it);
+          asio::dispatch(e->state->strand, asio::append(std::move(handler), error_code{error::cancelled}));
+        });
+      });
+    }
+    e->waiters.emplace_back(id, std::move(h));
+  });
+}
+
+namespace {
+void stop_entry(renewal_entry& e) {
+  if (e.stopped) return;
+  e.stopped = true;
+  if (e.state->renewals) e.state->renewals->remove(&e);
+  auto waiters = std::move(e.waiters);
+  e.waiters.clear();
+  for (auto& [id, h] : waiters)
+    asio::post(e.state->strand, asio::append(std::move(h), error_code{error::cancelled}));
+}
+}  // namespace
+
+void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h) {
+  if (!e) {
+    asio::post(asio::system_executor{}, asio::append(std::move(h), error_code{error::not_held}, lock{}));
+    return;
+  }
+  auto strand = e->state->strand;
+  asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
+    const bool was_lost = e->lost;
+    stop_entry(*e);
+    auto s = e->state;
+    if (was_lost) {
+      lock_access::token(e->lk).clear();  // nothing to release: it is not ours any more
+      return asio::post(s->strand, asio::append(std::move(h), error_code{error::lock_lost}, lock{}));
+    }
+    asio::post(s->strand, asio::append(std::move(h), error_code{}, std::move(e->lk)));
+  });
+}
+
+}  // namespace detail
+
+// ---- keeper ------------------------------------------------------------------------
+
+namespace asio = boost::asio;
+
+namespace {
+[[noreturn]] void bad_argument(const char* what) {
+  throw boost::system::system_error(error::invalid_argument, what);
+}
+}  // namespace
+
+keeper::keeper(client& c, lock&& lk, renew_options opts) {
+  if (!lk.owns()) bad_argument("keeper: the lock is not held");
+  if (!(opts.fraction > 0.0 && opts.fraction <= 0.9)) bad_argument("keeper: fraction must be in (0, 0.9]");
+  auto state = c.state_;
+  if (!state) bad_argument("keeper: the client was moved from");
+  auto e = std::make_shared<detail::renewal_entry>();
+  e->state = state;
+  e->ttl = opts.ttl.count() > 0 ? opts.ttl : lk.ttl();
+  if (e->ttl < std::chrono::milliseconds{3}) bad_argument("keeper: the TTL is too short to renew");
+  e->interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double, std::nano>(e->ttl) * opts.fraction);
+  e->margin = opts.loss_margin.count() > 0
+                  ? std::chrono::nanoseconds{opts.loss_margin}
+                  : std::chrono::nanoseconds{std::clamp<std::chrono::milliseconds>(
+                        e->ttl / 50, std::chrono::milliseconds{1}, std::chrono::milliseconds{100})};
+  const auto now = boot_clock::now();
+  const auto acquired = lk.deadline() - lk.ttl() + detail::drift(lk.ttl(), state->cfg.drift_factor);
+  e->next_due = acquired + e->interval;
+  e->loss_at = lk.deadline() - e->margin;
+  if (opts.max_hold.count() > 0) e->hold_until = acquired + opts.max_hold;
+  e->lk = std::move(lk);
+  e->publish_deadline();
+  if (now >= e->loss_at) {
+    e->lost = true;
+    e->lost_flag = true;
+  }
+  entry_ = e;
+  asio::dispatch(state->strand, [e] {
+    if (e->stopped || e->lost || e->state->closed) return;
+    detail::scheduler_of(*e->state).add(e);
+  });
+}
+
+keeper::~keeper() { stop_in_background(); }
+
+keeper& keeper::operator=(keeper&& other) noexcept {
+  if (this != &other) {
+    stop_in_background();
+    entry_ = std::move(other.entry_);
+  }
+  return *this;
+}
+
+void keeper::stop_in_background() noexcept {
+  if (!entry_) return;
+  try {
+    auto strand = entry_->state->strand;
+    asio::dispatch(strand, [e = std::move(entry_)] {
+      detail::stop_entry(*e);
+      e->lk = lock{};  // a lock still held is released in the background
+    });
+  } catch (...) {
+    // Best effort: the keys expire with their TTL.
+  }
+  entry_.reset();
+}
+
+namespace {
+const std::string empty_string;
+}
+
+const std::string& keeper::resource() const noexcept {
+  return entry_ ? entry_->lk.resource() : empty_string;
+}
+const std::string& keeper::token() const noexcept {
+  return entry_ ? entry_->lk.token() : empty_string;
+}
+boot_clock::time_point keeper::deadline() const noexcept {
+  if (!entry_) return {};
+  return boot_clock::time_point{boot_clock::duration{entry_->deadline_ns.load(std::memory_order_acquire)}};
+}
+bool keeper::lost() const noexcept { return entry_ && entry_->lost_flag.load(); }
+bool keeper::valid() const noexcept {
+  return entry_ && !lost() && boot_clock::now() < deadline();
+}
+std::chrono::milliseconds keeper::validity() const noexcept {
+  if (!valid()) return std::chrono::milliseconds{0};
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline() - boot_clock::now());
+}
+
+}  // namespace redlock

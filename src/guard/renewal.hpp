@@ -1,0 +1,69 @@
+#pragma once
+// Background renewal of held locks. One scheduler per client, on the client's strand,
+// with one timer for all its keepers: renewals that fall due close together go out as
+// one batch-extend script call per node.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "client/client_state.hpp"
+#include "redlock/client.hpp"
+#include "redlock/lock.hpp"
+
+namespace redlock::detail {
+
+/// compare-and-pexpire over many keys: KEYS = locks, ARGV = their tokens then the TTL.
+extern const script batch_extend_script;
+inline constexpr std::size_t max_batch = 256;  // Lua unpack fails near 8,000 arguments
+
+struct renewal_entry {
+  std::shared_ptr<client_state> state;
+  lock lk;  // touched on the strand only
+  std::chrono::milliseconds ttl{};
+  std::chrono::nanoseconds interval{};
+  std::chrono::nanoseconds margin{};
+  boot_clock::time_point next_due{};
+  boot_clock::time_point loss_at{};
+  boot_clock::time_point hold_until = boot_clock::time_point::max();
+  bool in_flight = false;
+  bool stopped = false;
+  bool lost = false;
+  std::vector<std::pair<std::uint64_t, void_handler>> waiters;
+  std::uint64_t next_waiter_id = 0;
+
+  // Mirrors for readers on other threads.
+  std::atomic<boot_clock::rep> deadline_ns{0};
+  std::atomic<bool> lost_flag{false};
+
+  void publish_deadline();
+};
+
+class renewal_scheduler {
+ public:
+  explicit renewal_scheduler(client_state& s);
+  void add(std::shared_ptr<renewal_entry> e);
+  void remove(const renewal_entry* e);
+  /// Marks `e` lost for good and completes its waiters.
+  void lose(renewal_entry& e);
+  /// Re-arms the timer for the earliest due renewal or loss.
+  void reschedule();
+  void shutdown();
+
+ private:
+  void on_timer();
+  void start_batches(std::vector<std::shared_ptr<renewal_entry>>& due);
+
+  client_state& s_;
+  boot_timer timer_;
+  boot_clock::time_point armed_for_ = boot_clock::time_point::max();
+  bool armed_ = false;
+  std::vector<std::shared_ptr<renewal_entry>> entries_;
+};
+
+/// The client's scheduler, created on first use. On the strand.
+renewal_scheduler& scheduler_of(client_state& s);
+
+}  // namespace redlock::detail

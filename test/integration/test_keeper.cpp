@@ -1,0 +1,270 @@
+// Holding locks for long work: renewal, loss as a final event that cancels the work,
+// release on every exit path, and many locks renewed in batches. Five real nodes.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <thread>
+
+#include "async_helpers.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::run_bounded;
+
+namespace {
+
+struct five_nodes {
+  redlock::test::redis_fleet fleet{5};
+  asio::io_context io;
+
+  redlock::client make_client() {
+    return redlock::client{io.get_executor(),
+                           redlock::config{.nodes = fleet.uris(),
+                                           .connect_timeout = 300ms,
+                                           .node_timeout = 50ms,
+                                           .reconnect_min = 10ms,
+                                           .reconnect_max = 100ms,
+                                           .retry_delay = 10ms}};
+  }
+  int copies(std::string_view key) const {
+    int n = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet[i].running() && !fleet[i].frozen() && fleet.has_key(i, key)) ++n;
+    return n;
+  }
+  std::int64_t evalsha_calls(std::size_t node) const {
+    auto info = fleet[node].command({"INFO", "commandstats"}).text;
+    auto at = info.find("cmdstat_evalsha:calls=");
+    if (at == std::string::npos) return 0;
+    return std::stoll(info.substr(at + 22));
+  }
+};
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer t{co_await asio::this_coro::executor, d};
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+// Expects `a` to throw system_error with `code`.
+template <typename T>
+asio::awaitable<error_code> error_of(asio::awaitable<T> a) {
+  try {
+    co_await std::move(a);
+  } catch (const boost::system::system_error& e) {
+    co_return e.code();
+  }
+  co_return error_code{};
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(keeping_locks, five_nodes)
+
+BOOST_AUTO_TEST_CASE(work_lasting_ten_ttls_keeps_the_lock_against_a_contender) {
+  auto holder = make_client();
+  auto contender = make_client();
+  int contender_wins = 0, contender_tries = 0;
+  bool work_done = false;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    using namespace asio::experimental::awaitable_operators;
+    auto work = [&](redlock::keeper& k) -> asio::awaitable<int> {
+      for (int i = 0; i < 20; ++i) {  // 20 x 50 ms = 10 TTLs of 100 ms
+        BOOST_TEST(k.valid());
+        co_await sleep_for(50ms);
+      }
+      work_done = true;
+      co_return 42;
+    };
+    auto contend = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(20ms);
+      while (!work_done) {
+        ++contender_tries;
+        auto [ec, lk] = co_await contender.async_try_lock("job", {.ttl = 100ms},
+                                                          asio::as_tuple(asio::use_awaitable));
+        if (!ec) ++contender_wins;
+        co_await sleep_for(5ms);
+      }
+    };
+    auto result = co_await (redlock::with_lock(holder, "job", {.ttl = 100ms}, work) && contend());
+    BOOST_TEST(result == 42);
+  }(), 20s);
+  BOOST_TEST(work_done);
+  BOOST_TEST(contender_tries > 50);
+  BOOST_TEST(contender_wins == 0);
+  // Released at the end: the contender can take it now.
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await contender.async_try_lock("job", {}, asio::use_awaitable);
+    BOOST_TEST(lk.valid());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_majority_cancels_the_work_before_the_deadline) {
+  auto c = make_client();
+  redlock::boot_clock::time_point last_deadline{}, cancelled_at{};
+  bool cancelled_with_abort = false;
+  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
+    auto work = [&](redlock::keeper& k) -> asio::awaitable<void> {
+      co_await sleep_for(30ms);
+      fleet[0].freeze();
+      fleet[1].freeze();
+      fleet[2].freeze();
+      auto ex = co_await asio::this_coro::executor;
+      asio::steady_timer tick{ex};
+      for (;;) {
+        last_deadline = k.deadline();
+        tick.expires_after(5ms);
+        auto [e] = co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (e == asio::error::operation_aborted) {
+          cancelled_at = redlock::boot_clock::now();
+          cancelled_with_abort = true;
+          co_return;
+        }
+      }
+    };
+    auto e = co_await error_of(redlock::with_lock(c, "frozen-job", {.ttl = 300ms}, work));
+    co_return e;
+  }(), 10s);
+  BOOST_TEST(ec == redlock::error::lock_lost);
+  BOOST_TEST(cancelled_with_abort);
+  BOOST_TEST((cancelled_at < last_deadline), "the work was cancelled after the validity deadline");
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(a_key_deleted_behind_our_back_is_detected_and_never_recreated) {
+  auto c = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await c.async_lock("stolen", {.ttl = 300ms}, asio::use_awaitable);
+  }());
+  redlock::keeper k{c, std::move(lk)};
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "stolen"});
+  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
+    auto [e] = co_await k.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+    co_return e;
+  }(), 5s);
+  BOOST_TEST(ec == redlock::error::lock_lost);
+  BOOST_TEST(k.lost());
+  BOOST_TEST(!k.valid());
+  for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(!fleet.has_key(i, "stolen"));
+  // Lost stays lost, even though two nodes still hold our token.
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await sleep_for(150ms);
+    BOOST_TEST(k.lost());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_paused_thread_finds_its_lock_lost_on_resume) {
+  auto c = make_client();
+  bool valid_after_pause = true;
+  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
+    auto work = [&](redlock::keeper& k) -> asio::awaitable<void> {
+      co_await sleep_for(20ms);
+      // A "GC pause": the io_context thread is blocked for longer than the TTL.
+      std::this_thread::sleep_for(400ms);
+      valid_after_pause = k.valid();
+      for (;;) co_await sleep_for(5ms);  // cancelled when the loss is noticed
+    };
+    auto e = co_await error_of(redlock::with_lock(c, "paused", {.ttl = 200ms}, work));
+    co_return e;
+  }(), 10s);
+  BOOST_TEST(!valid_after_pause);
+  BOOST_TEST(ec == redlock::error::lock_lost);
+}
+
+BOOST_AUTO_TEST_CASE(work_that_throws_releases_the_lock_at_once) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
+      co_await sleep_for(5ms);
+      throw std::runtime_error("boom");
+    };
+    try {
+      co_await redlock::with_lock(c, "throws", {.ttl = 30s}, work);
+      BOOST_ERROR("the exception did not propagate");
+    } catch (const std::runtime_error& e) {
+      BOOST_TEST(std::string{e.what()} == "boom");
+    }
+  }());
+  // The TTL is 30 s: only the release can make the keys go away this fast.
+  for (int i = 0; i < 200 && copies("throws") > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(copies("throws") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_with_lock_cancels_the_work_and_releases_the_lock) {
+  auto c = make_client();
+  bool work_saw_abort = false;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    using namespace asio::experimental::awaitable_operators;
+    auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
+      auto ex = co_await asio::this_coro::executor;
+      asio::steady_timer long_wait{ex, 10s};
+      auto [e] = co_await long_wait.async_wait(asio::as_tuple(asio::use_awaitable));
+      work_saw_abort = e == asio::error::operation_aborted;
+    };
+    auto r = co_await (error_of(redlock::with_lock(c, "cancelled", {.ttl = 30s}, work)) ||
+                       sleep_for(100ms));
+    BOOST_TEST(r.index() == 1u);
+  }());
+  BOOST_TEST(work_saw_abort);
+  for (int i = 0; i < 200 && copies("cancelled") > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(copies("cancelled") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(max_hold_caps_the_renewals) {
+  auto c = make_client();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
+    auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
+      for (;;) co_await sleep_for(10ms);
+    };
+    auto e = co_await error_of(redlock::with_lock(
+        c, "capped", {.ttl = 100ms, .renew = {.max_hold = 250ms}}, work));
+    co_return e;
+  }(), 10s);
+  BOOST_TEST(ec == redlock::error::lock_lost);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 >= 250ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_thousand_locks_renew_in_batches) {
+  auto c = make_client();
+  std::vector<redlock::keeper> keepers;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 1000; ++i) {
+      auto lk = co_await c.async_lock("many:" + std::to_string(i), {.ttl = 600ms}, asio::use_awaitable);
+      keepers.emplace_back(c, std::move(lk));
+    }
+  }(), 60s);
+  const auto before = evalsha_calls(0);
+  // Hold them for ~5 TTLs: every one must survive.
+  run_bounded(io, [&]() -> asio::awaitable<void> { co_await sleep_for(3000ms); }(), 20s);
+  const auto calls = evalsha_calls(0) - before;
+  int lost = 0;
+  for (auto& k : keepers) lost += k.valid() ? 0 : 1;
+  BOOST_TEST(lost == 0);
+  // 1000 locks renewed every 200 ms for 3 s is 15 cycles; one script call per lock would
+  // be 15,000 calls per node; batches of up to 256 need a few per cycle.
+  BOOST_TEST_MESSAGE("EVALSHA calls on node 0 over 3 s of renewing 1000 locks: " << calls);
+  BOOST_TEST(calls > 0);
+  BOOST_TEST(calls < 1000);
+  BOOST_TEST(fleet[0].command({"PTTL", "many:999"}).integer > 0);
+}
+
+BOOST_AUTO_TEST_CASE(stop_hands_the_lock_back_for_unlock) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("manual", {.ttl = 200ms}, asio::use_awaitable);
+    redlock::keeper k{c, std::move(lk)};
+    co_await sleep_for(500ms);  // 2.5 TTLs: alive only thanks to renewal
+    BOOST_TEST(k.valid());
+    auto back = co_await k.async_stop(asio::use_awaitable);
+    BOOST_TEST(back.valid());
+    co_await c.async_unlock(back, asio::use_awaitable);
+  }());
+  BOOST_TEST(copies("manual") == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
