@@ -1,0 +1,143 @@
+#include "cycles.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include <exception>
+#include <iterator>
+#include <random>
+#include <tuple>
+
+namespace redlock::bench {
+
+double cycle_result::allocs_per_cycle() const {
+  if (ops == 0) return 0.0;
+  return static_cast<double>(allocs_after.allocations - allocs_before.allocations) /
+         static_cast<double>(ops);
+}
+
+double cycle_result::alloc_bytes_per_cycle() const {
+  if (ops == 0) return 0.0;
+  return static_cast<double>(allocs_after.bytes - allocs_before.bytes) / static_cast<double>(ops);
+}
+
+namespace {
+
+using boost::system::error_code;
+
+// Shared by the workers of one run; everything runs on one thread.
+struct cycle_run {
+  const cycle_plan& plan;
+  redlock::client& client;
+  measure_window window;
+  std::uint64_t started_in_window = 0;
+  std::size_t active = 0;
+  cycle_result result;
+  std::exception_ptr error;
+
+  // Whether a cycle starting now is measured.
+  bool enter_cycle(bench_clock::time_point now) {
+    const bool was_open = window.is_open();
+    if (!window.enter(now)) return false;
+    if (!was_open) result.allocs_before = alloc::snapshot();
+    ++started_in_window;
+    return true;
+  }
+  bool should_stop(bench_clock::time_point now) const {
+    return window.over(now) || (plan.max_ops != 0 && started_in_window >= plan.max_ops);
+  }
+  void note_failure(bool measured, error_code ec, std::string_view what) {
+    if (!measured) return;
+    ++result.failures;
+    if (result.first_error.empty()) result.first_error = fmt::format("{}: {}", what, ec.message());
+  }
+};
+
+void next_resource(std::string& resource, std::size_t prefix_size, std::mt19937_64& rng) {
+  resource.resize(prefix_size);
+  fmt::format_to(std::back_inserter(resource), "{:016x}", rng());
+}
+
+asio::awaitable<void> cycle_worker(cycle_run& run) {
+  std::mt19937_64 rng{std::random_device{}()};
+  std::string resource = run.plan.key_prefix;
+  resource.reserve(resource.size() + 16);
+  const redlock::lock_options opts{.ttl = run.plan.ttl};
+  for (;;) {
+    const auto t0 = bench_clock::now();
+    if (run.should_stop(t0)) break;
+    const bool measured = run.enter_cycle(t0);
+    next_resource(resource, run.plan.key_prefix.size(), rng);
+
+    std::tuple<error_code, redlock::lock> got =
+        co_await run.client.async_try_lock(resource, opts, asio::as_tuple(asio::use_awaitable));
+    const auto t1 = bench_clock::now();
+    if (std::get<0>(got)) {
+      run.note_failure(measured, std::get<0>(got), "acquire");
+      continue;
+    }
+    std::tuple<error_code> released =
+        co_await run.client.async_unlock(std::get<1>(got), asio::as_tuple(asio::use_awaitable));
+    const auto t2 = bench_clock::now();
+    if (std::get<0>(released)) {
+      run.note_failure(measured, std::get<0>(released), "release");
+      continue;
+    }
+    if (measured) {
+      ++run.result.ops;
+      run.result.acquire.add(t1 - t0);
+      run.result.release.add(t2 - t1);
+      run.window.completed(t2);
+    }
+  }
+}
+
+}  // namespace
+
+cycle_result run_cycles(asio::io_context& io, redlock::client& c, const cycle_plan& plan) {
+  cycle_run run{.plan = plan, .client = c, .window = {plan.warmup, plan.duration}};
+  // Reserved up front so that the bench's own bookkeeping allocates nothing while the
+  // allocation counters are read.
+  const double expect = plan.max_ops ? static_cast<double>(plan.max_ops)
+                                     : plan.duration.count() * 200000.0;
+  run.result.acquire.reserve(static_cast<std::size_t>(expect));
+  run.result.release.reserve(static_cast<std::size_t>(expect));
+
+  for (std::size_t i = 0; i < plan.concurrency; ++i) {
+    ++run.active;
+    asio::co_spawn(io, cycle_worker(run), [&run](std::exception_ptr e) {
+      if (e && !run.error) run.error = e;
+      if (--run.active == 0) run.result.allocs_after = alloc::snapshot();
+    });
+  }
+  // Not io.run(): the client's connections keep reads pending for as long as it lives.
+  io.restart();
+  while (run.active > 0) io.run_one();
+  if (run.error) std::rethrow_exception(run.error);
+  run.result.seconds = run.window.seconds();
+  if (run.result.ops == 0) run.result.allocs_after = run.result.allocs_before;
+  return std::move(run.result);
+}
+
+void shut_down(asio::io_context& io, redlock::client& c) {
+  bool done = false;
+  c.async_shutdown([&done](error_code) { done = true; });
+  io.restart();
+  while (!done) io.run_one();
+  // Lets the closed connections' cancelled handlers run, so nothing is left for the next
+  // workload's io_context.
+  io.poll();
+}
+
+std::string latency_text(const json_line& l) {
+  auto us = [&](std::string_view key) { return l.number(key).value_or(0.0); };
+  return fmt::format("acquire p50/p99/max {:.0f}/{:.0f}/{:.0f} us, release p50/p99/max "
+                     "{:.0f}/{:.0f}/{:.0f} us",
+                     us("acquire_p50_us"), us("acquire_p99_us"), us("acquire_max_us"),
+                     us("release_p50_us"), us("release_p99_us"), us("release_max_us"));
+}
+
+}  // namespace redlock::bench

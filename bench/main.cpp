@@ -1,0 +1,220 @@
+// redlock-bench: runs named workloads against local Redis nodes it starts itself (or
+// --nodes) and prints one JSON object per workload and configuration on stdout, with a
+// summary for people on stderr. See docs/performance.md.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "bench.hpp"
+
+namespace redlock::bench {
+namespace {
+
+/// The workloads, in the order they run. Names are part of the output contract: never
+/// rename one; add new workloads (fenced, extend, ...) as new rows.
+struct workload {
+  std::string_view name;
+  std::string_view summary;
+  void (*run)(bench_context&);
+};
+
+constexpr workload workloads[] = {
+    {"w1", "throughput: N in flight, each locks a distinct random resource then releases it",
+     run_w1},
+    {"w2", "latency: one worker, sequential acquire+release, with round-trip yardsticks", run_w2},
+    {"w3", "contention: workers compete for one resource, each holds it --hold-ms", run_w3},
+    {"w4", "degraded: as w2 on 5 nodes with 2 frozen (SIGSTOP), against 5 healthy", run_w4},
+    {"memory", "heap allocations per cycle, bytes per held lock (client and server)",
+     run_memory},
+    {"raw", "w1's command mix through the connection layer alone, and redis-benchmark's ceiling",
+     run_raw},
+};
+
+constexpr std::string_view usage_text = R"(usage: redlock-bench [options]
+
+Runs the workloads against redis-server nodes it starts on free loopback ports (or the
+--nodes given) and prints one JSON line per workload on stdout; a summary on stderr.
+
+  --quick                 short runs (under 30 s in all), for a smoke test
+  --only NAME[,NAME...]   run only these workloads (see --list)
+  --list                  print the workloads and exit
+  --nodes URI[,URI...]    use these redis:// nodes instead of starting our own
+                          (w4 is then skipped: it must freeze the servers)
+  --duration S            measured seconds of each timed phase (default 10; quick 1.5)
+  --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
+  --contention-duration S w3's measured seconds (default 10; quick 2)
+  --concurrency N[,N...]  operations in flight in w1 and raw, one line each (default 64)
+  --contenders N          w3's workers (default 16)
+  --hold-ms MS            how long a w3 worker holds the lock (default 1)
+  --ttl MS                lock TTL (default 10000)
+  --node-timeout MS       per-node request timeout of the clients (default 250)
+  --cycles N              memory: cycles counted for allocations (default 20000; quick 1000)
+  --held N                memory: locks held at once (default 20000; quick 1000)
+  --ceiling-duration S    raw: seconds of each redis-benchmark phase (default 4; quick 0.5)
+  --no-ceiling            raw: do not run redis-benchmark
+  --help
+)";
+
+[[noreturn]] void usage_error(const std::string& what) {
+  throw std::invalid_argument(what);
+}
+
+template <typename T>
+T parse_number(std::string_view flag, std::string_view text) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    usage_error(fmt::format("{}: not a number: \"{}\"", flag, text));
+  return v;
+}
+
+double parse_seconds(std::string_view flag, std::string_view text) {
+  const auto v = parse_number<double>(flag, text);
+  if (!(v > 0)) usage_error(fmt::format("{} must be positive", flag));
+  return v;
+}
+
+std::size_t parse_count(std::string_view flag, std::string_view text) {
+  const auto v = parse_number<std::size_t>(flag, text);
+  if (v == 0) usage_error(fmt::format("{} must be positive", flag));
+  return v;
+}
+
+std::vector<std::string> split(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const auto comma = s.find(',');
+    if (comma != 0) out.emplace_back(s.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+struct parsed {
+  options opts;
+  bool list = false;
+  bool help = false;
+};
+
+parsed parse_args(std::span<char*> args) {
+  // --quick sets the defaults; flags given explicitly win, wherever they stand.
+  const bool quick = std::any_of(args.begin(), args.end(),
+                                 [](const char* a) { return std::string_view{a} == "--quick"; });
+  parsed p;
+  options& o = p.opts;
+  if (quick) {
+    o.quick = true;
+    o.duration = seconds_f{1.5};
+    o.warmup = seconds_f{0.25};
+    o.contention_duration = seconds_f{2.0};
+    o.cycles = 1000;
+    o.held = 1000;
+    o.ceiling_duration = seconds_f{0.5};
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view flag = args[i];
+    auto value = [&]() -> std::string_view {
+      if (i + 1 >= args.size()) usage_error(fmt::format("{} needs a value", flag));
+      return args[++i];
+    };
+    if (flag == "--quick") {
+    } else if (flag == "--help" || flag == "-h") {
+      p.help = true;
+    } else if (flag == "--list") {
+      p.list = true;
+    } else if (flag == "--no-ceiling") {
+      o.ceiling = false;
+    } else if (flag == "--only") {
+      o.only = split(value());
+      for (const auto& name : o.only)
+        if (std::none_of(std::begin(workloads), std::end(workloads),
+                         [&](const workload& w) { return w.name == name; }))
+          usage_error(fmt::format("--only: no workload named \"{}\" (see --list)", name));
+    } else if (flag == "--nodes") {
+      o.nodes = split(value());
+      for (const auto& uri : o.nodes) {
+        node_uri u;
+        std::string why;
+        if (!parse_node_uri(uri, u, why)) usage_error(fmt::format("--nodes: {}", why));
+      }
+    } else if (flag == "--duration") {
+      o.duration = seconds_f{parse_seconds(flag, value())};
+    } else if (flag == "--warmup") {
+      o.warmup = seconds_f{parse_number<double>(flag, value())};
+      if (o.warmup.count() < 0) usage_error("--warmup must not be negative");
+    } else if (flag == "--contention-duration") {
+      o.contention_duration = seconds_f{parse_seconds(flag, value())};
+    } else if (flag == "--concurrency") {
+      o.concurrency.clear();
+      for (const auto& n : split(value())) o.concurrency.push_back(parse_count(flag, n));
+      if (o.concurrency.empty()) usage_error("--concurrency needs a value");
+    } else if (flag == "--contenders") {
+      o.contenders = parse_count(flag, value());
+    } else if (flag == "--hold-ms") {
+      o.hold = std::chrono::milliseconds{parse_number<std::int64_t>(flag, value())};
+      if (o.hold.count() < 0) usage_error("--hold-ms must not be negative");
+    } else if (flag == "--ttl") {
+      o.ttl = std::chrono::milliseconds{parse_count(flag, value())};
+    } else if (flag == "--node-timeout") {
+      o.node_timeout = std::chrono::milliseconds{parse_count(flag, value())};
+    } else if (flag == "--cycles") {
+      o.cycles = parse_count(flag, value());
+    } else if (flag == "--held") {
+      o.held = parse_count(flag, value());
+    } else if (flag == "--ceiling-duration") {
+      o.ceiling_duration = seconds_f{parse_seconds(flag, value())};
+    } else {
+      usage_error(fmt::format("unknown option \"{}\" (see --help)", flag));
+    }
+  }
+  return p;
+}
+
+bool selected(const options& o, std::string_view name) {
+  return o.only.empty() || std::find(o.only.begin(), o.only.end(), name) != o.only.end();
+}
+
+}  // namespace
+}  // namespace redlock::bench
+
+int main(int argc, char** argv) {
+  using namespace redlock::bench;
+  parsed p;
+  try {
+    p = parse_args(std::span<char*>{argv + 1, static_cast<std::size_t>(argc - 1)});
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "redlock-bench: {}\n", e.what());
+    return 64;
+  }
+  if (p.help) {
+    fmt::print("{}", usage_text);
+    return 0;
+  }
+  if (p.list) {
+    for (const auto& w : workloads) fmt::print("{:<8} {}\n", w.name, w.summary);
+    return 0;
+  }
+
+  const auto start = bench_clock::now();
+  try {
+    bench_context ctx{p.opts};
+    for (const auto& w : workloads) {
+      if (!selected(ctx.opts, w.name)) continue;
+      w.run(ctx);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "redlock-bench: {}\n", e.what());
+    return 1;
+  }
+  fmt::print(stderr, "redlock-bench: done in {:.1f} s\n", seconds_f{bench_clock::now() - start}.count());
+  return 0;
+}

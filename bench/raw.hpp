@@ -1,0 +1,86 @@
+#pragma once
+// Below the lock: the library's connection layer driven directly, and redis-benchmark as
+// the server's ceiling. These are the yardsticks w1 and w2 are compared with.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench.hpp"
+#include "connection/connection.hpp"
+
+namespace redlock::bench {
+
+/// One connection per node from the library's connection layer, on one io_context,
+/// closed on destruction.
+class node_links {
+ public:
+  /// Connects to every node; throws std::runtime_error if they are not all ready within
+  /// the configuration's connect timeout (plus a second).
+  node_links(asio::io_context& io, const std::vector<std::string>& uris, const config& cfg);
+  ~node_links();
+  node_links(const node_links&) = delete;
+  node_links& operator=(const node_links&) = delete;
+
+  std::size_t size() const { return conns_.size(); }
+  detail::connection& operator[](std::size_t i) { return *conns_.at(i); }
+  const config& cfg() const { return cfg_; }
+
+  /// Sends one encoded command to every node and runs the io_context until all have
+  /// answered; returns each top-level reply's text (integers as decimal). Throws
+  /// std::runtime_error on an error reply or a failed request.
+  std::vector<std::string> ask_all(std::string_view payload);
+
+ private:
+  asio::io_context& io_;
+  config cfg_;
+  std::vector<std::shared_ptr<detail::connection>> conns_;
+};
+
+/// The w1 command mix without the lock logic: `concurrency` workers each send
+/// `SET key token NX PX ttl GET` to the first `nodes_used` nodes, wait for every reply,
+/// then the release script's EVALSHA, and wait again.
+struct raw_plan {
+  std::size_t concurrency = 1;
+  std::size_t nodes_used = 1;
+  seconds_f warmup{0};
+  seconds_f duration{0};
+  std::chrono::milliseconds ttl{10000};
+  std::string key_prefix;
+};
+
+struct raw_result {
+  std::uint64_t ops = 0;
+  std::uint64_t failures = 0;
+  seconds_f seconds{0};
+  latency_samples set;      ///< the SET phase
+  latency_samples release;  ///< the EVALSHA phase
+};
+
+raw_result run_raw_cycles(asio::io_context& io, node_links& links, const raw_plan& plan);
+
+/// SET NX PX latency from redis-benchmark with one client and no pipelining, against
+/// one node; nullopt fields when redis-benchmark cannot be run.
+struct rtt_result {
+  std::optional<double> p50_us;
+  std::optional<double> p99_us;
+};
+rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri);
+
+/// p50 of one SET NX PX round trip to one node through our connection layer.
+std::optional<double> connection_set_p50_us(const bench_context& ctx, const std::string& uri);
+
+/// The server ceiling: redis-benchmark sends the w1 command mix, pipelined, to every
+/// node at once; cycles/s = commands/s over all nodes / (2 commands x nodes).
+struct ceiling_result {
+  std::optional<double> cycles_per_s;
+  std::optional<double> set_per_s;      ///< summed over the nodes
+  std::optional<double> release_per_s;  ///< summed over the nodes
+  std::string problem;                  ///< why it is unknown
+};
+ceiling_result measure_ceiling(const bench_context& ctx, const std::vector<std::string>& uris,
+                               std::string_view release_sha);
+
+}  // namespace redlock::bench

@@ -1,0 +1,192 @@
+// Results: percentiles, JSON lines, and the nodes every workload runs against.
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "bench.hpp"
+
+namespace redlock::bench {
+
+measure_window::measure_window(seconds_f warmup, seconds_f duration)
+    : from_(bench_clock::now() + std::chrono::duration_cast<bench_clock::duration>(warmup)),
+      until_(from_ + std::chrono::duration_cast<bench_clock::duration>(duration)) {}
+
+bool measure_window::enter(bench_clock::time_point now) {
+  if (!open_ && now >= from_) {
+    open_ = true;
+    opened_ = now;
+    last_completion_ = now;
+  }
+  return open_;
+}
+
+seconds_f measure_window::seconds() const {
+  return open_ ? seconds_f{last_completion_ - opened_} : seconds_f{0};
+}
+
+latency_samples::summary latency_samples::summarize() {
+  summary s;
+  if (ns_.empty()) return s;
+  std::sort(ns_.begin(), ns_.end());
+  const auto n = ns_.size();
+  // Nearest rank: the smallest sample with at least p of all samples at or below it.
+  auto at = [&](double p) {
+    const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(n)));
+    return static_cast<double>(ns_[std::clamp<std::size_t>(rank, 1, n) - 1]) / 1000.0;
+  };
+  s.p50_us = at(0.50);
+  s.p90_us = at(0.90);
+  s.p99_us = at(0.99);
+  s.p999_us = at(0.999);
+  s.max_us = static_cast<double>(ns_.back()) / 1000.0;
+  const long double total = std::accumulate(ns_.begin(), ns_.end(), 0.0L);
+  s.mean_us = static_cast<double>(total / static_cast<long double>(n)) / 1000.0;
+  return s;
+}
+
+json_line& json_line::add(std::string_view key, value v) {
+  fields_.emplace_back(std::string{key}, std::move(v));
+  return *this;
+}
+
+json_line& json_line::add(std::string_view key, std::optional<double> v) {
+  if (v && std::isfinite(*v)) return add(key, value{*v});
+  return add(key, value{});
+}
+
+json_line& json_line::add_latency(std::string_view phase, latency_samples& samples) {
+  const bool any = !samples.empty();
+  const auto s = samples.summarize();
+  auto field = [&](std::string_view name, double us) {
+    add(fmt::format("{}_{}", phase, name), any ? std::optional<double>{us} : std::nullopt);
+  };
+  field("p50_us", s.p50_us);
+  field("p90_us", s.p90_us);
+  field("p99_us", s.p99_us);
+  field("p999_us", s.p999_us);
+  field("max_us", s.max_us);
+  field("mean_us", s.mean_us);
+  return *this;
+}
+
+const json_line::value* json_line::get(std::string_view key) const {
+  for (const auto& [k, v] : fields_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+std::optional<double> json_line::number(std::string_view key) const {
+  const value* v = get(key);
+  if (!v) return std::nullopt;
+  if (const auto* i = std::get_if<std::int64_t>(v)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(v)) return *d;
+  return std::nullopt;
+}
+
+namespace {
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string json_line::str() const {
+  std::string out = "{";
+  for (const auto& [k, v] : fields_) {
+    if (out.size() > 1) out += ',';
+    append_json_string(out, k);
+    out += ':';
+    if (std::holds_alternative<std::monostate>(v)) {
+      out += "null";
+    } else if (const auto* i = std::get_if<std::int64_t>(&v)) {
+      out += fmt::format("{}", *i);
+    } else if (const auto* d = std::get_if<double>(&v)) {
+      // Three decimals: microseconds to the nanosecond, ratios to 0.1 %.
+      out += fmt::format("{:.3f}", *d);
+    } else {
+      append_json_string(out, std::get<std::string>(v));
+    }
+  }
+  out += '}';
+  return out;
+}
+
+json_line base_line(std::string_view workload, std::size_t nodes, std::size_t concurrency,
+                    std::uint64_t ops, seconds_f seconds) {
+  json_line l;
+  l.add("workload", json_line::value{std::string{workload}});
+  l.add("nodes", nodes);
+  l.add("concurrency", concurrency);
+  l.add("ops", static_cast<std::size_t>(ops));
+  l.add("seconds", std::optional<double>{seconds.count()});
+  l.add("ops_per_s", seconds.count() > 0
+                         ? std::optional<double>{static_cast<double>(ops) / seconds.count()}
+                         : std::nullopt);
+  return l;
+}
+
+std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *b <= 0) return std::nullopt;
+  return *a / *b;
+}
+
+// ---- bench_context -------------------------------------------------------------------
+
+std::vector<std::string> bench_context::node_uris(std::size_t n) {
+  if (!opts.nodes.empty()) return opts.nodes;
+  return own_fleet(n)->uris();
+}
+
+test::redis_fleet* bench_context::own_fleet(std::size_t n) {
+  if (!opts.nodes.empty()) return nullptr;
+  auto& fleet = fleets_[n];
+  if (!fleet) fleet = std::make_unique<test::redis_fleet>(n);
+  return fleet.get();
+}
+
+std::string bench_context::key_prefix(std::string_view workload) const {
+  return fmt::format("redlock-bench:{}:{}:", ::getpid(), workload);
+}
+
+config bench_context::client_config(std::vector<std::string> uris) const {
+  return config{.nodes = std::move(uris), .node_timeout = opts.node_timeout};
+}
+
+void bench_context::emit(json_line line, std::string_view human) {
+  const std::string text = line.str();
+  std::fputs(text.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  fmt::print(stderr, "{}\n", human);
+  lines_.push_back(std::move(line));
+}
+
+const json_line* bench_context::find(std::string_view workload, std::size_t concurrency) const {
+  const json_line::value name{std::string{workload}};
+  for (const auto& line : lines_) {
+    const auto* w = line.get("workload");
+    if (w && *w == name && line.number("concurrency") == static_cast<double>(concurrency))
+      return &line;
+  }
+  return nullptr;
+}
+
+}  // namespace redlock::bench
