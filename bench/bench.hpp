@@ -157,6 +157,13 @@ class bench_context {
 json_line base_line(std::string_view workload, std::size_t nodes, std::size_t concurrency,
                     std::uint64_t ops, seconds_f seconds);
 
+/// Appends the low `digits` hex digits of v. Resource names are made per cycle: fmt would
+/// cost the bench more than a tenth of what it measures in w1 (see docs/performance.md).
+inline void append_hex(std::string& out, std::uint64_t v, int digits = 16) {
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out += hex[(v >> shift) & 0xf];
+}
+
 /// a / b, or null when either is unknown or b is not positive.
 std::optional<double> ratio(std::optional<double> a, std::optional<double> b);
 

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <exception>
-#include <iterator>
 #include <random>
 #include <tuple>
 
@@ -58,7 +57,7 @@ struct cycle_run {
 
 void next_resource(std::string& resource, std::size_t prefix_size, std::mt19937_64& rng) {
   resource.resize(prefix_size);
-  fmt::format_to(std::back_inserter(resource), "{:016x}", rng());
+  append_hex(resource, rng());
 }
 
 asio::awaitable<void> cycle_worker(cycle_run& run) {

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <exception>
-#include <iterator>
 #include <stdexcept>
 #include <tuple>
 
@@ -55,7 +54,7 @@ asio::awaitable<void> take_locks(redlock::client& c, held_locks& h, std::chrono:
   while (h.next < h.locks.size()) {
     const std::size_t i = h.next++;
     resource = h.prefix;
-    fmt::format_to(std::back_inserter(resource), "{:016x}", i);
+    append_hex(resource, i);
     std::tuple<error_code, redlock::lock> got =
         co_await c.async_try_lock(resource, {.ttl = ttl}, asio::as_tuple(asio::use_awaitable));
     if (std::get<0>(got))

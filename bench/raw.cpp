@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <iterator>
 #include <random>
 #include <stdexcept>
 
@@ -124,11 +123,12 @@ class raw_worker final : public detail::request_sink {
     measured_ = run_.window.enter(now);
     failed_ = false;
     key_ = run_.plan.key_prefix;
-    fmt::format_to(std::back_inserter(key_), "{:016x}", rng_());
+    append_hex(key_, rng_());
     token_.clear();
     // 40 hex characters, as long as the library's tokens.
-    fmt::format_to(std::back_inserter(token_), "{:016x}{:016x}{:08x}", rng_(), rng_(),
-                   static_cast<std::uint32_t>(rng_()));
+    append_hex(token_, rng_());
+    append_hex(token_, rng_());
+    append_hex(token_, rng_(), 8);
     set_payload_.clear();
     resp::append_command(set_payload_, "SET", key_, token_, "NX", "PX",
                          std::int64_t{run_.plan.ttl.count()}, "GET");
