@@ -3,11 +3,14 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
 #include <exception>
 #include <random>
+#include <stdexcept>
 #include <tuple>
 
 namespace redlock::bench {
@@ -76,6 +79,7 @@ asio::awaitable<void> cycle_worker(cycle_run& run) {
     const auto t1 = bench_clock::now();
     if (std::get<0>(got)) {
       run.note_failure(measured, std::get<0>(got), "acquire");
+      co_await yield_after_failure();
       continue;
     }
     std::tuple<error_code> released =
@@ -83,6 +87,7 @@ asio::awaitable<void> cycle_worker(cycle_run& run) {
     const auto t2 = bench_clock::now();
     if (std::get<0>(released)) {
       run.note_failure(measured, std::get<0>(released), "release");
+      co_await yield_after_failure();
       continue;
     }
     if (measured) {
@@ -94,7 +99,44 @@ asio::awaitable<void> cycle_worker(cycle_run& run) {
   }
 }
 
+asio::awaitable<void> lock_once(redlock::client& c, std::string resource,
+                                redlock::lock_options opts, redlock::diagnostics& diag,
+                                error_code& result) {
+  std::tuple<error_code, redlock::lock> got =
+      co_await c.async_lock(resource, opts, diag, asio::as_tuple(asio::use_awaitable));
+  result = std::get<0>(got);
+  if (result) co_return;
+  std::tuple<error_code> released =
+      co_await c.async_unlock(std::get<1>(got), diag, asio::as_tuple(asio::use_awaitable));
+  result = std::get<0>(released);
+}
+
 }  // namespace
+
+asio::awaitable<void> yield_after_failure() {
+  const auto ex = co_await asio::this_coro::executor;
+  co_await asio::post(ex, asio::use_awaitable);
+}
+
+void wait_until_lockable(asio::io_context& io, redlock::client& c, const bench_context& ctx) {
+  const redlock::lock_options opts{.ttl = ctx.opts.ttl,
+                                   .wait = ctx.opts.ttl + std::chrono::seconds{10}};
+  redlock::diagnostics diag;
+  error_code result;
+  bool done = false;
+  std::exception_ptr error;
+  asio::co_spawn(io, lock_once(c, ctx.key_prefix("ready") + "probe", opts, diag, result),
+                 [&](std::exception_ptr e) {
+                   error = e;
+                   done = true;
+                 });
+  io.restart();
+  while (!done) io.run_one();
+  if (error) std::rethrow_exception(error);
+  if (result)
+    throw std::runtime_error(fmt::format("the nodes cannot be locked: {}",
+                                         diag.message.empty() ? result.message() : diag.message));
+}
 
 cycle_result run_cycles(asio::io_context& io, redlock::client& c, const cycle_plan& plan) {
   cycle_run run{.plan = plan, .client = c, .window = {plan.warmup, plan.duration}};

@@ -3,6 +3,8 @@
 // coroutines, each taking a distinct random resource with async_try_lock and releasing
 // it, as an application written like the README would.
 
+#include <boost/asio/awaitable.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -48,6 +50,15 @@ struct cycle_result {
 /// Runs the plan on `io` (which must run nothing else) with client `c`; returns when
 /// every worker has finished. Throws what a worker threw.
 cycle_result run_cycles(asio::io_context& io, redlock::client& c, const cycle_plan& plan);
+
+/// Takes and releases one lock, waiting up to the TTL plus 10 s, so that measuring starts
+/// only once the client can lock at all: a client with a restart guard holds freshly
+/// started nodes back for a TTL. Throws std::runtime_error with the diagnostics if not.
+void wait_until_lockable(asio::io_context& io, redlock::client& c, const bench_context& ctx);
+
+/// After a failed attempt, continues from a fresh handler: a failure can complete inside
+/// the call that started it, and a loop of such calls would otherwise grow the stack.
+asio::awaitable<void> yield_after_failure();
 
 /// Shuts `c` down and runs `io` until that is done.
 void shut_down(asio::io_context& io, redlock::client& c);

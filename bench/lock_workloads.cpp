@@ -56,6 +56,7 @@ void run_w1(bench_context& ctx) {
   for (const std::size_t concurrency : ctx.opts.concurrency) {
     asio::io_context io{1};
     redlock::client c{io.get_executor(), ctx.client_config(uris)};
+    wait_until_lockable(io, c, ctx);
     cycle_result r = run_cycles(io, c, timed_plan(ctx, "w1", concurrency));
     shut_down(io, c);
     json_line l = cycle_line("w1", uris.size(), concurrency, r, ctx.opts.ttl);
@@ -72,6 +73,7 @@ void run_w2(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
+  wait_until_lockable(io, c, ctx);
   cycle_result r = run_cycles(io, c, timed_plan(ctx, "w2", 1));
   shut_down(io, c);
 
@@ -171,6 +173,7 @@ void run_w3(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
+  wait_until_lockable(io, c, ctx);
 
   contention_run run{.opts = o,
                      .resource = ctx.key_prefix("w3") + "the-one-resource",
@@ -252,6 +255,7 @@ void run_w4(bench_context& ctx) {
   const auto uris = fleet->uris();
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
+  wait_until_lockable(io, c, ctx);
   // The healthy baseline: w2 on the same 5 nodes, with the same client.
   cycle_result healthy = run_cycles(io, c, timed_plan(ctx, "w4", 1));
   cycle_result degraded;

@@ -54,7 +54,7 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --concurrency N[,N...]  operations in flight in w1 and raw, one line each (default 64)
   --contenders N          w3's workers (default 16)
   --hold-ms MS            how long a w3 worker holds the lock (default 1)
-  --ttl MS                lock TTL (default 10000)
+  --ttl MS                lock TTL (default 10000; quick 2000)
   --node-timeout MS       per-node request timeout of the clients (default 250)
   --cycles N              memory: cycles counted for allocations (default 20000; quick 1000)
   --held N                memory: locks held at once (default 20000; quick 1000)
@@ -119,6 +119,8 @@ parsed parse_args(std::span<char*> args) {
     o.cycles = 1000;
     o.held = 1000;
     o.ceiling_duration = seconds_f{0.5};
+    // A restart guard holds freshly started nodes back for a TTL: keep that wait short.
+    o.ttl = std::chrono::milliseconds{2000};
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view flag = args[i];

@@ -57,10 +57,12 @@ asio::awaitable<void> take_locks(redlock::client& c, held_locks& h, std::chrono:
     append_hex(resource, i);
     std::tuple<error_code, redlock::lock> got =
         co_await c.async_try_lock(resource, {.ttl = ttl}, asio::as_tuple(asio::use_awaitable));
-    if (std::get<0>(got))
-      h.note(std::get<0>(got), "acquire");
-    else
+    if (!std::get<0>(got)) {
       h.locks[i] = std::move(std::get<1>(got));
+      continue;
+    }
+    h.note(std::get<0>(got), "acquire");
+    co_await yield_after_failure();
   }
 }
 
@@ -69,7 +71,10 @@ asio::awaitable<void> release_locks(redlock::client& c, held_locks& h) {
     redlock::lock& lk = h.locks[h.next++];
     if (!lk.owns()) continue;
     std::tuple<error_code> released = co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
-    if (std::get<0>(released)) h.note(std::get<0>(released), "release");
+    if (std::get<0>(released)) {
+      h.note(std::get<0>(released), "release");
+      co_await yield_after_failure();
+    }
   }
 }
 
@@ -98,6 +103,7 @@ void run_memory(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
+  wait_until_lockable(io, c, ctx);
 
   // Allocations per cycle: one worker, so that every allocation in the window belongs to
   // a counted cycle.
