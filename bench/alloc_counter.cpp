@@ -69,15 +69,21 @@ using redlock::bench::alloc::counted_alloc_or_throw;
 using redlock::bench::alloc::counted_free;
 using redlock::bench::alloc::plain;
 
-void* operator new(std::size_t n) { return counted_alloc_or_throw(n, plain); }
-void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, plain); }
+void* operator new(std::size_t n) {
+  return counted_alloc_or_throw(n, plain);
+}
+void* operator new[](std::size_t n) {
+  return counted_alloc_or_throw(n, plain);
+}
 void* operator new(std::size_t n, std::align_val_t a) {
   return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
 }
 void* operator new[](std::size_t n, std::align_val_t a) {
   return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
 }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, plain); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, plain);
+}
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
   return counted_alloc(n, plain);
 }
@@ -88,16 +94,36 @@ void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) n
   return counted_alloc(n, static_cast<std::size_t>(a));
 }
 
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete(void* p) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  counted_free(p);
+}
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   counted_free(p);
 }

@@ -4,7 +4,6 @@
 // configuration it ran; the table in main.cpp names them.
 
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

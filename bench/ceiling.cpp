@@ -24,8 +24,8 @@ std::vector<std::string> benchmark_argv(const node_uri& u, int clients, int pipe
                                         std::uint64_t requests,
                                         const std::vector<std::string>& command) {
   // env searches PATH, so that a missing redis-benchmark is an exit code, not a throw.
-  std::vector<std::string> argv{"/usr/bin/env", "redis-benchmark", "-h", u.host,
-                                "-p", std::to_string(u.port)};
+  std::vector<std::string> argv{"/usr/bin/env", "redis-benchmark",     "-h", u.host,
+                                "-p",           std::to_string(u.port)};
   if (!u.user.empty()) argv.insert(argv.end(), {"--user", u.user});
   if (!u.password.empty()) argv.insert(argv.end(), {"-a", u.password});
   if (u.db != 0) argv.insert(argv.end(), {"--dbnum", std::to_string(u.db)});
@@ -41,8 +41,9 @@ struct csv_row {
   double p99_ms = 0;
 };
 
-// redis-benchmark --csv: a header, then
-// "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+// redis-benchmark --csv: a header, then one row of quoted fields: "test", "rps",
+// "avg_latency_ms", "min_latency_ms", "p50_latency_ms", "p95_latency_ms",
+// "p99_latency_ms", "max_latency_ms".
 std::optional<csv_row> parse_csv(const std::string& text) {
   std::istringstream in{text};
   for (std::string line; std::getline(in, line);) {
@@ -85,13 +86,15 @@ std::vector<csv_row> run_together(const std::vector<std::vector<std::string>>& a
     outputs.push_back(fmt::format("{}/redis-benchmark-{}.out", dir.path(), i));
     procs[i].spawn(argvs[i], outputs[i]);
   }
-  const auto deadline = bench_clock::now() + std::chrono::duration_cast<bench_clock::duration>(limit);
+  const auto deadline =
+      bench_clock::now() + std::chrono::duration_cast<bench_clock::duration>(limit);
   auto any_running = [&] {
     return std::any_of(procs.begin(), procs.end(), [](const auto& p) { return p.running(); });
   };
   while (any_running()) {
     if (bench_clock::now() >= deadline)
-      throw std::runtime_error(fmt::format("redis-benchmark ran longer than {:.0f} s", limit.count()));
+      throw std::runtime_error(
+          fmt::format("redis-benchmark ran longer than {:.0f} s", limit.count()));
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
   std::vector<csv_row> rows;
@@ -100,8 +103,8 @@ std::vector<csv_row> run_together(const std::vector<std::vector<std::string>>& a
     const std::string text = read_file(outputs[i]);
     const auto row = parse_csv(text);
     if (how != "exited with code 0" || !row)
-      throw std::runtime_error(fmt::format("redis-benchmark {}: {}", how,
-                                           text.substr(0, std::min<std::size_t>(text.size(), 200))));
+      throw std::runtime_error(fmt::format(
+          "redis-benchmark {}: {}", how, text.substr(0, std::min<std::size_t>(text.size(), 200))));
     rows.push_back(*row);
   }
   return rows;
@@ -120,11 +123,12 @@ std::vector<node_uri> parse_all(const std::vector<std::string>& uris) {
 
 // One command's rate on every node at once, each redis-benchmark sending `requests`.
 std::vector<double> rates_together(const bench_context& ctx, const std::vector<node_uri>& nodes,
-                                   std::uint64_t requests, const std::vector<std::string>& command) {
+                                   std::uint64_t requests,
+                                   const std::vector<std::string>& command) {
   std::vector<std::vector<std::string>> argvs;
   for (const auto& u : nodes)
-    argvs.push_back(benchmark_argv(u, ctx.opts.ceiling_clients, ctx.opts.ceiling_pipeline,
-                                   requests, command));
+    argvs.push_back(
+        benchmark_argv(u, ctx.opts.ceiling_clients, ctx.opts.ceiling_pipeline, requests, command));
   const auto rows = run_together(argvs, ctx.opts.ceiling_duration * 10 + seconds_f{30});
   std::vector<double> rates;
   for (const auto& r : rows) rates.push_back(r.rps);
@@ -139,8 +143,8 @@ ceiling_result measure_ceiling(const bench_context& ctx, const std::vector<std::
   try {
     const auto nodes = parse_all(uris);
     const std::string ttl = std::to_string(ctx.opts.ttl.count());
-    const std::vector<std::string> set{"SET", std::string{ceiling_key}, std::string{ceiling_value},
-                                       "NX", "PX", ttl};
+    const std::vector<std::string> set{
+        "SET", std::string{ceiling_key}, std::string{ceiling_value}, "NX", "PX", ttl};
     const std::vector<std::string> release{"EVALSHA", std::string{release_sha}, "1",
                                            std::string{ceiling_key}, std::string{ceiling_value}};
     // A short probe sizes the real runs so that each phase lasts about ceiling_duration.
@@ -171,11 +175,16 @@ ceiling_result measure_ceiling(const bench_context& ctx, const std::vector<std::
 rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri) {
   try {
     const auto nodes = parse_all({uri});
-    const std::vector<std::string> set{"SET", std::string{ceiling_key}, std::string{ceiling_value},
-                                       "NX", "PX", std::to_string(ctx.opts.ttl.count())};
+    const std::vector<std::string> set{"SET",
+                                       std::string{ceiling_key},
+                                       std::string{ceiling_value},
+                                       "NX",
+                                       "PX",
+                                       std::to_string(ctx.opts.ttl.count())};
     // About two seconds at a 50 us round trip; fewer with a short --duration.
     const double seconds = std::min(ctx.opts.duration.count(), 2.0);
-    const auto requests = std::max<std::uint64_t>(2000, static_cast<std::uint64_t>(seconds * 20000));
+    const auto requests =
+        std::max<std::uint64_t>(2000, static_cast<std::uint64_t>(seconds * 20000));
     const auto rows =
         run_together({benchmark_argv(nodes.front(), 1, 1, requests, set)}, seconds_f{60});
     return {rows.front().p50_ms * 1000.0, rows.front().p99_ms * 1000.0};

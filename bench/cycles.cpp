@@ -1,13 +1,13 @@
 #include "cycles.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
-
 #include <exception>
 #include <random>
 #include <stdexcept>
@@ -142,8 +142,8 @@ cycle_result run_cycles(asio::io_context& io, redlock::client& c, const cycle_pl
   cycle_run run{.plan = plan, .client = c, .window = {plan.warmup, plan.duration}};
   // Reserved up front so that the bench's own bookkeeping allocates nothing while the
   // allocation counters are read.
-  const double expect = plan.max_ops ? static_cast<double>(plan.max_ops)
-                                     : plan.duration.count() * 200000.0;
+  const double expect =
+      plan.max_ops ? static_cast<double>(plan.max_ops) : plan.duration.count() * 200000.0;
   run.result.acquire.reserve(static_cast<std::size_t>(expect));
   run.result.release.reserve(static_cast<std::size_t>(expect));
 
@@ -175,10 +175,11 @@ void shut_down(asio::io_context& io, redlock::client& c) {
 
 std::string latency_text(const json_line& l) {
   auto us = [&](std::string_view key) { return l.number(key).value_or(0.0); };
-  return fmt::format("acquire p50/p99/max {:.0f}/{:.0f}/{:.0f} us, release p50/p99/max "
-                     "{:.0f}/{:.0f}/{:.0f} us",
-                     us("acquire_p50_us"), us("acquire_p99_us"), us("acquire_max_us"),
-                     us("release_p50_us"), us("release_p99_us"), us("release_max_us"));
+  return fmt::format(
+      "acquire p50/p99/max {:.0f}/{:.0f}/{:.0f} us, release p50/p99/max "
+      "{:.0f}/{:.0f}/{:.0f} us",
+      us("acquire_p50_us"), us("acquire_p99_us"), us("acquire_max_us"), us("release_p50_us"),
+      us("release_p99_us"), us("release_max_us"));
 }
 
 }  // namespace redlock::bench

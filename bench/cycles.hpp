@@ -4,7 +4,6 @@
 // it, as an application written like the README would.
 
 #include <boost/asio/awaitable.hpp>
-
 #include <cstdint>
 #include <string>
 

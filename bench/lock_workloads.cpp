@@ -1,13 +1,13 @@
 // w1 (throughput), w2 (latency), w3 (contention) and w4 (degraded): the lock as an
 // application uses it.
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <exception>
 #include <tuple>
 
@@ -60,11 +60,11 @@ void run_w1(bench_context& ctx) {
     cycle_result r = run_cycles(io, c, timed_plan(ctx, "w1", concurrency));
     shut_down(io, c);
     json_line l = cycle_line("w1", uris.size(), concurrency, r, ctx.opts.ttl);
-    const std::string human =
-        fmt::format("w1 throughput: {:.0f} cycles/s with {} in flight on {} nodes; {}; {:.1f} "
-                    "allocations per cycle{}",
-                    l.number("ops_per_s").value_or(0), concurrency, uris.size(), latency_text(l),
-                    r.allocs_per_cycle(), failure_text(r));
+    const std::string human = fmt::format(
+        "w1 throughput: {:.0f} cycles/s with {} in flight on {} nodes; {}; {:.1f} "
+        "allocations per cycle{}",
+        l.number("ops_per_s").value_or(0), concurrency, uris.size(), latency_text(l),
+        r.allocs_per_cycle(), failure_text(r));
     ctx.emit(std::move(l), human);
   }
 }
@@ -118,7 +118,8 @@ struct contention_run {
 };
 
 asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::size_t id) {
-  asio::steady_timer hold{co_await asio::this_coro::executor};
+  const auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer hold{ex};
   for (;;) {
     const auto t0 = bench_clock::now();
     if (run.window.over(t0)) break;
@@ -248,8 +249,9 @@ class freeze_guard {
 void run_w4(bench_context& ctx) {
   test::redis_fleet* fleet = ctx.own_fleet(degraded_fleet_size);
   if (!fleet) {
-    fmt::print(stderr, "w4 skipped: it freezes servers, so it needs the bench's own nodes "
-                       "(run without --nodes)\n");
+    fmt::print(stderr,
+               "w4 skipped: it freezes servers, so it needs the bench's own nodes "
+               "(run without --nodes)\n");
     return;
   }
   const auto uris = fleet->uris();

@@ -32,8 +32,7 @@ constexpr workload workloads[] = {
     {"w2", "latency: one worker, sequential acquire+release, with round-trip yardsticks", run_w2},
     {"w3", "contention: workers compete for one resource, each holds it --hold-ms", run_w3},
     {"w4", "degraded: as w2 on 5 nodes with 2 frozen (SIGSTOP), against 5 healthy", run_w4},
-    {"memory", "heap allocations per cycle, bytes per held lock (client and server)",
-     run_memory},
+    {"memory", "heap allocations per cycle, bytes per held lock (client and server)", run_memory},
     {"raw", "w1's command mix through the connection layer alone, and redis-benchmark's ceiling",
      run_raw},
 };
@@ -217,6 +216,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "redlock-bench: {}\n", e.what());
     return 1;
   }
-  fmt::print(stderr, "redlock-bench: done in {:.1f} s\n", seconds_f{bench_clock::now() - start}.count());
+  fmt::print(stderr, "redlock-bench: done in {:.1f} s\n",
+             seconds_f{bench_clock::now() - start}.count());
   return 0;
 }

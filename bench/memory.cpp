@@ -1,11 +1,11 @@
 // memory: heap allocations per acquire+release cycle, and the bytes a held lock costs in
 // this process and on each server.
 
+#include <fmt/format.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
-
 #include <exception>
 #include <stdexcept>
 #include <tuple>
@@ -51,12 +51,13 @@ struct held_locks {
 
 asio::awaitable<void> take_locks(redlock::client& c, held_locks& h, std::chrono::milliseconds ttl) {
   std::string resource;
+  const redlock::lock_options opts{.ttl = ttl};
   while (h.next < h.locks.size()) {
     const std::size_t i = h.next++;
     resource = h.prefix;
     append_hex(resource, i);
     std::tuple<error_code, redlock::lock> got =
-        co_await c.async_try_lock(resource, {.ttl = ttl}, asio::as_tuple(asio::use_awaitable));
+        co_await c.async_try_lock(resource, opts, asio::as_tuple(asio::use_awaitable));
     if (!std::get<0>(got)) {
       h.locks[i] = std::move(std::get<1>(got));
       continue;
@@ -70,7 +71,8 @@ asio::awaitable<void> release_locks(redlock::client& c, held_locks& h) {
   while (h.next < h.locks.size()) {
     redlock::lock& lk = h.locks[h.next++];
     if (!lk.owns()) continue;
-    std::tuple<error_code> released = co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+    std::tuple<error_code> released =
+        co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
     if (std::get<0>(released)) {
       h.note(std::get<0>(released), "release");
       co_await yield_after_failure();
@@ -155,10 +157,9 @@ void run_memory(bench_context& ctx) {
       "costs {:.0f} bytes here and {:.0f} bytes on each node{}",
       r.allocs_per_cycle(), r.alloc_bytes_per_cycle(), client_bytes.value_or(0),
       server_bytes.value_or(0),
-      r.failures + h.failures
-          ? fmt::format("; {} failures (first: {})", r.failures + h.failures,
-                        r.first_error.empty() ? h.first_error : r.first_error)
-          : std::string{});
+      r.failures + h.failures ? fmt::format("; {} failures (first: {})", r.failures + h.failures,
+                                            r.first_error.empty() ? h.first_error : r.first_error)
+                              : std::string{});
   ctx.emit(std::move(l), human);
 }
 

@@ -34,8 +34,8 @@ node_links::node_links(asio::io_context& io, const std::vector<std::string>& uri
   for (const auto& c : conns_) {
     while (!c->ready()) {
       if (bench_clock::now() >= deadline)
-        throw std::runtime_error(fmt::format("no connection to {}: {}", c->uri().display(),
-                                             c->last_problem()));
+        throw std::runtime_error(
+            fmt::format("no connection to {}: {}", c->uri().display(), c->last_problem()));
       io_.run_for(std::chrono::milliseconds{5});
     }
   }
@@ -206,8 +206,7 @@ class raw_worker final : public detail::request_sink {
 }  // namespace
 
 raw_result run_raw_cycles(asio::io_context& io, node_links& links, const raw_plan& plan) {
-  if (plan.nodes_used == 0 || plan.nodes_used > links.size() ||
-      plan.nodes_used > detail::max_nodes)
+  if (plan.nodes_used == 0 || plan.nodes_used > links.size() || plan.nodes_used > detail::max_nodes)
     throw std::invalid_argument("raw: bad number of nodes");
   raw_run run{.plan = plan, .links = links, .window = {plan.warmup, plan.duration}};
   run.result.set.reserve(static_cast<std::size_t>(plan.duration.count() * 200000.0));

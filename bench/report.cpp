@@ -1,8 +1,7 @@
 // Results: percentiles, JSON lines, and the nodes every workload runs against.
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
