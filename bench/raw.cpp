@@ -3,6 +3,7 @@
 
 #include "raw.hpp"
 
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include <array>
@@ -152,8 +153,9 @@ class raw_worker final : public detail::request_sink {
       }
     }
     // Sinks are never called from inside submit(): if nothing was accepted, nothing
-    // will call us back.
-    if (pending_ == 0) phase_done();
+    // will call us back. Posted, not called: a phase that fails at once, again and
+    // again, must not recurse.
+    if (pending_ == 0) asio::post(run_.links.get_executor(), [this] { phase_done(); });
   }
 
   void on_reply(std::size_t, error_code ec, const resp::reply* r) override {

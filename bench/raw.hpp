@@ -25,6 +25,7 @@ class node_links {
   node_links& operator=(const node_links&) = delete;
 
   std::size_t size() const { return conns_.size(); }
+  asio::io_context::executor_type get_executor() const { return io_.get_executor(); }
   detail::connection& operator[](std::size_t i) { return *conns_.at(i); }
   const config& cfg() const { return cfg_; }
 
