@@ -3,7 +3,7 @@
 # apt entirely when everything is already present.
 set -euo pipefail
 pkgs=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-test1.81-dev libfmt-dev
-      redis-server redis-tools)
+      redis-server redis-tools libsqlite3-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -40,6 +40,9 @@ class category_impl final : public boost::system::error_category {
       case error::unexpected_reply:
         return "the Redis node sent a reply of a type the command cannot return";
       case error::overloaded: return "too many requests are queued for this Redis node";
+      case error::node_held_back:
+        return "the Redis node does not vote now (it restarted recently, its clock jumped, it is "
+               "a replica or the same server as another node)";
       case error::invalid_config: return "invalid redlock configuration";
       case error::invalid_argument: return "invalid argument";
       case error::shut_down: return "the lock client has been shut down";

@@ -15,6 +15,15 @@ using namespace std::chrono_literals;
 /// Wait "forever" (until cancelled) in lock_options::wait.
 inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseconds::max();
 
+/// A change in a node's state, reported through config::on_event.
+struct node_event {
+  enum class kind { connected, disconnected, restarted, clock_jump, replica, duplicate };
+  kind what;
+  std::size_t node;     ///< index in config::nodes
+  std::string address;  ///< host:port, never credentials
+  std::string message;  ///< a sentence for people
+};
+
 /// Settings of a client. Validated once, before any I/O (client's constructor throws
 /// boost::system::system_error with error::invalid_config and a message naming the field).
 struct config {
@@ -41,9 +50,38 @@ struct config {
   /// [retry_delay / 2, retry_delay * 3 / 2]. Default 50 ms.
   std::chrono::milliseconds retry_delay = 50ms;
 
-  /// Every key the client writes is `key_prefix + resource`. Default: empty.
+  /// Every key the client writes is `key_prefix + resource`; the fencing keys are
+  /// `key_prefix + "redlock:fence"` (a hash) and `key_prefix + "redlock:fence:marker"`,
+  /// the only keys without a TTL. Default: empty.
   std::string key_prefix;
+
+  /// The longest lock TTL any client of this fleet uses: the restart guard's period. A
+  /// node that restarted less than this long ago (or whose clock jumped) does not vote,
+  /// because it may have forgotten locks that are still valid elsewhere. Every client of
+  /// a fleet must use the same value. Zero (the default) means "each lock's own TTL";
+  /// when set, locks with a longer TTL are refused (invalid_argument).
+  std::chrono::milliseconds max_ttl{0};
+  /// Enforce the restart guard (default). Turn it off only for nodes that cannot lose
+  /// acknowledged writes (appendonly yes with appendfsync always): see docs/safety.md.
+  bool restart_guard = true;
+  /// How often each connection samples the node's clock (TIME) to detect jumps. A node
+  /// whose clock moved by more than the drift budget relative to ours is held back like a
+  /// restarted node. Zero disables the probe. Default 1 s.
+  std::chrono::milliseconds clock_probe_interval = 1000ms;
+  /// Fencing counters: 0 (default) keeps one counter per resource; N > 0 stripes them into
+  /// N buckets by FNV-1a hash of the resource name (bounded memory for millions of
+  /// resources; tokens stay strictly increasing per resource, with larger gaps). Every
+  /// client of a fleet must use the same value.
+  std::size_t fence_stripes = 0;
+
+  /// Receives node events (connected, disconnected, restarted, clock jump, replica,
+  /// duplicate server), on the client's strand. Must not block. Default: none.
+  std::function<void(const node_event&)> on_event;
+  /// For tests only: called on the client's strand between the two rounds of a fenced
+  /// acquisition, with the resource name.
+  std::function<void(std::string_view)> test_hook_before_fence_writeback;
 };
+
 
 /// Per-call settings of async_lock / async_try_lock.
 struct lock_options {
@@ -53,6 +91,9 @@ struct lock_options {
   /// unavailable; wait_forever (the default) waits until cancelled. Ignored by
   /// async_try_lock (one attempt).
   std::chrono::milliseconds wait = wait_forever;
+  /// Also mint a fencing token (lock::fence()): strictly increasing per resource across
+  /// successive holders. Costs a second round trip. Default off.
+  bool fenced = false;
 };
 
 /// A Redis node address parsed from a URI.

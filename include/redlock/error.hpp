@@ -29,6 +29,7 @@ enum class error {
   server_error,        ///< the server answered with an error reply (text in diagnostics)
   unexpected_reply,    ///< a well-formed reply of a type the command cannot return
   overloaded,          ///< too many requests queued for one node
+  node_held_back,      ///< the node does not vote now (restart guard, clock jump, replica, duplicate)
   // Usage
   invalid_config,      ///< the configuration is invalid (text in the exception / diagnostics)
   invalid_argument,    ///< an argument is invalid (empty resource, TTL out of range, ...)

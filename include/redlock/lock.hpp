@@ -2,6 +2,7 @@
 /// A held lock, as returned by client::async_lock.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,9 @@ class lock {
   const std::string& key() const noexcept { return key_; }
   /// The random value stored under the key on each node.
   const std::string& token() const noexcept { return token_; }
+  /// The fencing token (lock_options::fenced): strictly greater than the token of every
+  /// earlier holder of this resource. Zero for a lock taken without fencing.
+  std::uint64_t fence() const noexcept { return fence_; }
   /// The TTL the lock was last set or extended with.
   std::chrono::milliseconds ttl() const noexcept { return ttl_; }
 
@@ -68,6 +72,7 @@ class lock {
   std::string token_;
   std::chrono::milliseconds ttl_{0};
   boot_clock::time_point deadline_{};
+  std::uint64_t fence_ = 0;
   bool lost_ = false;
 };
 

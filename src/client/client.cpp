@@ -146,13 +146,29 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     for (std::size_t i = 0; i < n; ++i) {
       votes_[i] = vote::pending;
       errors_[i] = {};
+      sent_to_[i] = false;
+      if (!should_send(i)) continue;  // recorded as a failure by should_send
       reqs_[i] = request{payload, lua, deadline, this, i, false};
       if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
         record_failure(i, ec);
       } else {
+        sent_to_[i] = true;
         ++outstanding_;
       }
     }
+  }
+
+  /// Whether to send to node i at all; a node that may not vote is recorded as failed.
+  virtual bool should_send(std::size_t) { return true; }
+  /// Whether node i's answer counts now (the handshake may have changed its standing
+  /// while the request waited for the connection).
+  virtual bool counts(std::size_t) { return true; }
+  /// Replies to requests of a second round (index - max_nodes).
+  virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
+
+  void record_held_back(std::size_t i, std::string why) {
+    record_failure(i, error::node_held_back);
+    server_text_[i] = std::move(why);
   }
 
   void record_failure(std::size_t i, error_code ec) {
@@ -166,6 +182,10 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     // another connection (shutdown closes them all): only the outermost call may delete.
     hold h{this};
     --outstanding_;
+    if (i >= max_nodes) {
+      on_second_reply(i - max_nodes, ec, r);
+      return;
+    }
     if (ec) {
       record_failure(i, ec);
     } else {
@@ -174,8 +194,10 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
         record_failure(i, top.text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
                                                                : error_code{error::server_error});
         if (errors_[i] == error::server_error) server_text_[i] = top.text;
+      } else if (!counts(i)) {
+        // counts() recorded why; the node's answer (even a yes) is not a vote.
       } else {
-        const vote v = classify(top);
+        const vote v = classify(i, *r);
         if (v != vote::failed) votes_[i] = v;
         if (v == vote::yes) ++yes_;
         else if (v == vote::held) ++held_;
@@ -186,7 +208,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     if (!done_) on_tally();
   }
 
-  virtual vote classify(const resp::node& top) = 0;
+  virtual vote classify(std::size_t i, const resp::reply& r) = 0;
   virtual void on_tally() = 0;
 
   /// Completes the user's handler on its executor. The op may live on until its last
@@ -231,6 +253,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
         case vote::failed:
           m += errors_[i].message();
           if (errors_[i] == error::server_error) m += fmt::format(" \"{}\"", server_text_[i]);
+          if (errors_[i] == error::node_held_back) m += fmt::format(": {}", server_text_[i]);
           if ((errors_[i] == error::node_unavailable || errors_[i] == error::connection_lost) &&
               !node.last_problem().empty())
             m += fmt::format(" [{}]", node.last_problem());
@@ -248,6 +271,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   std::array<vote, max_nodes> votes_{};
   std::array<error_code, max_nodes> errors_{};
   std::array<std::string, max_nodes> server_text_{};
+  std::array<bool, max_nodes> sent_to_{};
   std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
   std::size_t outstanding_ = 0;
   bool done_ = false;
@@ -315,12 +339,18 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
       extra_ = ": the TTL must be from 1 ms to 24 h";
       return complete_soon(error::invalid_argument, lock{});
     }
+    if (s_->cfg.max_ttl.count() > 0 && opts_.ttl > s_->cfg.max_ttl) {
+      extra_ = fmt::format(": the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", opts_.ttl.count(),
+                           s_->cfg.max_ttl.count());
+      return complete_soon(error::invalid_argument, lock{});
+    }
     if (validity_deadline(boot_clock::time_point{}, opts_.ttl, s_->cfg.drift_factor) <=
         boot_clock::time_point{}) {
       extra_ = ": the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
       return complete_soon(error::invalid_argument, lock{});
     }
     key_ = s_->cfg.key_prefix + resource_;
+    if (opts_.fenced) field_ = s_->fence_field(resource_);
     const auto now = boot_clock::now();
     wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
                       opts_.wait > std::chrono::hours{24 * 365 * 100})
@@ -333,6 +363,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
  private:
   void attempt() {
     decided_ = false;
+    second_round_ = false;
+    marked_yes_ = unmarked_yes_ = 0;
     try {
       s_->tokens.next(token_);
     } catch (const boost::system::system_error& e) {
@@ -341,22 +373,66 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
       return complete(e.code(), lock{});
     }
     payload_.clear();
-    resp::append_command(payload_, "SET", key_, token_, "NX", "PX", std::int64_t{opts_.ttl.count()},
-                         "GET");
+    const script* lua = nullptr;
+    if (opts_.fenced) {
+      // A node whose counters are not trusted yet is repaired in the background, so that
+      // a majority of marked nodes stays available for tokens.
+      for (std::size_t i = 0; i < s_->size(); ++i)
+        if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
+          s_->start_fence_repair(opts_.ttl);
+          break;
+        }
+      resp::append_command(payload_, "EVALSHA", fence_acquire_script.sha, "3", key_,
+                           s_->fence_hash_key, s_->fence_marker_key, token_,
+                           std::int64_t{opts_.ttl.count()}, field_);
+      lua = &fence_acquire_script;
+    } else {
+      resp::append_command(payload_, "SET", key_, token_, "NX", "PX",
+                           std::int64_t{opts_.ttl.count()}, "GET");
+    }
     // Validity counts from before the first byte can leave: now, at enqueue.
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
     const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
     sent_ = true;
-    send_to_all(payload_, nullptr, deadline);
+    send_to_all(payload_, lua, deadline);
     on_tally();
   }
 
-  vote classify(const resp::node& top) override {
-    // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
-    if (top.kind == resp::type::null) return vote::yes;
-    if (top.is_string()) return vote::held;
-    return vote::failed;
+  bool should_send(std::size_t i) override { return counts(i); }
+
+  bool counts(std::size_t i) override {
+    std::string why;
+    if (s_->votes(i, opts_.ttl, boot_clock::now(), &why)) return true;
+    record_held_back(i, std::move(why));
+    return false;
+  }
+
+  vote classify(std::size_t i, const resp::reply& r) override {
+    const resp::node& top = r[0];
+    if (!opts_.fenced) {
+      // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
+      if (top.kind == resp::type::null) return vote::yes;
+      if (top.is_string()) return vote::held;
+      return vote::failed;
+    }
+    // {0, holder} held; {1, counter} set on a marked node; {2, 0} set, node unmarked.
+    if (top.kind != resp::type::array || r.size() != 3 || r[1].kind != resp::type::integer)
+      return vote::failed;
+    switch (r[1].integer) {
+      case 0: return vote::held;
+      case 1:
+        if (r[2].kind != resp::type::integer) return vote::failed;
+        fence_[i] = static_cast<std::uint64_t>(r[2].integer);
+        marked_[i] = true;
+        ++marked_yes_;
+        return vote::yes;
+      case 2:
+        marked_[i] = false;
+        ++unmarked_yes_;
+        return vote::yes;
+      default: return vote::failed;
+    }
   }
 
   void on_tally() override {
@@ -367,16 +443,74 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
       }
       return;
     }
-    switch (decide(s_->size(), yes_, held_ + failed_ + no_)) {
+    // With fencing, only nodes whose counters are trusted (marked) can make a majority:
+    // that majority must meet every earlier write-back's majority.
+    const std::size_t yes = opts_.fenced ? marked_yes_ : yes_;
+    const std::size_t no = held_ + failed_ + no_ + (opts_.fenced ? unmarked_yes_ : 0);
+    switch (decide(s_->size(), yes, no)) {
       case vote_state::undecided: return;
       case vote_state::won: {
         decided_ = true;
-        if (boot_clock::now() < valid_until_) return succeed();
-        return fail_attempt(error::validity_exhausted);
+        if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
+        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        if (opts_.fenced) return start_write_back();
+        return succeed(0);
       }
       case vote_state::lost:
         decided_ = true;
+        if (unmarked_yes_ > 0) {
+          s_->start_fence_repair(opts_.ttl);
+          extra_ = "; fence counters are being repaired on nodes that lost them";
+        }
         return fail_attempt(failure_reason());
+    }
+  }
+
+  // Round two of a fenced acquisition: raise the counter to T on every node where the
+  // key still holds our token. Only then is T a valid fencing token.
+  void start_write_back() {
+    fence_token_ = 0;
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (votes_[i] == vote::yes && marked_[i]) fence_token_ = std::max(fence_token_, fence_[i]);
+    if (s_->cfg.test_hook_before_fence_writeback) s_->cfg.test_hook_before_fence_writeback(resource_);
+    second_round_ = true;
+    acks_ = refusals_ = 0;
+    payload2_.clear();
+    resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, s_->fence_hash_key,
+                         s_->fence_marker_key, token_, field_,
+                         static_cast<std::int64_t>(fence_token_));
+    const auto deadline = std::min(boot_clock::now() + s_->cfg.node_timeout, valid_until_);
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      reqs2_[i] = request{payload2_, &fence_raise_script, deadline, this, max_nodes + i, false};
+      if (s_->nodes[i]->submit(reqs2_[i]))
+        ++refusals_;
+      else
+        ++outstanding_;
+    }
+    on_write_back_tally();
+  }
+
+  void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
+    if (!second_round_ || done_) return on_tally();  // a late reply of an old round
+    const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
+                     s_->votes(i, opts_.ttl, boot_clock::now());
+    ack ? ++acks_ : ++refusals_;
+    on_write_back_tally();
+  }
+
+  void on_write_back_tally() {
+    switch (decide(s_->size(), acks_, refusals_)) {
+      case vote_state::undecided: return;
+      case vote_state::won:
+        second_round_ = false;
+        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        return succeed(fence_token_);
+      case vote_state::lost:
+        // Not written back on a majority where the key is still ours (another owner took
+        // it, e.g. after we paused): T must not be handed out.
+        second_round_ = false;
+        extra_ = "; the fencing token could not be confirmed on a majority";
+        return fail_attempt(error::no_quorum);
     }
   }
 
@@ -389,7 +523,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
     return error::no_quorum;
   }
 
-  void succeed() {
+  void succeed(std::uint64_t fence) {
     lock lk;
     lock_access::owner(lk) = s_;
     lock_access::resource(lk) = std::move(resource_);
@@ -397,20 +531,24 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
     lock_access::token(lk) = token_;
     lock_access::ttl(lk) = opts_.ttl;
     lock_access::deadline(lk) = valid_until_;
+    lock_access::fence(lk) = fence;
     complete({}, std::move(lk));
   }
 
-  // Undo whatever this attempt may have taken: every node that said yes, has not
-  // answered yet, or lost its reply. Nodes that answered "held" or an error did not set
-  // our token. The release is queued behind the SET on each connection, so it runs after it.
+  // Undo whatever this attempt may have taken: every node the SET was sent to that said
+  // yes, has not answered yet, or lost its reply. Nodes that answered "held" or an error
+  // did not set our token. The release is queued behind the SET on each connection, so
+  // it runs after it.
   void release_attempt() {
     std::array<bool, max_nodes> mask{};
     bool any = false;
     for (std::size_t i = 0; i < s_->size(); ++i) {
       const bool maybe_set =
-          votes_[i] == vote::yes || votes_[i] == vote::pending ||
-          (votes_[i] == vote::failed &&
-           (errors_[i] == error::node_timeout || errors_[i] == error::connection_lost));
+          sent_to_[i] &&
+          (votes_[i] == vote::yes || votes_[i] == vote::pending ||
+           (votes_[i] == vote::failed &&
+            (errors_[i] == error::node_timeout || errors_[i] == error::connection_lost ||
+             errors_[i] == error::node_held_back)));
       mask[i] = maybe_set;
       any = any || maybe_set;
     }
@@ -441,14 +579,16 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
 
   void on_cancel() override {
     retry_timer_.cancel();
-    if (!decided_ && sent_) release_attempt();
+    if ((!decided_ || second_round_) && sent_) release_attempt();
     decided_ = true;
+    second_round_ = false;
     retry_when_idle_ = false;
     complete(error::cancelled, lock{});
   }
 
   std::string resource_;
   std::string key_;
+  std::string field_;
   lock_options opts_;
   bool wait_;
   boot_timer retry_timer_;
@@ -457,9 +597,18 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
   boot_clock::time_point valid_until_{};
   std::string token_;
   std::string payload_;
+  std::string payload2_;
   error_code last_reason_;
   bool decided_ = false;
   bool retry_when_idle_ = false;
+  // Fencing.
+  std::array<std::uint64_t, max_nodes> fence_{};
+  std::array<bool, max_nodes> marked_{};
+  std::array<request, max_nodes> reqs2_{};
+  std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
+  std::size_t acks_ = 0, refusals_ = 0;
+  std::uint64_t fence_token_ = 0;
+  bool second_round_ = false;
 };
 
 // ---- release -----------------------------------------------------------------------
@@ -489,9 +638,9 @@ class unlock_op final : public fanout_op<void(error_code)> {
   }
 
  private:
-  vote classify(const resp::node& top) override {
-    if (top.kind != resp::type::integer) return vote::failed;
-    return top.integer == 1 ? vote::yes : vote::no;
+  vote classify(std::size_t, const resp::reply& r) override {
+    if (r[0].kind != resp::type::integer) return vote::failed;
+    return r[0].integer == 1 ? vote::yes : vote::no;
   }
 
   void on_tally() override {
@@ -527,6 +676,11 @@ class extend_op final : public fanout_op<void(error_code)> {
       extra_ = ": the TTL must be from 1 ms to 24 h";
       return complete_soon(error::invalid_argument);
     }
+    if (s_->cfg.max_ttl.count() > 0 && ttl > s_->cfg.max_ttl) {
+      extra_ = fmt::format(": the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", ttl.count(),
+                           s_->cfg.max_ttl.count());
+      return complete_soon(error::invalid_argument);
+    }
     const auto now = boot_clock::now();
     if (lk.lost() || now >= lk.deadline()) {
       // Lost stays lost: past its deadline another owner may exist, so even a key that
@@ -549,9 +703,9 @@ class extend_op final : public fanout_op<void(error_code)> {
   }
 
  private:
-  vote classify(const resp::node& top) override {
-    if (top.kind != resp::type::integer) return vote::failed;
-    return top.integer == 1 ? vote::yes : vote::no;
+  vote classify(std::size_t, const resp::reply& r) override {
+    if (r[0].kind != resp::type::integer) return vote::failed;
+    return r[0].integer == 1 ? vote::yes : vote::no;
   }
 
   void on_tally() override {
@@ -579,6 +733,13 @@ class extend_op final : public fanout_op<void(error_code)> {
   }
 
   void on_cancel() override { complete(error::cancelled); }
+
+  bool counts(std::size_t i) override {
+    std::string why;
+    if (s_->votes(i, ttl_, boot_clock::now(), &why)) return true;
+    record_held_back(i, std::move(why));
+    return false;
+  }
 
   lock* lk_ = nullptr;
   std::chrono::milliseconds ttl_{};
@@ -676,6 +837,7 @@ class client_registry final : public asio::execution_context::service {
 
 client::client(executor_type ex, config cfg)
     : ex_(ex), state_(std::make_shared<detail::client_state>(ex, std::move(cfg))) {
+  state_->wire_events();
   auto& ctx = asio::query(ex_, asio::execution::context);
   asio::use_service<detail::client_registry>(ctx).add(state_);
   asio::dispatch(state_->strand, [s = state_] {
@@ -707,6 +869,7 @@ lock::lock(lock&& other) noexcept
       token_(std::move(other.token_)),
       ttl_(other.ttl_),
       deadline_(other.deadline_),
+      fence_(other.fence_),
       lost_(other.lost_) {
   other.token_.clear();
 }
@@ -720,6 +883,7 @@ lock& lock::operator=(lock&& other) noexcept {
     token_ = std::move(other.token_);
     ttl_ = other.ttl_;
     deadline_ = other.deadline_;
+    fence_ = other.fence_;
     lost_ = other.lost_;
     other.token_.clear();
   }

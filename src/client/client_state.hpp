@@ -20,6 +20,10 @@ inline constexpr std::size_t max_nodes = 15;
 /// SCRIPT LOAD by a test.
 extern const script release_script;
 extern const script extend_script;
+extern const script fence_acquire_script;  // SET NX PX GET, then HINCRBY where marked
+extern const script fence_raise_script;    // raise the counter to T where the key is ours
+extern const script fence_read_script;     // marker + all counters
+extern const script fence_repair_script;   // raise many counters, then set the marker
 
 class renewal_scheduler;
 
@@ -34,7 +38,26 @@ struct client_state : std::enable_shared_from_this<client_state> {
   bool closed = false;
   std::shared_ptr<renewal_scheduler> renewals;  // created by the first keeper
 
+  std::array<bool, max_nodes> duplicate{};  // repeats an earlier node's run id
+  std::array<std::size_t, max_nodes> duplicate_of{};
+  bool repair_running = false;
+  std::string fence_hash_key;    // key_prefix + "redlock:fence"
+  std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
+
   std::size_t size() const { return nodes.size(); }
+  /// Connects each connection's events to this state (after construction: needs
+  /// weak_from_this).
+  void wire_events();
+  void on_node_event(connection& c, node_event::kind k, const std::string& message);
+  /// The restart guard's period for a lock of `ttl`.
+  std::chrono::nanoseconds guard_for(std::chrono::milliseconds ttl) const;
+  /// Whether node i may vote now for a lock of `ttl`; if not and `why` is given, why.
+  bool votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
+             std::string* why = nullptr) const;
+  /// The fencing counter's field for a resource (the resource, or its stripe).
+  std::string fence_field(std::string_view resource) const;
+  /// Repairs the fence counters of unmarked nodes in the background (one run at a time).
+  void start_fence_repair(std::chrono::milliseconds ttl);
   /// Stops renewals and closes every connection for good. On the strand.
   void close_all();
   /// Queues a compare-and-delete of (key, token) on every node, reply ignored. On the strand.
@@ -56,6 +79,7 @@ struct lock_access {
   static std::chrono::milliseconds& ttl(lock& l) { return l.ttl_; }
   static boot_clock::time_point& deadline(lock& l) { return l.deadline_; }
   static bool& lost(lock& l) { return l.lost_; }
+  static std::uint64_t& fence(lock& l) { return l.fence_; }
 };
 
 }  // namespace redlock::detail

@@ -5,6 +5,7 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "redlock/error.hpp"
@@ -32,6 +33,7 @@ connection::connection(strand_type strand, node_uri uri, const config& cfg, std:
       socket_(strand_),
       deadline_timer_(strand_),
       conn_timer_(strand_),
+      probe_timer_(strand_),
       rng_(static_cast<std::uint_fast32_t>(std::random_device{}() ^ (id * 2654435761u))) {}
 
 void connection::start() {
@@ -78,39 +80,159 @@ void connection::on_connected() {
   reader_.reset();
 
   // The handshake goes first and alone; queued requests wait in waiting_ until it is
-  // done, so none runs unauthenticated or on the wrong database. PING proves that the
-  // peer is a live Redis even when no AUTH or SELECT is needed (a frozen server still
-  // completes the TCP handshake from its kernel backlog).
+  // done, so none runs unauthenticated or on the wrong database. Beyond AUTH/SELECT it
+  // learns who the server is (run id, uptime: the restart guard), whether it is a
+  // replica, whether its fence counters are marked trustworthy, and a first clock
+  // sample. Any reply at all also proves a live Redis (a frozen server still completes
+  // the TCP handshake from its kernel backlog).
   handshake_payload_.clear();
-  handshake_left_ = 0;
+  handshake_steps_.clear();
+  handshake_next_ = 0;
   if (!uri_.password.empty()) {
     if (uri_.user.empty())
       resp::append_command(handshake_payload_, "AUTH", uri_.password);
     else
       resp::append_command(handshake_payload_, "AUTH", uri_.user, uri_.password);
-    ++handshake_left_;
+    handshake_steps_.push_back(step::auth);
   }
   if (uri_.db != 0) {
     resp::append_command(handshake_payload_, "SELECT", std::int64_t{uri_.db});
-    ++handshake_left_;
+    handshake_steps_.push_back(step::select);
   }
-  handshake_payload_.append(ping_command);
-  ++handshake_left_;
+  resp::append_command(handshake_payload_, "INFO", "server");
+  handshake_steps_.push_back(step::info);
+  resp::append_command(handshake_payload_, "ROLE");
+  handshake_steps_.push_back(step::role);
+  resp::append_command(handshake_payload_, "EXISTS", cfg_.key_prefix + "redlock:fence:marker");
+  handshake_steps_.push_back(step::marker);
+  resp::append_command(handshake_payload_, "TIME");
+  handshake_steps_.push_back(step::time);
+
+  pending_status_ = node_status{};
+  pending_status_.clock_jump_at = status_.clock_jump_at;
+  last_sample_.reset();
+  clock_sent_.clear();
+  clock_sent_.push_back(boot_clock::now());  // the handshake's TIME
   wbuf_.append(handshake_payload_);
-  for (int i = 0; i < handshake_left_; ++i) inflight_.push_back({nullptr, kind::handshake});
+  for (std::size_t i = 0; i < handshake_steps_.size(); ++i) inflight_.push_back({nullptr, kind::handshake});
   start_read();
   flush();
 }
 
+namespace {
+
+// "uptime_in_seconds:123" and "run_id:abc" from INFO server.
+std::string_view info_field(std::string_view info, std::string_view name) {
+  for (std::size_t pos = 0; pos < info.size();) {
+    auto end = info.find('\n', pos);
+    if (end == std::string_view::npos) end = info.size();
+    auto line = info.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > name.size() && line.substr(0, name.size()) == name && line[name.size()] == ':')
+      return line.substr(name.size() + 1);
+    pos = end + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
 void connection::on_handshake_reply(const resp::reply& r) {
-  if (r.empty() || r[0].is_error()) {
-    std::string text = r.empty() ? std::string{"empty reply"} : std::string{r[0].text};
-    return fail_connection(error::auth_failed, "handshake refused: " + text);
+  const step st = handshake_steps_[handshake_next_++];
+  const resp::node& top = r[0];
+  switch (st) {
+    case step::auth:
+    case step::select:
+      if (top.is_error())
+        return fail_connection(error::auth_failed, "handshake refused: " + std::string{top.text});
+      break;
+    case step::info: {
+      const auto now = boot_clock::now();
+      if (top.is_error() || !top.is_string()) {
+        // Without the uptime we cannot tell a restart: assume it just happened.
+        pending_status_.started_at = now;
+        break;
+      }
+      pending_status_.run_id = info_field(top.text, "run_id");
+      std::int64_t uptime = 0;
+      auto up = info_field(top.text, "uptime_in_seconds");
+      std::from_chars(up.data(), up.data() + up.size(), uptime);
+      // Whole seconds, rounded down: the start is taken as late as it can have been.
+      pending_status_.started_at = now - std::chrono::seconds{uptime};
+      break;
+    }
+    case step::role:
+      pending_status_.replica = top.kind == resp::type::array && r.size() > 1 &&
+                                r[1].is_string() && r[1].text != "master";
+      break;
+    case step::marker:
+      pending_status_.fence_marked = top.kind == resp::type::integer && top.integer == 1;
+      break;
+    case step::time: {
+      const auto sent = clock_sent_.empty() ? boot_clock::now() : clock_sent_.front();
+      if (!clock_sent_.empty()) clock_sent_.pop_front();
+      on_time_reply(r, sent);
+      break;
+    }
   }
-  if (--handshake_left_ == 0) {
+  if (handshake_next_ == handshake_steps_.size()) {
     conn_timer_.cancel();
+    const bool restarted = !status_.run_id.empty() && status_.run_id != pending_status_.run_id;
+    pending_status_.session = status_.session + 1;
+    status_ = pending_status_;
     become_ready();
+    if (on_event) {
+      on_event(*this, node_event::kind::connected, "connected");
+      if (restarted) on_event(*this, node_event::kind::restarted, "the server restarted (new run id)");
+      if (status_.replica) on_event(*this, node_event::kind::replica, "the server is a replica");
+    }
+    schedule_clock_probe();
   }
+}
+
+void connection::on_time_reply(const resp::reply& r, boot_clock::time_point sent) {
+  const auto received = boot_clock::now();
+  if (r[0].kind != resp::type::array || r.size() != 3 || !r[1].is_string() || !r[2].is_string())
+    return;
+  std::int64_t secs = 0, micros = 0;
+  std::from_chars(r[1].text.data(), r[1].text.data() + r[1].text.size(), secs);
+  std::from_chars(r[2].text.data(), r[2].text.data() + r[2].text.size(), micros);
+  const clock_sample now_sample{sent, received, secs * 1'000'000 + micros};
+  if (last_sample_) {
+    // The server read its clock somewhere inside each round trip, so our elapsed time
+    // between the two readings lies in [lo, hi]; a freeze widens the interval instead of
+    // looking like a jump. Beyond it, the rate error the drift factor allows, plus 2 ms.
+    using namespace std::chrono;
+    const double lo = duration<double, std::micro>(now_sample.sent - last_sample_->received).count();
+    const double hi = duration<double, std::micro>(now_sample.received - last_sample_->sent).count();
+    const double rate = cfg_.drift_factor;
+    const double server = static_cast<double>(now_sample.server_us - last_sample_->server_us);
+    if (server < lo * (1.0 - rate) - 2000.0 || server > hi * (1.0 + rate) + 2000.0) {
+      status_.clock_jump_at = received;
+      pending_status_.clock_jump_at = received;
+      if (on_event)
+        on_event(*this, node_event::kind::clock_jump,
+                 "the server's clock moved " + std::to_string(static_cast<long long>(server / 1000)) +
+                     " ms while ours moved " + std::to_string(static_cast<long long>(lo / 1000)) +
+                     " to " + std::to_string(static_cast<long long>(hi / 1000)) + " ms");
+    }
+  }
+  last_sample_ = now_sample;
+}
+
+void connection::schedule_clock_probe() {
+  if (cfg_.clock_probe_interval.count() <= 0) return;
+  probe_timer_.expires_after(cfg_.clock_probe_interval);
+  const auto gen = generation_;
+  probe_timer_.async_wait([self = shared_from_this(), gen](error_code ec) {
+    if (ec || gen != self->generation_ || self->state_ != state::ready) return;
+    if (!self->unresponsive_) {
+      self->clock_sent_.push_back(boot_clock::now());
+      self->append("*1\r\n$4\r\nTIME\r\n", nullptr, kind::clock);
+      self->schedule_flush();
+    }
+    self->schedule_clock_probe();
+  });
 }
 
 void connection::become_ready() {
@@ -138,10 +260,12 @@ void connection::fail_connection(error_code ec, std::string problem) {
   socket_.close(ignored);
   resolver_.cancel();
   conn_timer_.cancel();
+  probe_timer_.cancel();
   reader_.reset();
   wbuf_.clear();
   unresponsive_ = false;
   state_ = state::backoff;
+  if (on_event && was_ready) on_event(*this, node_event::kind::disconnected, last_problem_);
 
   // Detached releases survive the reconnect: a SET that was in flight may have run.
   for (auto& p : after_probe_) waiting_.push_back({nullptr, std::move(p)});
@@ -194,6 +318,7 @@ void connection::close() {
   socket_.close(ignored);
   resolver_.cancel();
   conn_timer_.cancel();
+  probe_timer_.cancel();
   deadline_timer_.cancel();
   wbuf_.clear();
   after_probe_.clear();
@@ -256,6 +381,11 @@ void connection::dispatch_reply(const resp::reply& r) {
       for (auto& p : held) append(p, nullptr, kind::ignore);
       if (!held.empty()) schedule_flush();
       return;
+    }
+    case kind::clock: {
+      const auto sent = clock_sent_.empty() ? boot_clock::now() : clock_sent_.front();
+      if (!clock_sent_.empty()) clock_sent_.pop_front();
+      return on_time_reply(r, sent);
     }
     case kind::ignore: return;
     case kind::user: break;

@@ -17,6 +17,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
+#include <vector>
 #include <memory>
 #include <random>
 #include <string>
@@ -32,6 +35,19 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using strand_type = asio::strand<asio::any_io_executor>;
 using boot_timer = asio::basic_waitable_timer<boot_clock>;
+
+/// What the handshake and the clock probes learned about the server behind a connection.
+struct node_status {
+  std::string run_id;
+  /// When the server started, by its uptime at the last handshake (rounded towards
+  /// "later", so the restart guard errs on the safe side).
+  boot_clock::time_point started_at = boot_clock::time_point::min();
+  /// When a clock jump was last detected on this node (min() if never).
+  boot_clock::time_point clock_jump_at = boot_clock::time_point::min();
+  bool replica = false;       ///< ROLE said "slave": never votes
+  bool fence_marked = false;  ///< the fence marker key exists (counters are trusted)
+  std::uint64_t session = 0;  ///< bumped at every successful handshake
+};
 
 /// A Lua script run by EVALSHA; `sha` is the SHA1 of `body` (checked by a test).
 struct script {
@@ -81,10 +97,16 @@ class connection : public std::enable_shared_from_this<connection> {
   bool ready() const { return state_ == state::ready && !unresponsive_; }
   /// Why the node is not usable right now, for diagnostics ("" when it is).
   const std::string& last_problem() const { return last_problem_; }
+  const node_status& status() const { return status_; }
+  /// The fence counters of this node were repaired and its marker set (by the client).
+  void set_fence_marked() { status_.fence_marked = true; }
+  /// Called on the strand after each handshake, reconnect failure and clock jump.
+  std::function<void(connection&, node_event::kind, const std::string&)> on_event;
 
  private:
   enum class state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
-  enum class kind : std::uint8_t { user, ignore, handshake, probe };
+  enum class kind : std::uint8_t { user, ignore, handshake, probe, clock };
+  enum class step : std::uint8_t { auth, select, info, role, marker, time };
   struct inflight {
     request* req;  // null once completed by a timeout (the reply is then dropped)
     kind k;
@@ -97,6 +119,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void connect();
   void on_connected();
   void on_handshake_reply(const resp::reply& r);
+  void on_time_reply(const resp::reply& r, boot_clock::time_point sent);
+  void schedule_clock_probe();
   void become_ready();
   void fail_connection(error_code ec, std::string problem);
   void schedule_reconnect();
@@ -132,7 +156,18 @@ class connection : public std::enable_shared_from_this<connection> {
   bool flush_scheduled_ = false;
   bool reading_ = false;
   std::uint64_t generation_ = 0;  // bumped per socket, so stale handlers know
-  int handshake_left_ = 0;
+  std::vector<step> handshake_steps_;
+  std::size_t handshake_next_ = 0;
+  node_status status_;
+  node_status pending_status_;  // filled during a handshake, published when it succeeds
+  // Clock samples: our send and receive times around the server's TIME.
+  struct clock_sample {
+    boot_clock::time_point sent, received;
+    std::int64_t server_us = 0;
+  };
+  std::optional<clock_sample> last_sample_;
+  std::deque<boot_clock::time_point> clock_sent_;  // send times of TIME probes in flight
+  boot_timer probe_timer_;
   int backoff_attempt_ = 0;
   std::string last_problem_;
   std::string handshake_payload_;

@@ -62,9 +62,10 @@ class batch_extend_op final : public request_sink {
   }
 
  private:
-  void on_reply(std::size_t, error_code ec, const resp::reply* r) override {
+  void on_reply(std::size_t i, error_code ec, const resp::reply* r) override {
     --outstanding_;
-    if (ec || !tally(*r)) ++failed_nodes_;
+    // A node held back by the restart guard (or a replica, a duplicate) does not vote.
+    if (ec || !s_->votes(i, ttl_, boot_clock::now()) || !tally(*r)) ++failed_nodes_;
     if (outstanding_ == 0) finish();
   }
 

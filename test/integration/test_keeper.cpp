@@ -28,7 +28,8 @@ struct five_nodes {
                                            .node_timeout = 50ms,
                                            .reconnect_min = 10ms,
                                            .reconnect_max = 100ms,
-                                           .retry_delay = 10ms}};
+                                           .retry_delay = 10ms,
+                                           .restart_guard = false}};
   }
   int copies(std::string_view key) const {
     int n = 0;

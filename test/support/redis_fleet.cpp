@@ -287,7 +287,8 @@ temp_dir::~temp_dir() {
 
 // ---- detail::child_process -------------------------------------------------------------
 
-void child_process::spawn(const std::vector<std::string>& argv, const std::string& output_path) {
+void child_process::spawn(const std::vector<std::string>& argv, const std::string& output_path,
+                          const std::vector<std::string>& env) {
   stop();
   // Everything the child needs is prepared here: after fork, only async-signal-safe calls
   // are allowed (another thread may have held the allocator's lock when we forked).
@@ -295,6 +296,11 @@ void child_process::spawn(const std::vector<std::string>& argv, const std::strin
   c_argv.reserve(argv.size() + 1);
   for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
   c_argv.push_back(nullptr);
+  // The environment: ours plus `env` ("NAME=value"), prepared before fork as well.
+  std::vector<char*> c_env;
+  for (char** e = environ; *e; ++e) c_env.push_back(*e);
+  for (const auto& e : env) c_env.push_back(const_cast<char*>(e.c_str()));
+  c_env.push_back(nullptr);
   const unique_fd out{::open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
   if (!out) throw_errno("open " + output_path);
   const unique_fd null_in{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
@@ -329,7 +335,7 @@ void child_process::spawn(const std::vector<std::string>& argv, const std::strin
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(c_argv[0], c_argv.data());
+    ::execve(c_argv[0], c_argv.data(), c_env.data());
     constexpr char msg[] = "redlock test support: exec of redis-server failed\n";
     [[maybe_unused]] const auto ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(exec_failed_code);
@@ -399,8 +405,14 @@ redis_server::redis_server(std::vector<std::string> extra)
   wait_until_ready(true);
 }
 
-redis_server::redis_server(std::vector<std::string> extra, deferred_start)
-    : extra_(std::move(extra)) {
+redis_server::redis_server(std::vector<std::string> extra, std::vector<std::string> env)
+    : redis_server(std::move(extra), deferred_start{}, std::move(env)) {
+  wait_until_ready(true);
+}
+
+redis_server::redis_server(std::vector<std::string> extra, deferred_start,
+                           std::vector<std::string> env)
+    : extra_(std::move(extra)), env_(std::move(env)) {
   ignore_sigpipe();
   // The last --requirepass wins, as in redis-server itself.
   for (std::size_t i = 0; i + 1 < extra_.size(); ++i)
@@ -431,7 +443,7 @@ void redis_server::spawn() {
                                 "--logfile", log_path()};
   // clang-format on
   argv.insert(argv.end(), extra_.begin(), extra_.end());
-  process_.spawn(argv, log_path());
+  process_.spawn(argv, log_path(), env_);
 }
 
 void redis_server::wait_until_ready(bool may_change_port) {

@@ -59,7 +59,8 @@ class child_process {
 
   /// Runs argv[0] (a path) with stdin from /dev/null and stdout/stderr appended to
   /// `output_path`. The child gets SIGKILL if this process dies. Throws std::system_error.
-  void spawn(const std::vector<std::string>& argv, const std::string& output_path);
+  void spawn(const std::vector<std::string>& argv, const std::string& output_path,
+             const std::vector<std::string>& env = {});
   /// SIGCONT, SIGKILL, then reap. Does nothing if there is no child. Never throws.
   void stop() noexcept;
   /// SIGSTOP, returning once the whole process has stopped (or died). Idempotent.
@@ -92,6 +93,9 @@ class redis_server {
   /// `extra` is appended to the command line, e.g. {"--requirepass", "pw"}.
   /// Throws std::runtime_error, with the server's log tail, if it does not come up in 10 s.
   explicit redis_server(std::vector<std::string> extra = {});
+  /// As above, with extra environment variables ("NAME=value") for the server process,
+  /// e.g. LD_PRELOAD of libfaketime to run its clock at another rate.
+  redis_server(std::vector<std::string> extra, std::vector<std::string> env);
   /// Kills the server (thawing it first) and removes its directory. Never throws.
   ~redis_server() = default;
   redis_server(const redis_server&) = delete;
@@ -132,7 +136,7 @@ class redis_server {
   struct deferred_start {};
 
   // Spawns the server without waiting, so a fleet can start all its servers at once.
-  redis_server(std::vector<std::string> extra, deferred_start);
+  redis_server(std::vector<std::string> extra, deferred_start, std::vector<std::string> env = {});
   void spawn();
   // Waits for PING; if the server dies first and `may_change_port`, retries on a new port
   // (another process may have taken the one we were given).
@@ -144,6 +148,7 @@ class redis_server {
   sync_reply admin_command(const std::vector<std::string>& args) const;
 
   std::vector<std::string> extra_;
+  std::vector<std::string> env_;
   std::string password_;
   std::uint16_t port_ = 0;
   detail::temp_dir dir_;  // declared before process_: the server dies first

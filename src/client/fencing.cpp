@@ -1,0 +1,230 @@
+// Who may vote (restart guard, clock jumps, replicas, duplicates), the fencing scripts,
+// and the repair of fencing counters on nodes that lost them.
+//
+// Fencing counters live in one hash per node. A persistent marker key says a node's
+// counters can be trusted; a node without it (new, or restarted empty) contributes no
+// counter value until a client has raised its counters to the maximum read from a
+// majority of marked nodes, and then set its marker. Repairs run only once the node's
+// restart guard has passed, so every write-back that reached the node before it
+// restarted has completed on the other nodes of its majority by then.
+
+#include <boost/asio/dispatch.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <map>
+
+#include "client/arithmetic.hpp"
+#include "client/client_state.hpp"
+
+namespace redlock::detail {
+
+const script fence_acquire_script{
+    R"(local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET") if cur then return {0, cur} end if redis.call("EXISTS", KEYS[3]) == 0 then return {2, 0} end return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1)})",
+    "aa6fb16616441c9970cfd8959f45b1444010e613"};
+const script fence_raise_script{
+    R"(if redis.call("GET", KEYS[1]) ~= ARGV[1] or redis.call("EXISTS", KEYS[3]) == 0 then return 0 end local cur = tonumber(redis.call("HGET", KEYS[2], ARGV[2]) or "0") if cur < tonumber(ARGV[3]) then redis.call("HSET", KEYS[2], ARGV[2], ARGV[3]) end return 1)",
+    "ddaadd7e4e71650cda89e9f45c709a21f24644f8"};
+const script fence_read_script{
+    R"(return {redis.call("EXISTS", KEYS[2]), redis.call("HGETALL", KEYS[1])})",
+    "80823867dc99f320b3c9b5d90d9b7929f30f91b1"};
+const script fence_repair_script{
+    R"(for i = 1, #ARGV, 2 do local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0") if cur < tonumber(ARGV[i + 1]) then redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end end redis.call("SET", KEYS[2], "1") return 1)",
+    "660231b9973f51541cbf962085e51f18fee378bc"};
+
+// ---- who votes ---------------------------------------------------------------------
+
+void client_state::wire_events() {
+  fence_hash_key = cfg.key_prefix + "redlock:fence";
+  fence_marker_key = cfg.key_prefix + "redlock:fence:marker";
+  std::weak_ptr<client_state> self = weak_from_this();
+  for (auto& n : nodes) {
+    n->on_event = [self](connection& c, node_event::kind k, const std::string& msg) {
+      if (auto s = self.lock()) s->on_node_event(c, k, msg);
+    };
+  }
+}
+
+void client_state::on_node_event(connection& c, node_event::kind k, const std::string& message) {
+  if (k == node_event::kind::connected) {
+    // One server listed under two names must count once: the later name stays out.
+    const std::size_t i = c.id();
+    duplicate[i] = false;
+    for (std::size_t j = 0; j < nodes.size(); ++j) {
+      if (j == i || nodes[j]->status().run_id.empty()) continue;
+      if (nodes[j]->status().run_id == c.status().run_id && (j < i || duplicate[j] == false)) {
+        const std::size_t later = std::max(i, j);
+        duplicate[later] = true;
+        duplicate_of[later] = std::min(i, j);
+        if (cfg.on_event)
+          cfg.on_event(node_event{node_event::kind::duplicate, later, nodes[later]->uri().display(),
+                                  fmt::format("same server as node {} (run id {}); it does not vote",
+                                              std::min(i, j), c.status().run_id)});
+      }
+    }
+  }
+  if (cfg.on_event) cfg.on_event(node_event{k, c.id(), c.uri().display(), message});
+}
+
+std::chrono::nanoseconds client_state::guard_for(std::chrono::milliseconds ttl) const {
+  return cfg.max_ttl.count() > 0 ? cfg.max_ttl : ttl;
+}
+
+bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
+                         std::string* why) const {
+  const node_status& st = nodes[i]->status();
+  if (st.replica) {
+    if (why) *why = "is a replica (ROLE says slave): only independent masters vote";
+    return false;
+  }
+  if (duplicate[i]) {
+    if (why) *why = fmt::format("is the same server as node {} (same run id)", duplicate_of[i]);
+    return false;
+  }
+  if (!cfg.restart_guard) return true;
+  const auto guard = guard_for(ttl);
+  const auto since = now - guard;
+  auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  if (st.started_at != boot_clock::time_point::min() && st.started_at > since) {
+    if (why)
+      *why = fmt::format("restarted about {} ms ago; held back {} ms more by the restart guard "
+                         "(max_ttl {} ms)",
+                         ms(now - st.started_at), ms(st.started_at - since), ms(guard));
+    return false;
+  }
+  if (st.clock_jump_at != boot_clock::time_point::min() && st.clock_jump_at > since) {
+    if (why)
+      *why = fmt::format("its clock jumped {} ms ago; held back {} ms more (max_ttl {} ms)",
+                         ms(now - st.clock_jump_at), ms(st.clock_jump_at - since), ms(guard));
+    return false;
+  }
+  return true;
+}
+
+std::string client_state::fence_field(std::string_view resource) const {
+  if (cfg.fence_stripes == 0) return std::string{resource};
+  // FNV-1a, 64 bit: stable across clients and platforms, as the stripe must be.
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : resource) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("stripe:{}", h % cfg.fence_stripes);
+}
+
+// ---- repair ------------------------------------------------------------------------
+
+namespace {
+
+class fence_repair_op final : public request_sink {
+ public:
+  fence_repair_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl)
+      : s_(std::move(s)), ttl_(ttl), reads_(s_->size()), results_(s_->size()) {}
+
+  void start() {
+    resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", s_->fence_hash_key,
+                         s_->fence_marker_key);
+    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      reads_[i] = request{payload_, &fence_read_script, deadline, this, i, false};
+      if (!s_->nodes[i]->submit(reads_[i])) ++outstanding_;
+    }
+    if (outstanding_ == 0) finish(false);
+  }
+
+ private:
+  struct node_read {
+    bool answered = false;
+    bool marked = false;
+    std::map<std::string, std::int64_t> counters;
+  };
+
+  void on_reply(std::size_t i, error_code ec, const resp::reply* r) override {
+    --outstanding_;
+    if (i >= max_nodes) {
+      // A repair write: success marks the node.
+      const std::size_t node = i - max_nodes;
+      if (!ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
+        s_->nodes[node]->set_fence_marked();
+    } else if (!ec) {
+      parse(i, *r);
+    }
+    if (outstanding_ == 0) finish(phase_ == 1);
+  }
+
+  void parse(std::size_t i, const resp::reply& r) {
+    // {marked, {field, value, field, value, ...}}
+    if (r[0].kind != resp::type::array || r.size() < 3 || r[1].kind != resp::type::integer) return;
+    node_read& nr = results_[i];
+    nr.answered = true;
+    nr.marked = r[1].integer == 1;
+    if (nr.marked) s_->nodes[i]->set_fence_marked();  // another client may have repaired it
+    for (std::size_t k = 3; k + 1 < r.size(); k += 2) {
+      std::int64_t v = 0;
+      std::from_chars(r[k + 1].text.data(), r[k + 1].text.data() + r[k + 1].text.size(), v);
+      nr.counters[std::string{r[k].text}] = v;
+    }
+  }
+
+  void finish(bool writes_done) {
+    if (writes_done) return done();
+    const std::size_t n = s_->size();
+    const auto now = boot_clock::now();
+    std::size_t marked = 0, unmarked = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!results_[i].answered || !s_->votes(i, ttl_, now)) continue;
+      results_[i].marked ? ++marked : ++unmarked;
+    }
+    // Raise to the maximum over a majority of marked nodes; or, on a fresh fleet where
+    // a majority answered and none is marked, start everyone from what they have.
+    const bool fresh = marked == 0 && unmarked >= quorum(n);
+    if (marked < quorum(n) && !fresh) return done();
+    std::map<std::string, std::int64_t> maxima;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!results_[i].answered || !s_->votes(i, ttl_, now)) continue;
+      if (!fresh && !results_[i].marked) continue;
+      for (auto& [field, v] : results_[i].counters) maxima[field] = std::max(maxima[field], v);
+    }
+    write_.clear();
+    resp::command_writer w{write_};
+    w.begin(5 + 2 * maxima.size()).arg("EVALSHA").arg(fence_repair_script.sha).arg(std::int64_t{2});
+    w.arg(s_->fence_hash_key).arg(s_->fence_marker_key);
+    for (auto& [field, v] : maxima) w.arg(field).arg(v);
+    phase_ = 1;
+    writes_.resize(n);
+    const auto deadline = now + s_->cfg.node_timeout;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!results_[i].answered || results_[i].marked || !s_->votes(i, ttl_, now)) continue;
+      writes_[i] = request{write_, &fence_repair_script, deadline, this, max_nodes + i, false};
+      if (!s_->nodes[i]->submit(writes_[i])) ++outstanding_;
+    }
+    if (outstanding_ == 0) done();
+  }
+
+  void done() {
+    s_->repair_running = false;
+    delete this;
+  }
+
+  std::shared_ptr<client_state> s_;
+  std::chrono::milliseconds ttl_;
+  std::vector<request> reads_;
+  std::vector<request> writes_;
+  std::vector<node_read> results_;
+  std::string payload_;
+  std::string write_;
+  std::size_t outstanding_ = 0;
+  int phase_ = 0;
+};
+
+}  // namespace
+
+void client_state::start_fence_repair(std::chrono::milliseconds ttl) {
+  if (repair_running || closed) return;
+  repair_running = true;
+  auto* op = new fence_repair_op(shared_from_this(), ttl);
+  op->start();
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,327 @@
+// Fencing tokens, the restart guard and clock-jump detection, against real nodes that
+// are frozen, killed, restarted empty, and run with a fast clock.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "async_helpers.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::run_bounded;
+
+namespace {
+
+redlock::config fast_config(const redlock::test::redis_fleet& fleet) {
+  return redlock::config{.nodes = fleet.uris(),
+                         .connect_timeout = 300ms,
+                         .node_timeout = 50ms,
+                         .reconnect_min = 10ms,
+                         .reconnect_max = 50ms,
+                         .retry_delay = 5ms};
+}
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer t{co_await asio::this_coro::executor, d};
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+// Takes a fenced lock (waiting up to `wait`) and releases it; returns its token.
+asio::awaitable<std::uint64_t> fenced_turn(redlock::client& c, std::string resource,
+                                           std::chrono::milliseconds ttl = 2s,
+                                           std::chrono::milliseconds wait = 10s) {
+  redlock::diagnostics diag;
+  auto [ec, lk] = co_await c.async_lock(resource, {.ttl = ttl, .wait = wait, .fenced = true}, diag,
+                                        asio::as_tuple(asio::use_awaitable));
+  BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << diag.message);
+  const auto fence = lk.fence();
+  co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+  co_return fence;
+}
+
+// Takes fenced locks until every running, unfrozen node carries the fence marker again
+// (repaired by the client in the background), or fails after 10 s. Repairs need a
+// majority of marked nodes: a test must give each restart or thaw time to heal before
+// the next, as a minority of failures "at any moment" assumes.
+void heal(asio::io_context& io, redlock::client& c, redlock::test::redis_fleet& fleet,
+          std::chrono::milliseconds ttl, std::uint64_t& last, int& violations) {
+  auto all_marked = [&] {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet[i].running() && !fleet[i].frozen() &&
+          fleet[i].command({"EXISTS", "redlock:fence:marker"}).integer != 1)
+        return false;
+    return true;
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    while (!all_marked()) {
+      const auto t = co_await fenced_turn(c, "heal", ttl);
+      (void)t;
+      co_await sleep_for(20ms);
+    }
+  }(), 10s);
+  (void)last;
+  (void)violations;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tokens_strictly_increase_while_minorities_are_frozen_in_turn) {
+  redlock::test::redis_fleet fleet{5};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;  // nothing restarts here; fresh nodes need not wait
+  redlock::client c{io.get_executor(), cfg};
+  // Pairs of nodes to freeze in turn, so the winning majorities keep changing.
+  const std::pair<int, int> minorities[] = {{0, 1}, {2, 3}, {4, 0}, {1, 2}, {3, 4}, {0, 2}, {1, 3}};
+  std::uint64_t last = 0;
+  int violations = 0;
+  for (int round = 0; round < 20; ++round) {
+    heal(io, c, fleet, 2s, last, violations);
+    const auto [a, b] = minorities[round % 7];
+    fleet[static_cast<std::size_t>(a)].freeze();
+    fleet[static_cast<std::size_t>(b)].freeze();
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      for (int i = 0; i < 50; ++i) {
+        const auto t = co_await fenced_turn(c, "fenced-resource");
+        if (t <= last) ++violations;
+        last = t;
+      }
+    }(), 60s);
+    fleet[static_cast<std::size_t>(a)].thaw();
+    fleet[static_cast<std::size_t>(b)].thaw();
+  }
+  BOOST_TEST(violations == 0);
+  BOOST_TEST(last >= 1000u);  // 1,000 acquisitions, each at least one more
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_paused_between_the_rounds_never_obtains_a_token) {
+  redlock::test::redis_fleet fleet{3};
+  // The other client runs on its own thread, while the paused one is blocked in its hook.
+  asio::io_context other_io;
+  auto other_cfg = fast_config(fleet);
+  other_cfg.restart_guard = false;
+  redlock::client other{other_io.get_executor(), other_cfg};
+  auto guard = asio::make_work_guard(other_io);
+  std::thread other_thread{[&] { other_io.run(); }};
+
+  std::uint64_t other_fence = 0;
+  redlock::lock other_lock;  // the other client keeps holding it
+  bool paused_once = false;
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;
+  cfg.test_hook_before_fence_writeback = [&](std::string_view resource) {
+    if (resource != "contested" || paused_once) return;
+    paused_once = true;
+    // The "pause": our keys vanish (as after an expiry we did not notice) and the other
+    // client takes the lock, with its own token, before our write-back runs.
+    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"DEL", "contested"});
+    auto lk = other.async_lock("contested", {.ttl = 10s, .wait = 5s, .fenced = true},
+                               asio::use_future).get();
+    other_fence = lk.fence();
+    other_lock = std::move(lk);
+  };
+  redlock::client c{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await fenced_turn(c, "warm-up");  // counters initialised
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_try_lock("contested", {.ttl = 10s, .fenced = true}, diag,
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(paused_once);
+    BOOST_TEST(!!ec, "the paused holder was granted the lock");
+    BOOST_TEST(lk.fence() == 0u);
+    BOOST_TEST(diag.message.find("fencing token could not be confirmed") != std::string::npos,
+               diag.message);
+  }());
+  BOOST_TEST(other_fence > 0u);
+  // The other holder's key is intact: the paused holder did not write back over it.
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    BOOST_TEST(fleet[i].command({"EXISTS", "contested"}).integer == 1);
+  guard.reset();
+  other_io.stop();
+  other_thread.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_node_does_not_vote_until_the_guard_has_passed) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.max_ttl = 1500ms;
+  redlock::client c{io.get_executor(), cfg};
+  // Fresh nodes are held back too: the first lock waits the guard out.
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("warm", {.ttl = 1s, .wait = 10s}, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  fleet[0].kill();
+  fleet[0].restart();
+  const auto restarted = std::chrono::steady_clock::now();
+  fleet[1].freeze();  // now a lock needs node 0 and node 2
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await sleep_for(200ms);  // let the client reconnect to node 0 and learn its uptime
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_try_lock("guarded", {.ttl = 1s}, diag,
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.message.find("restart guard") != std::string::npos, diag.message);
+    // A waiting lock waits the guard out, then node 0 votes again.
+    auto lk2 = co_await c.async_lock("guarded", {.ttl = 1s, .wait = 10s}, asio::use_awaitable);
+    BOOST_TEST(lk2.valid());
+  }(), 20s);
+  // Never earlier than max_ttl after the restart (a lower bound: noise only adds to it).
+  BOOST_TEST((std::chrono::steady_clock::now() - restarted >= 1400ms));
+  fleet[1].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(a_node_with_a_fast_clock_is_detected_and_excluded) {
+  // Node 2 runs with its wall clock at twice the real rate (see support/fast_clock.cpp
+  // for why this is not libfaketime).
+  redlock::test::redis_server n0, n1;
+  redlock::test::redis_server fast{{}, {std::string{"LD_PRELOAD="} + REDLOCK_FAST_CLOCK_LIB,
+                                        "REDLOCK_CLOCK_RATE=2"}};
+  asio::io_context io;
+  redlock::config cfg{.nodes = {n0.uri(), n1.uri(), fast.uri()},
+                      .node_timeout = 50ms,
+                      .retry_delay = 5ms,
+                      .max_ttl = 1s,
+                      .clock_probe_interval = 200ms};
+  std::mutex m;
+  std::vector<redlock::node_event> jumps;
+  cfg.on_event = [&](const redlock::node_event& e) {
+    if (e.what != redlock::node_event::kind::clock_jump) return;
+    std::lock_guard<std::mutex> g{m};
+    jumps.push_back(e);
+  };
+  redlock::client c{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 100 && jumps.empty(); ++i) co_await sleep_for(20ms);
+  }());
+  BOOST_TEST_REQUIRE(!jumps.empty());
+  BOOST_TEST(jumps.front().node == 2u);
+  BOOST_TEST(jumps.front().message.find("clock moved") != std::string::npos, jumps.front().message);
+  n1.freeze();  // a lock would now need the fast node
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await sleep_for(1100ms);  // past the fresh-start guard of n0
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_try_lock("clock", {.ttl = 1s}, diag,
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.message.find("clock jumped") != std::string::npos, diag.message);
+  }());
+  n1.thaw();
+}
+
+BOOST_AUTO_TEST_CASE(striped_counters_still_increase_per_resource) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;
+  cfg.fence_stripes = 3;
+  redlock::client c{io.get_executor(), cfg};
+  std::map<std::string, std::uint64_t> last;
+  int violations = 0;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::minstd_rand rng{7};
+    for (int i = 0; i < 300; ++i) {
+      const std::string r = "striped:" + std::to_string(rng() % 10);
+      const auto t = co_await fenced_turn(c, r);
+      if (t <= last[r]) ++violations;
+      last[r] = t;
+    }
+  }(), 60s);
+  BOOST_TEST(violations == 0);
+  // Ten resources share three counters: at most three counter fields exist.
+  BOOST_TEST(fleet[0].command({"HLEN", "redlock:fence"}).integer <= 3);
+}
+
+BOOST_AUTO_TEST_CASE(tokens_increase_while_nodes_are_killed_and_restarted_empty) {
+  redlock::test::redis_fleet fleet{5};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.max_ttl = 300ms;
+  redlock::client c{io.get_executor(), cfg};
+  std::uint64_t last = 0;
+  int violations = 0;
+  std::minstd_rand rng{11};
+  for (int round = 0; round < 12; ++round) {
+    // One node (a minority) loses everything, at once.
+    heal(io, c, fleet, 300ms, last, violations);
+    const auto victim = static_cast<std::size_t>(rng() % 5);
+    fleet[victim].kill();
+    fleet[victim].restart();
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      for (int i = 0; i < 25; ++i) {
+        const auto t = co_await fenced_turn(c, "crashy", 300ms);
+        if (t <= last) ++violations;
+        last = t;
+      }
+    }(), 60s);
+  }
+  BOOST_TEST(violations == 0);
+  BOOST_TEST(last >= 300u);
+}
+
+BOOST_AUTO_TEST_CASE(extension_keeps_the_fencing_token_and_max_ttl_is_enforced) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;
+  cfg.max_ttl = 5s;
+  redlock::client c{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("ext-fence", {.ttl = 2s, .wait = 5s, .fenced = true},
+                                    asio::use_awaitable);
+    const auto t = lk.fence();
+    BOOST_TEST(t > 0u);
+    co_await c.async_extend(lk, 4s, asio::use_awaitable);
+    BOOST_TEST(lk.fence() == t);
+    auto [ec] = co_await c.async_extend(lk, 6s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::invalid_argument);
+    auto [ec2, lk2] = co_await c.async_try_lock("too-long", {.ttl = 6s},
+                                                asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::invalid_argument);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(one_server_under_two_names_and_a_replica_never_vote) {
+  redlock::test::redis_server primary, other;
+  redlock::test::redis_server replica{{"--replicaof", "127.0.0.1", std::to_string(primary.port())}};
+  asio::io_context io;
+  std::mutex m;
+  std::vector<redlock::node_event::kind> events;
+  // Node 1 is node 0 again, under another name; node 3 is a replica. Only nodes 0 and 2
+  // are distinct masters: 2 of 4 is not a majority.
+  redlock::config cfg{.nodes = {primary.uri(), "redis://localhost:" + std::to_string(primary.port()),
+                                other.uri(), replica.uri()},
+                      .node_timeout = 100ms,
+                      .retry_delay = 5ms,
+                      .restart_guard = false};
+  cfg.on_event = [&](const redlock::node_event& e) {
+    std::lock_guard<std::mutex> g{m};
+    events.push_back(e.what);
+  };
+  redlock::client c{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_lock("once", {.ttl = 1s, .wait = 300ms}, diag,
+                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.message.find("same server as node 0") != std::string::npos, diag.message);
+    BOOST_TEST(diag.message.find("replica") != std::string::npos, diag.message);
+  }());
+  auto seen = [&](redlock::node_event::kind k) {
+    return std::find(events.begin(), events.end(), k) != events.end();
+  };
+  BOOST_TEST(seen(redlock::node_event::kind::duplicate));
+  BOOST_TEST(seen(redlock::node_event::kind::replica));
+}
