@@ -130,7 +130,9 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   template <typename F>
   void run_guarded(F&& f) {
     hold h{this};
+    initiating_ = true;
     f();
+    initiating_ = false;
   }
 
  protected:
@@ -218,8 +220,14 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     done_ = true;
     if (slot_.is_connected()) slot_.clear();
     if (diag_) diag_->message = ec ? describe(ec) : std::string{};
-    // Runs inline on the strand, then on the handler's own executor (work_dispatcher).
-    asio::dispatch(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
+    if (initiating_) {
+      // Decided before the initiating call returned (every node refused at once): the
+      // handler must not run inside it, or a retry loop would recurse without bound.
+      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
+      return;
+    }
+    // On the handler's own executor: inline when this thread already runs it.
+    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
   }
 
   /// Completes from inside the initiating function: never inline (Asio's rule).
@@ -239,7 +247,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   virtual void on_cancel() = 0;
 
   std::string describe(error_code ec) const {
-    std::string m = fmt::format("{}: {}", what_, ec.message());
+    std::string m = fmt::format("could not {} \"{}\": {}", verb_, subject_, ec.message());
     if (ec == error::invalid_argument || ec == error::shut_down || !sent_) return m + extra_;
     m += fmt::format(" ({} of {} nodes agreed, {} needed)", yes_, s_->size(), quorum(s_->size()));
     for (std::size_t i = 0; i < s_->size(); ++i) {
@@ -276,6 +284,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   std::size_t outstanding_ = 0;
   bool done_ = false;
   bool sent_ = false;
+  bool initiating_ = false;  // inside start(): completions must be posted
   // Calls in progress and handlers not yet run (retry timer, cancellation) that refer
   // to the op. Atomic: a cancellation may be emitted from another thread.
   std::atomic<int> holds_{0};
@@ -294,7 +303,9 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
    private:
     fanout_op* op_;
   };
-  std::string what_;
+  // The failure message is formatted only on failure: "could not <verb_> "<subject_>"".
+  const char* verb_ = "lock";
+  std::string subject_;
   std::string extra_;
   const char* no_text_ = "refused";
 
@@ -325,11 +336,12 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
         opts_(opts),
         wait_(wait),
         retry_timer_(s_->strand) {
-    what_ = fmt::format("could not lock \"{}\"", resource_);
+
     no_text_ = "refused";
   }
 
   void start() {
+    if (diag_) subject_ = resource_;
     if (s_->closed) return complete_soon(error::shut_down, lock{});
     if (resource_.empty()) {
       extra_ = ": the resource name is empty";
@@ -373,6 +385,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
       return complete(e.code(), lock{});
     }
     payload_.clear();
+    payload_.reserve(96 + 2 * key_.size());
     const script* lua = nullptr;
     if (opts_.fenced) {
       // A node whose counters are not trusted yet is repaired in the background, so that
@@ -528,7 +541,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
     lock_access::owner(lk) = s_;
     lock_access::resource(lk) = std::move(resource_);
     lock_access::key(lk) = std::move(key_);
-    lock_access::token(lk) = token_;
+    lock_access::token(lk) = std::move(token_);
     lock_access::ttl(lk) = opts_.ttl;
     lock_access::deadline(lk) = valid_until_;
     lock_access::fence(lk) = fence;
@@ -621,7 +634,8 @@ class unlock_op final : public fanout_op<void(error_code)> {
   }
 
   void start(lock& lk) {
-    what_ = fmt::format("could not unlock \"{}\"", lk.resource());
+    verb_ = "unlock";
+    if (diag_) subject_ = lk.resource();
     if (s_->closed) return complete_soon(error::shut_down);
     if (!lk.owns()) return complete_soon(error::not_held);
     // The lock object is emptied now: its destructor must not release it again.
@@ -669,7 +683,8 @@ class extend_op final : public fanout_op<void(error_code)> {
   }
 
   void start(lock& lk, std::chrono::milliseconds ttl) {
-    what_ = fmt::format("could not extend \"{}\"", lk.resource());
+    verb_ = "extend";
+    if (diag_) subject_ = lk.resource();
     if (s_->closed) return complete_soon(error::shut_down);
     if (!lk.owns()) return complete_soon(error::not_held);
     if (ttl < std::chrono::milliseconds{1} || ttl > max_ttl) {
@@ -760,23 +775,26 @@ void complete_without_client(Handler h, Args... args) {
 void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts,
                 bool wait, diagnostics* diag, lock_handler h) {
   if (!s) return complete_without_client(std::move(h), lock{});
-  auto strand = s->strand;
+  client_state* state = s.get();  // kept alive by the op
   auto* op = new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h));
+  const auto& strand = state->strand;
   asio::dispatch(strand, [op] { op->run_guarded([op] { op->start(); }); });
 }
 
 void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
-  auto strand = s->strand;
+  client_state* state = s.get();  // kept alive by the op
   auto* op = new unlock_op(std::move(s), diag, std::move(h));
+  const auto& strand = state->strand;
   asio::dispatch(strand, [op, &lk] { op->run_guarded([op, &lk] { op->start(lk); }); });
 }
 
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
-  auto strand = s->strand;
+  client_state* state = s.get();  // kept alive by the op
   auto* op = new extend_op(std::move(s), diag, std::move(h));
+  const auto& strand = state->strand;
   asio::dispatch(strand, [op, &lk, ttl] { op->run_guarded([op, &lk, ttl] { op->start(lk, ttl); }); });
 }
 

@@ -511,3 +511,30 @@ BOOST_AUTO_TEST_CASE(one_to_seven_nodes_lock_with_a_majority_and_fail_without_on
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_retry_loop_against_dead_nodes_does_not_recurse) {
+  // Every node refuses at once (nothing listens): the attempt is decided inside the
+  // initiating call, and its handler must still not run there. 20,000 immediate failures
+  // in a loop would overflow the stack if it did.
+  std::uint16_t port;
+  {
+    redlock::test::redis_server gone;
+    port = gone.port();
+  }
+  asio::io_context io;
+  redlock::client c{io.get_executor(),
+                    redlock::config{.nodes = {"redis://127.0.0.1:" + std::to_string(port)},
+                                    .connect_timeout = 100ms,
+                                    .reconnect_min = 1000ms,
+                                    .reconnect_max = 1000ms}};
+  int failures = 0;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    asio::steady_timer t{co_await asio::this_coro::executor, 50ms};
+    co_await t.async_wait(asio::use_awaitable);  // the first connect has failed by now
+    for (int i = 0; i < 20000; ++i) {
+      auto [ec, lk] = co_await c.async_try_lock("x", {}, asio::as_tuple(asio::use_awaitable));
+      if (ec) ++failures;
+    }
+  }());
+  BOOST_TEST(failures == 20000);
+}
