@@ -12,7 +12,9 @@ stop_nodes() {
     kill -CONT "$p" 2>/dev/null || true
     kill "$p" 2>/dev/null || true
   done
-  wait 2>/dev/null || true
+  for p in "${node_pids[@]}"; do
+    for _ in $(seq 200); do kill -0 "$p" 2>/dev/null || break; sleep 0.02; done
+  done
   rm -rf "$node_dir"
 }
 trap stop_nodes EXIT
@@ -28,6 +30,7 @@ start_nodes() {
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
       --dir "$node_dir" --logfile "$node_dir/redis-$i.log" --daemonize no &
     node_pids+=($!)
+    disown $!  # killing a node on purpose must not make the shell report it
     nodes+=("redis://127.0.0.1:$port")
   done
   for n in "${nodes[@]}"; do

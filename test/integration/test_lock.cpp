@@ -226,7 +226,12 @@ BOOST_AUTO_TEST_CASE(extend_moves_the_deadline_and_the_ttl_on_the_nodes) {
     co_await c.async_extend(lk, 30s, asio::use_awaitable);
     BOOST_TEST((lk.deadline() > first + 25s));
     BOOST_TEST((lk.ttl() == 30s));
-    BOOST_TEST(fleet[1].command({"PTTL", "ext"}).integer > 25000);
+    // A majority confirmed before the extension completed (the rest may still be on
+    // their way).
+    int extended = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      extended += fleet[i].command({"PTTL", "ext"}).integer > 25000 ? 1 : 0;
+    BOOST_TEST(extended >= 3);
     // A key deleted behind our back on a majority is not re-created by extend.
     for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "ext"});
     auto [ec] = co_await c.async_extend(lk, 30s, asio::as_tuple(asio::use_awaitable));

@@ -1,0 +1,255 @@
+// The `redlock` command-line contract, end to end: real processes, real nodes.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "redis_fleet.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs the tool with `args`, stdout and stderr to files in `dir`; returns its pid.
+pid_t start_cli(const std::vector<std::string>& args, const std::string& dir, const std::string& tag,
+                const std::vector<std::string>& env = {}) {
+  std::vector<std::string> all{REDLOCK_CLI_PATH};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings = env;
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) envp.push_back(*e);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string out = dir + "/" + tag + ".out", err = dir + "/" + tag + ".err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+    ::dup2(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(99);
+  }
+  return pid;
+}
+
+// Waits for `pid` up to `limit`; fails the test (and kills it) if it does not exit.
+int wait_exit(pid_t pid, std::chrono::milliseconds limit = 30s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (std::chrono::steady_clock::now() > end) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      BOOST_FAIL("redlock did not exit within " << limit.count() << " ms");
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+struct cli_fixture {
+  redlock::test::redis_fleet fleet{3};
+  std::string dir;
+  std::string nodes;
+  int counter = 0;
+
+  cli_fixture() {
+    char tmpl[] = "/tmp/redlock-cli-test.XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    for (auto& u : fleet.uris()) nodes += (nodes.empty() ? "" : ",") + u;
+  }
+  ~cli_fixture() { std::filesystem::remove_all(dir); }
+
+  outcome run(std::vector<std::string> args, std::chrono::milliseconds limit = 30s) {
+    const std::string tag = "run" + std::to_string(counter++);
+    const pid_t pid = start_cli(args, dir, tag, {"REDLOCK_NODES=" + nodes});
+    outcome o;
+    o.code = wait_exit(pid, limit);
+    o.out = slurp(dir + "/" + tag + ".out");
+    o.err = slurp(dir + "/" + tag + ".err");
+    return o;
+  }
+  std::string file(const std::string& name) const { return dir + "/" + name; }
+};
+
+}  // namespace
+
+// Fresh nodes are held back by the restart guard for --max-ttl: the tests use short TTLs.
+BOOST_FIXTURE_TEST_SUITE(cli, cli_fixture)
+
+BOOST_AUTO_TEST_CASE(command_status_and_environment_pass_through) {
+  auto o = run({"run", "--ttl", "500", "job", "--", "sh", "-c",
+                "echo \"$REDLOCK_RESOURCE $REDLOCK_FENCE $REDLOCK_VALIDITY_MS\"; exit 3"});
+  BOOST_TEST(o.code == 3, o.err);
+  std::istringstream fields{o.out};
+  std::string resource;
+  long long fence = 0, validity = 0;
+  fields >> resource >> fence >> validity;
+  BOOST_TEST(resource == "job");
+  BOOST_TEST(fence > 0);
+  BOOST_TEST((validity > 0 && validity <= 500));
+  auto o2 = run({"run", "--ttl", "500", "job", "--", "sh", "-c", "echo $REDLOCK_FENCE"});
+  BOOST_TEST(o2.code == 0);
+  BOOST_TEST(std::stoll(o2.out) > fence);
+  // Released: the key is gone from every node.
+  for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(!fleet.has_key(i, "job"));
+}
+
+BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
+  const pid_t holder = start_cli({"run", "--ttl", "1000", "held", "--", "sleep", "3"}, dir, "holder",
+                                 {"REDLOCK_NODES=" + nodes});
+  // Wait until it holds the lock (on the nodes themselves).
+  for (int i = 0; i < 600 && !fleet.has_key(0, "held"); ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST_REQUIRE(fleet.has_key(0, "held"));
+  auto o = run({"run", "--ttl", "1000", "--nonblock", "held", "--", "true"});
+  BOOST_TEST(o.code == 75, o.err);
+  BOOST_TEST(o.err.find("held by another owner") != std::string::npos, o.err);
+  auto o2 = run({"run", "--ttl", "1000", "--wait", "200", "held", "--", "true"});
+  BOOST_TEST(o2.code == 75, o2.err);
+  BOOST_TEST(wait_exit(holder) == 0);
+
+  fleet[0].kill();
+  fleet[1].kill();
+  auto o3 = run({"run", "--ttl", "1000", "--wait", "300", "other", "--", "true"});
+  BOOST_TEST(o3.code == 69, o3.err);
+  BOOST_TEST(std::count(o3.err.begin(), o3.err.end(), '\n') == 1, o3.err);  // one line
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
+  const std::vector<std::vector<std::string>> bad{
+      {"run", "r"},                                                  // no command
+      {"run", "--", "true"},                                         // no resource
+      {"run", "--wait", "5", "--nonblock", "r", "--", "true"},       // both
+      {"run", "--ttl", "1000", "--max-ttl", "500", "r", "--", "true"},  // max below ttl
+      {"run", "--ttl", "12x", "r", "--", "true"},                    // malformed number
+      {"run", "--nodes", "http://h:1", "r", "--", "true"},           // malformed URI
+      {"run", "--bogus", "r", "--", "true"},                         // unknown option
+      {"frobnicate"},                                                // unknown command
+  };
+  for (const auto& args : bad) {
+    auto o = run(args);
+    BOOST_TEST(o.code == 64, args[0] << " ... " << args.back());
+    BOOST_TEST(std::count(o.err.begin(), o.err.end(), '\n') == 1, o.err);
+  }
+  auto help = run({"run", "--help"});
+  BOOST_TEST(help.code == 0);
+  BOOST_TEST(help.out.find("usage: redlock run") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_command_that_cannot_run_exits_126_or_127_and_releases) {
+  auto o = run({"run", "--ttl", "500", "cmd", "--", "/no/such/program"});
+  BOOST_TEST(o.code == 127, o.err);
+  auto o2 = run({"run", "--ttl", "500", "cmd", "--", "/etc/hostname"});
+  BOOST_TEST(o2.code == 126, o2.err);
+  for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(!fleet.has_key(i, "cmd"));
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_lock_terminates_the_command_and_exits_76) {
+  const std::string started = file("started"), finished = file("finished");
+  const pid_t p = start_cli({"run", "--ttl", "600", "--grace", "500", "lost", "--", "sh", "-c",
+                             "touch " + started + "; sleep 30; touch " + finished},
+                            dir, "lost", {"REDLOCK_NODES=" + nodes});
+  for (int i = 0; i < 1000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST_REQUIRE(std::filesystem::exists(started));
+  fleet[0].freeze();
+  fleet[1].freeze();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = wait_exit(p, 10s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  fleet[0].thaw();
+  fleet[1].thaw();
+  BOOST_TEST(code == 76, slurp(file("lost.err")));
+  BOOST_TEST(!std::filesystem::exists(finished));
+  BOOST_TEST(slurp(file("lost.err")).find("lost the lock") != std::string::npos);
+  // SIGTERM ended `sh` at once: well within TTL + grace (a bound, not a benchmark).
+  BOOST_TEST((took < 5s));
+}
+
+BOOST_AUTO_TEST_CASE(signals_are_forwarded_and_the_lock_released_after_the_command) {
+  const std::string got = file("got"), ready = file("ready");
+  const pid_t p = start_cli(
+      {"run", "--ttl", "500", "sig", "--", "sh", "-c",
+       "trap 'echo term > " + got + "; exit 7' TERM; touch " + ready + "; while :; do sleep 0.05; done"},
+      dir, "sig", {"REDLOCK_NODES=" + nodes});
+  for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST_REQUIRE(std::filesystem::exists(ready));
+  ::kill(p, SIGTERM);
+  BOOST_TEST(wait_exit(p) == 7);
+  BOOST_TEST(slurp(got) == "term\n");
+  for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(!fleet.has_key(i, "sig"));
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
+  // The critical section: mkdir fails if another holder is inside.
+  const std::string inside = file("inside"), log = file("log");
+  const std::string section = "mkdir " + inside + " 2>/dev/null || echo OVERLAP >> " + log +
+                              "; echo $REDLOCK_FENCE >> " + log + "; sleep 0.02; rmdir " + inside;
+  std::vector<pid_t> workers;
+  for (int w = 0; w < 4; ++w) {
+    const std::string loop = "for i in 1 2 3 4 5; do " + std::string{REDLOCK_CLI_PATH} +
+                             " run --ttl 1000 --wait 20000 shared -- sh -c '" + section +
+                             "' || exit 1; done";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setenv("REDLOCK_NODES", nodes.c_str(), 1);
+      ::execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+      ::_exit(99);
+    }
+    workers.push_back(pid);
+  }
+  for (pid_t w : workers) BOOST_TEST(wait_exit(w, 120s) == 0);
+  std::istringstream lines{slurp(log)};
+  long long last = 0;
+  int entries = 0;
+  for (std::string line; std::getline(lines, line);) {
+    BOOST_TEST(line != "OVERLAP");
+    const long long fence = std::stoll(line);
+    BOOST_TEST(fence > last);
+    last = fence;
+    ++entries;
+  }
+  BOOST_TEST(entries == 20);
+}
+
+BOOST_AUTO_TEST_CASE(status_and_nodes_describe_the_fleet) {
+  auto o = run({"nodes"});
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("3 of 3 nodes reachable") != std::string::npos, o.out);
+  BOOST_TEST(o.err.find("can lose acknowledged writes") != std::string::npos, o.err);
+  fleet[0].command({"SET", "thing", "sometoken", "PX", "60000"});
+  fleet[1].command({"SET", "thing", "sometoken", "PX", "60000"});
+  auto s = run({"status", "thing"});
+  BOOST_TEST(s.code == 0);
+  BOOST_TEST(s.out.find("held (token sometoken") != std::string::npos, s.out);
+  fleet[2].kill();
+  fleet[1].kill();
+  auto s2 = run({"status", "thing"});
+  BOOST_TEST(s2.code == 69);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

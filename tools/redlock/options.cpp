@@ -1,0 +1,185 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+namespace redlock::cli {
+
+std::chrono::milliseconds parse_ms(const std::string& flag, const std::string& text) {
+  long long v = -1;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || p != text.data() + text.size() || v < 0 ||
+      v > 365LL * 24 * 3600 * 1000)
+    throw usage_error{flag + " takes a whole number of milliseconds, not \"" + text + "\""};
+  return std::chrono::milliseconds{v};
+}
+
+std::vector<std::string> parse_node_list(const std::string& list, const std::string& source) {
+  std::vector<std::string> out;
+  std::stringstream in{list};
+  std::size_t index = 0;
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) continue;
+    ++index;
+    node_uri u;
+    std::string why;
+    // The URI itself is not repeated: it may hold a password.
+    if (!parse_node_uri(item, u, why))
+      throw usage_error{source + ": node " + std::to_string(index) + ": " + why};
+    out.push_back(item);
+  }
+  if (out.empty()) throw usage_error{source + " names no node"};
+  return out;
+}
+
+namespace {
+
+// Walks the arguments, handing out flag values with a clear error when one is missing.
+class cursor {
+ public:
+  explicit cursor(const std::vector<std::string>& args) : args_(args) {}
+  bool done() const { return i_ >= args_.size(); }
+  const std::string& peek() const { return args_[i_]; }
+  std::string next() { return args_[i_++]; }
+  std::string value_of(const std::string& flag) {
+    if (done()) throw usage_error{flag + " needs a value"};
+    return next();
+  }
+  std::vector<std::string> rest() {
+    std::vector<std::string> r(args_.begin() + static_cast<std::ptrdiff_t>(i_), args_.end());
+    i_ = args_.size();
+    return r;
+  }
+
+ private:
+  const std::vector<std::string>& args_;
+  std::size_t i_ = 0;
+};
+
+// --nodes and --verbose, shared by every subcommand. Returns true if it consumed `a`.
+bool common_flag(cursor& c, const std::string& a, common_options& o, bool& nodes_given) {
+  if (a == "--nodes") {
+    o.nodes = parse_node_list(c.value_of("--nodes"), "--nodes");
+    nodes_given = true;
+    return true;
+  }
+  if (a.rfind("--nodes=", 0) == 0) {
+    o.nodes = parse_node_list(a.substr(8), "--nodes");
+    nodes_given = true;
+    return true;
+  }
+  if (a == "--verbose" || a == "-v") {
+    o.verbose = true;
+    return true;
+  }
+  return false;
+}
+
+void default_nodes(common_options& o, bool given) {
+  if (given) return;
+  const char* env = std::getenv("REDLOCK_NODES");
+  if (!env || !*env) throw usage_error{"no nodes: give --nodes or set REDLOCK_NODES"};
+  o.nodes = parse_node_list(env, "REDLOCK_NODES");
+}
+
+// "--flag=value" or "--flag value".
+bool flag_value(cursor& c, const std::string& a, const std::string& flag, std::string& out) {
+  if (a == flag) {
+    out = c.value_of(flag);
+    return true;
+  }
+  if (a.rfind(flag + "=", 0) == 0) {
+    out = a.substr(flag.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+run_options parse_run(const std::vector<std::string>& args) {
+  run_options o;
+  cursor c{args};
+  bool nodes_given = false;
+  std::optional<std::chrono::milliseconds> max_ttl;
+  std::string v;
+  while (!c.done()) {
+    std::string a = c.next();
+    if (a == "--") {
+      o.command = c.rest();
+      break;
+    }
+    if (common_flag(c, a, o.common, nodes_given)) continue;
+    if (flag_value(c, a, "--ttl", v)) {
+      o.ttl = parse_ms("--ttl", v);
+    } else if (flag_value(c, a, "--wait", v)) {
+      o.wait = parse_ms("--wait", v);
+    } else if (a == "--nonblock" || a == "-n") {
+      o.nonblock = true;
+    } else if (flag_value(c, a, "--grace", v)) {
+      o.grace = parse_ms("--grace", v);
+    } else if (flag_value(c, a, "--max-ttl", v)) {
+      max_ttl = parse_ms("--max-ttl", v);
+    } else if (!a.empty() && a[0] == '-') {
+      throw usage_error{"unknown option " + a + " (see redlock run --help)"};
+    } else if (o.resource.empty()) {
+      o.resource = a;
+    } else {
+      throw usage_error{"unexpected argument \"" + a + "\": the command goes after --"};
+    }
+  }
+  if (o.resource.empty()) throw usage_error{"no RESOURCE given"};
+  if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
+  if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
+  if (o.ttl.count() < 10) throw usage_error{"--ttl must be at least 10 ms"};
+  if (o.ttl > std::chrono::hours{24}) throw usage_error{"--ttl must be at most 24 h"};
+  if (!max_ttl) {
+    if (const char* env = std::getenv("REDLOCK_MAX_TTL"); env && *env)
+      max_ttl = parse_ms("REDLOCK_MAX_TTL", env);
+  }
+  o.max_ttl = max_ttl.value_or(o.ttl);
+  if (o.max_ttl < o.ttl)
+    throw usage_error{"--max-ttl (" + std::to_string(o.max_ttl.count()) +
+                      " ms) is below --ttl (" + std::to_string(o.ttl.count()) + " ms)"};
+  default_nodes(o.common, nodes_given);
+  return o;
+}
+
+status_options parse_status(const std::vector<std::string>& args) {
+  status_options o;
+  cursor c{args};
+  bool nodes_given = false;
+  std::string v;
+  while (!c.done()) {
+    std::string a = c.next();
+    if (common_flag(c, a, o.common, nodes_given)) continue;
+    if (flag_value(c, a, "--fence-stripes", v)) {
+      o.fence_stripes = static_cast<std::size_t>(parse_ms("--fence-stripes", v).count());
+    } else if (!a.empty() && a[0] == '-') {
+      throw usage_error{"unknown option " + a + " (see redlock status --help)"};
+    } else if (o.resource.empty()) {
+      o.resource = a;
+    } else {
+      throw usage_error{"unexpected argument \"" + a + "\""};
+    }
+  }
+  if (o.resource.empty()) throw usage_error{"no RESOURCE given"};
+  default_nodes(o.common, nodes_given);
+  return o;
+}
+
+common_options parse_nodes(const std::vector<std::string>& args) {
+  common_options o;
+  cursor c{args};
+  bool nodes_given = false;
+  while (!c.done()) {
+    std::string a = c.next();
+    if (common_flag(c, a, o, nodes_given)) continue;
+    throw usage_error{"unexpected argument \"" + a + "\" (see redlock nodes --help)"};
+  }
+  default_nodes(o, nodes_given);
+  return o;
+}
+
+}  // namespace redlock::cli

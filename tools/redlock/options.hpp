@@ -1,0 +1,62 @@
+#pragma once
+// Command-line parsing for the `redlock` tool: strict, with one clear line per mistake.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "redlock/config.hpp"
+
+namespace redlock::cli {
+
+/// Exit codes (sysexits.h where one fits); see docs/cli.md.
+enum exit_code : int {
+  exit_ok = 0,
+  exit_data = 65,         // a key of another type is in the way
+  exit_unavailable = 69,  // no majority of nodes available when the wait ended
+  exit_software = 70,     // an internal error
+  exit_busy = 75,         // not acquired in time: others hold it
+  exit_lost = 76,         // the lock was lost while COMMAND ran
+  exit_usage = 64,
+  exit_cannot_run = 126,
+  exit_not_found = 127,
+};
+
+/// Thrown for usage errors; main prints "redlock: <what>" and exits 64.
+struct usage_error {
+  std::string what;
+};
+
+struct common_options {
+  std::vector<std::string> nodes;  // URIs, validated
+  bool verbose = false;
+};
+
+struct run_options {
+  common_options common;
+  std::chrono::milliseconds ttl{10000};
+  std::optional<std::chrono::milliseconds> wait;  // nullopt: indefinitely
+  bool nonblock = false;
+  std::chrono::milliseconds grace{2000};
+  std::chrono::milliseconds max_ttl{0};  // resolved: --max-ttl, REDLOCK_MAX_TTL, or ttl
+  std::string resource;
+  std::vector<std::string> command;
+};
+
+struct status_options {
+  common_options common;
+  std::string resource;
+  std::size_t fence_stripes = 0;
+};
+
+run_options parse_run(const std::vector<std::string>& args);
+status_options parse_status(const std::vector<std::string>& args);
+common_options parse_nodes(const std::vector<std::string>& args);
+
+/// Parses a non-negative decimal number of milliseconds; throws usage_error naming `flag`.
+std::chrono::milliseconds parse_ms(const std::string& flag, const std::string& text);
+/// Splits and validates a comma-separated node list; throws usage_error.
+std::vector<std::string> parse_node_list(const std::string& list, const std::string& source);
+
+}  // namespace redlock::cli

@@ -1,0 +1,322 @@
+// `redlock run`: take a fenced lock, run COMMAND as a direct child in its own process
+// group while the lock is renewed, terminate it if the lock is lost, release, and exit
+// with COMMAND's status.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "commands.hpp"
+#include "redlock/redlock.hpp"
+
+extern char** environ;
+
+namespace redlock::cli {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+void say(const std::string& line) { fmt::print(stderr, "redlock: {}\n", line); }
+
+// PATH lookup done before fork (the child may only make async-signal-safe calls).
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  for (;;) {
+    const auto end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+    if (end == std::string::npos) return {};
+    start = end + 1;
+  }
+}
+
+int exit_code_for(error_code ec) {
+  if (ec == error::wait_timeout || ec == error::contended) return exit_busy;
+  if (ec == error::no_quorum || ec == error::validity_exhausted || ec == error::node_held_back)
+    return exit_unavailable;
+  if (ec == error::invalid_argument || ec == error::invalid_config) return exit_usage;
+  if (ec == error::wrong_type) return exit_data;
+  return exit_software;
+}
+
+class runner {
+ public:
+  runner(asio::io_context& io, const run_options& o)
+      : io_(io),
+        o_(o),
+        signals_(io, SIGINT, SIGTERM, SIGCHLD),
+        kill_timer_(io),
+        exited_(io, asio::steady_timer::time_point::max()),
+        locks_(io.get_executor(), config{.nodes = o.common.nodes, .max_ttl = o.max_ttl}) {}
+
+  asio::awaitable<int> run() {
+    watch_signals();
+    int code = co_await acquire();
+    if (code != exit_ok) {
+      co_await finish();
+      co_return code;
+    }
+    code = spawn();
+    if (code != exit_ok) {
+      // COMMAND could not be run: release the lock and say so as a shell would.
+      co_await locks_.async_unlock(lock_, asio::as_tuple(asio::use_awaitable));
+      co_await finish();
+      co_return code;
+    }
+    keeper_.emplace(locks_, std::move(lock_));
+    watch_loss();
+    auto [ignored] = co_await exited_.async_wait(asio::as_tuple(asio::use_awaitable));
+    (void)ignored;
+    kill_timer_.cancel();
+    if (lost_) {
+      keeper_.reset();
+      co_await finish();
+      co_return exit_lost;
+    }
+    auto [stop_ec, held] = co_await keeper_->async_stop(asio::as_tuple(asio::use_awaitable));
+    if (stop_ec == error::lock_lost) {
+      say(fmt::format("the lock on {} was lost just as COMMAND ended", o_.resource));
+      co_await finish();
+      co_return exit_lost;
+    }
+    if (held.owns()) {
+      diagnostics diag;
+      auto [unlock_ec] = co_await locks_.async_unlock(held, diag, asio::as_tuple(asio::use_awaitable));
+      if (unlock_ec && o_.common.verbose) say(diag.message);
+    }
+    co_await finish();
+    co_return child_code_;
+  }
+
+ private:
+  asio::awaitable<void> finish() {
+    signals_.cancel();
+    co_await locks_.async_shutdown(asio::as_tuple(asio::use_awaitable));
+  }
+
+  void watch_signals() {
+    signals_.async_wait([this](error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGCHLD) {
+        reap();
+      } else if (child_ > 0) {
+        ::kill(-child_, sig);  // forwarded; the lock is released once COMMAND exits
+      } else {
+        interrupted_ = sig;
+        cancel_wait_.emit(asio::cancellation_type::terminal);
+      }
+      if (!done_) watch_signals();
+    });
+  }
+
+  void reap() {
+    if (child_ <= 0) return;
+    int status = 0;
+    const pid_t r = ::waitpid(child_, &status, WNOHANG);
+    if (r != child_) return;
+    child_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    child_ = -1;
+    done_ = true;
+    exited_.expires_at(asio::steady_timer::time_point::min());  // wakes the wait, now or later
+  }
+
+  asio::awaitable<int> acquire() {
+    const lock_options opts{.ttl = o_.ttl,
+                            .wait = o_.wait.value_or(wait_forever),
+                            .fenced = true};
+    diagnostics diag;
+    if (o_.common.verbose) {
+      say(fmt::format("waiting for {} on {} nodes (ttl {} ms, {})", o_.resource,
+                      o_.common.nodes.size(), o_.ttl.count(),
+                      o_.nonblock ? "one attempt"
+                      : o_.wait   ? fmt::format("wait {} ms", o_.wait->count())
+                                  : std::string{"wait indefinitely"}));
+    }
+    error_code ec;
+    if (o_.nonblock) {
+      auto [e, lk] = co_await locks_.async_try_lock(
+          o_.resource, opts, diag,
+          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
+      ec = e;
+      lock_ = std::move(lk);
+    } else if (o_.common.verbose) {
+      ec = co_await verbose_wait(opts, diag);
+    } else {
+      auto [e, lk] = co_await locks_.async_lock(
+          o_.resource, opts, diag,
+          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
+      ec = e;
+      lock_ = std::move(lk);
+    }
+    if (interrupted_) co_return 128 + interrupted_;
+    if (ec) {
+      say(diag.message.empty() ? ec.message() : diag.message);
+      co_return exit_code_for(ec);
+    }
+    if (o_.common.verbose)
+      say(fmt::format("locked {} (fence {}, {} ms of validity)", o_.resource, lock_.fence(),
+                      lock_.validity().count()));
+    co_return exit_ok;
+  }
+
+  // --verbose: one attempt at a time, saying after each failed one who holds the lock
+  // and which nodes answered, at most once a second.
+  asio::awaitable<error_code> verbose_wait(const lock_options& opts, diagnostics& diag) {
+    const auto end = o_.wait ? std::chrono::steady_clock::now() + *o_.wait
+                             : std::chrono::steady_clock::time_point::max();
+    auto last_said = std::chrono::steady_clock::time_point{};
+    asio::steady_timer pause{io_};
+    for (;;) {
+      auto [ec, lk] = co_await locks_.async_try_lock(
+          o_.resource, opts, diag,
+          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
+      if (!ec) {
+        lock_ = std::move(lk);
+        co_return ec;
+      }
+      if (interrupted_ || (ec != error::contended && ec != error::no_quorum &&
+                           ec != error::validity_exhausted))
+        co_return ec;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= end) co_return ec == error::contended ? error_code{error::wait_timeout} : ec;
+      if (now - last_said >= std::chrono::seconds{1}) {
+        say("still waiting: " + diag.message);
+        last_said = now;
+      }
+      pause.expires_after(std::chrono::milliseconds{50});
+      auto [pe] = co_await pause.async_wait(
+          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
+      if (pe || interrupted_) co_return error_code{error::cancelled};
+    }
+  }
+
+  int spawn() {
+    const std::string program = find_program(o_.command[0]);
+    if (program.empty()) {
+      say(o_.command[0] + ": command not found");
+      return exit_not_found;
+    }
+    // Everything the child needs is built before fork.
+    std::vector<std::string> env_strings{
+        "REDLOCK_RESOURCE=" + o_.resource,
+        "REDLOCK_FENCE=" + std::to_string(lock_.fence()),
+        "REDLOCK_VALIDITY_MS=" + std::to_string(lock_.validity().count())};
+    std::vector<char*> envp;
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "REDLOCK_RESOURCE=", 17) != 0 && std::strncmp(*e, "REDLOCK_FENCE=", 14) != 0 &&
+          std::strncmp(*e, "REDLOCK_VALIDITY_MS=", 20) != 0)
+        envp.push_back(*e);
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<char*> argv;
+    for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      say(std::string{"pipe: "} + std::strerror(errno));
+      return exit_software;
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      say(std::string{"fork: "} + std::strerror(errno));
+      return exit_software;
+    }
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      // Default signal handling and an empty mask, as after a shell's fork.
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      ::sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execve(program.c_str(), argv.data(), envp.data());
+      const int err = errno;
+      [[maybe_unused]] auto w = ::write(pipe_fds[1], &err, sizeof err);
+      ::_exit(exit_cannot_run);
+    }
+    ::setpgid(pid, pid);  // also here: no window in which a signal misses the group
+    ::close(pipe_fds[1]);
+    int err = 0;
+    const ssize_t n = ::read(pipe_fds[0], &err, sizeof err);
+    ::close(pipe_fds[0]);
+    if (n == static_cast<ssize_t>(sizeof err)) {
+      ::waitpid(pid, nullptr, 0);
+      say(fmt::format("{}: {}", o_.command[0], std::strerror(err)));
+      return err == ENOENT ? exit_not_found : exit_cannot_run;
+    }
+    child_ = pid;
+    reap();  // it may already have exited (SIGCHLD came before child_ was set)
+    return exit_ok;
+  }
+
+  void watch_loss() {
+    keeper_->async_wait_lost([this](error_code ec) {
+      if (ec != error::lock_lost || child_ <= 0) return;
+      lost_ = true;
+      say(fmt::format("lost the lock on {}: terminating COMMAND (SIGTERM, SIGKILL after {} ms)",
+                      o_.resource, o_.grace.count()));
+      ::kill(-child_, SIGTERM);
+      kill_timer_.expires_after(o_.grace);
+      kill_timer_.async_wait([this](error_code e) {
+        if (!e && child_ > 0) ::kill(-child_, SIGKILL);
+      });
+    });
+  }
+
+  asio::io_context& io_;
+  const run_options& o_;
+  asio::signal_set signals_;
+  asio::steady_timer kill_timer_;
+  asio::steady_timer exited_;  // expires (at once) when COMMAND has exited
+  asio::cancellation_signal cancel_wait_;
+  client locks_;
+  lock lock_;
+  std::optional<keeper> keeper_;
+  pid_t child_ = -1;
+  int child_code_ = 0;
+  int interrupted_ = 0;
+  bool lost_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+int run_command(const run_options& o) {
+  asio::io_context io;
+  runner r{io, o};
+  int code = exit_software;
+  asio::co_spawn(io, r.run(), [&](std::exception_ptr e, int c) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        say(std::string{"internal error: "} + ex.what());
+      }
+      code = exit_software;
+      io.stop();
+      return;
+    }
+    code = c;
+  });
+  io.run();
+  return code;
+}
+
+}  // namespace redlock::cli
