@@ -15,6 +15,12 @@ namespace {
 
 constexpr std::string_view ping_command = "*1\r\n$4\r\nPING\r\n";
 constexpr std::size_t read_chunk = 64u << 10;
+// Bounds on what INFO and TIME may report, far beyond any real server, so that the
+// nanosecond arithmetic on them cannot overflow.
+constexpr std::int64_t max_uptime_s = 100LL * 365 * 24 * 3600;
+constexpr std::int64_t max_time_s = 1LL << 40;
+// A reply vector grown by one large reply is given back rather than kept.
+constexpr std::size_t keep_reply_nodes = 4096;
 
 bool is_noscript(const resp::reply& r) {
   return !r.empty() && r[0].is_error() && r[0].text.substr(0, 8) == "NOSCRIPT";
@@ -157,7 +163,10 @@ void connection::on_handshake_reply(const resp::reply& r) {
       std::int64_t uptime = 0;
       auto up = info_field(top.text, "uptime_in_seconds");
       std::from_chars(up.data(), up.data() + up.size(), uptime);
-      // Whole seconds, rounded down: the start is taken as late as it can have been.
+      // Whole seconds, rounded down: the start is taken as late as it can have been. A
+      // negative uptime counts as a start now; an absurd one is capped, so that the time
+      // arithmetic cannot overflow.
+      uptime = std::clamp<std::int64_t>(uptime, 0, max_uptime_s);
       pending_status_.started_at = now - std::chrono::seconds{uptime};
       break;
     }
@@ -195,8 +204,13 @@ void connection::on_time_reply(const resp::reply& r, boot_clock::time_point sent
   if (r[0].kind != resp::type::array || r.size() != 3 || !r[1].is_string() || !r[2].is_string())
     return;
   std::int64_t secs = 0, micros = 0;
-  std::from_chars(r[1].text.data(), r[1].text.data() + r[1].text.size(), secs);
-  std::from_chars(r[2].text.data(), r[2].text.data() + r[2].text.size(), micros);
+  const auto s = std::from_chars(r[1].text.data(), r[1].text.data() + r[1].text.size(), secs);
+  const auto u = std::from_chars(r[2].text.data(), r[2].text.data() + r[2].text.size(), micros);
+  // A reading no Redis can give (before 1970, after year 33658, or not a number) is
+  // no sample at all, rather than an overflow.
+  if (s.ec != std::errc{} || u.ec != std::errc{} || secs < 0 || secs > max_time_s || micros < 0 ||
+      micros >= 1'000'000)
+    return;
   const clock_sample now_sample{sent, received, secs * 1'000'000 + micros};
   if (last_sample_) {
     // The server read its clock somewhere inside each round trip, so our elapsed time
@@ -356,11 +370,13 @@ void connection::on_read(error_code ec, std::size_t n) {
     const auto st = reader_.next(reply_);
     if (st == resp::parse_status::incomplete) break;
     if (st != resp::parse_status::complete)
-      return fail_connection(error::protocol_error,
-                             std::string{"protocol error: "} + resp::to_string(st));
+      return fail_connection(
+          error::protocol_error,
+          std::string{"protocol error ("} + resp::to_string(st) + "); the connection was reset");
     dispatch_reply(reply_);
     if (gen != generation_) return;  // the connection failed or closed meanwhile
   }
+  if (reply_.capacity() > keep_reply_nodes) resp::reply{}.swap(reply_);
   start_read();
 }
 
@@ -548,6 +564,17 @@ void connection::watch_unresponsive() {
 
 void connection::complete(request* req, error_code ec, const resp::reply* reply) {
   req->sink->on_reply(req->index, ec, reply);
+}
+
+resp::limits reply_limits() {
+  // Our replies nest at most three deep ({exists, {field, value, ...}}); a bulk string is
+  // a token, a foreign value at a resource name or INFO's text.
+  return resp::limits{.max_bulk = 16u << 20,
+                      .max_line = 64u << 10,
+                      .max_elements = 1u << 20,
+                      .max_nodes = (1u << 20) + 16,
+                      .max_depth = 16,
+                      .max_reply = 64u << 20};
 }
 
 }  // namespace redlock::detail

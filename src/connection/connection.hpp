@@ -55,6 +55,11 @@ struct script {
   std::string_view sha;
 };
 
+/// What one connection accepts from its server: enough for every reply a lock client
+/// reads (the largest are INFO and, for unstriped fencing, HGETALL of the counters), and
+/// a bound on the memory a broken or hostile server can make it use.
+resp::limits reply_limits();
+
 /// Receives the one outcome of each request: a reply, or an error (timeout, lost
 /// connection, shut down). Called on the strand, never from inside submit().
 class request_sink {
@@ -91,6 +96,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void submit_detached(std::string payload);
   /// Fails everything with error::shut_down and closes the socket for good.
   void close();
+  /// Replaces reply_limits() for this connection (tests); call before start().
+  void set_reply_limits(const resp::limits& limits) { reader_ = resp::reader{limits}; }
 
   std::size_t id() const { return id_; }
   const node_uri& uri() const { return uri_; }
@@ -177,7 +184,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::deque<inflight> inflight_;
   std::deque<waiting> waiting_;  // before the connection is ready
   std::deque<std::string> after_probe_;  // detached commands held while unresponsive
-  resp::reader reader_;
+  resp::reader reader_{reply_limits()};
   resp::reply reply_;
   std::minstd_rand rng_;
 };

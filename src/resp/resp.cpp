@@ -1,5 +1,6 @@
 #include "resp/resp.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -46,15 +47,30 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
   const std::uint32_t max_depth = std::min(lim.max_depth, hard_max_depth);
   std::size_t pos = 0;
 
-  auto fail = [&](parse_status s) { return parse_result{s, 0}; };
+  auto fail = [&](parse_status s) { return parse_result{s, 0, 0}; };
+  // More bytes are needed: at least `element_end` for the element in progress, and 3
+  // ("_\r\n") for every element still owed after it. Each frame but the deepest has one
+  // element in progress, the next frame itself; at the top, the reply is the one owed.
+  // A reply that cannot fit the limits however it continues fails now, not after the
+  // server has sent (and we have buffered) the bytes it announced.
+  auto incomplete = [&](std::size_t element_end) {
+    std::size_t owed = depth == 0 ? 1 : 0;
+    for (std::uint32_t i = 0; i < depth; ++i) owed += stack[i].remaining;
+    if (depth > 1) owed -= depth - 1;
+    const std::size_t needed = element_end + 3 * (owed - 1);
+    if (needed > lim.max_reply || out.size() + owed > lim.max_nodes)
+      return fail(parse_status::too_large);
+    return parse_result{parse_status::incomplete, 0, needed};
+  };
 
   for (;;) {
-    if (pos >= data.size()) return fail(parse_status::incomplete);
+    if (pos > lim.max_reply) return fail(parse_status::too_large);
+    if (pos >= data.size()) return incomplete(pos + 3);
     const char t = data[pos];
     const std::size_t lf = data.find("\r\n", pos + 1);
     if (lf == std::string_view::npos) {
       if (data.size() - pos > lim.max_line + 32) return fail(parse_status::too_large);
-      return fail(parse_status::incomplete);
+      return incomplete(std::max(data.size() + 1, pos + 3));
     }
     if (lf - pos - 1 > lim.max_line + 32) return fail(parse_status::too_large);
     const std::string_view line = data.substr(pos + 1, lf - pos - 1);
@@ -95,7 +111,7 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
         if (len < 0) return fail(parse_status::bad_number);
         if (static_cast<std::uint64_t>(len) > lim.max_bulk) return fail(parse_status::too_large);
         const auto ulen = static_cast<std::size_t>(len);
-        if (data.size() - next < ulen + 2) return fail(parse_status::incomplete);
+        if (data.size() - next < ulen + 2) return incomplete(next + ulen + 2);
         if (data[next + ulen] != '\r' || data[next + ulen + 1] != '\n')
           return fail(parse_status::bad_framing);
         n.text = data.substr(next, ulen);
@@ -149,7 +165,10 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
     }
     // A value is complete: pop every aggregate it completes.
     for (;;) {
-      if (depth == 0) return parse_result{parse_status::complete, pos};
+      if (depth == 0) {
+        if (pos > lim.max_reply) return fail(parse_status::too_large);
+        return parse_result{parse_status::complete, pos, 0};
+      }
       frame& f = stack[depth - 1];
       if (--f.remaining > 0) break;
       --depth;
@@ -162,6 +181,7 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
 }
 
 std::span<char> reader::prepare(std::size_t min_free) {
+  shrink_if_idle();
   if (buf_.size() - end_ < min_free) {
     compact();
     if (buf_.size() - end_ < min_free) buf_.resize(end_ + min_free);
@@ -191,9 +211,21 @@ parse_status reader::next(reply& out) {
     want_ = 0;
     if (begin_ == end_) begin_ = end_ = 0;
   } else if (r.status == parse_status::incomplete) {
-    want_ = have + 1;
+    want_ = std::max(have + 1, r.needed);
   }
   return r.status;
+}
+
+void reader::reset() {
+  begin_ = end_ = 0;
+  want_ = 0;
+  shrink_if_idle();
+}
+
+void reader::shrink_if_idle() {
+  // One large reply must not pin its buffer for the life of the connection.
+  constexpr std::size_t keep = 1u << 20;
+  if (begin_ == end_ && buf_.capacity() > keep) std::vector<char>{}.swap(buf_);
 }
 
 command_writer& command_writer::begin(std::size_t argc) {

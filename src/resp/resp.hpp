@@ -51,13 +51,15 @@ struct node {
 /// A whole reply: its nodes in pre-order (`nodes[0]` is the top).
 using reply = std::vector<node>;
 
-/// Hard limits applied while parsing.
+/// Hard limits applied while parsing. A reader buffers at most `max_reply` bytes (plus
+/// one read) and a reply holds at most `max_nodes` nodes, whatever a server sends.
 struct limits {
-  std::size_t max_bulk = 64u << 20;         ///< longest bulk string, bytes
+  std::size_t max_bulk = 16u << 20;         ///< longest bulk string, bytes
   std::size_t max_line = 64u << 10;         ///< longest simple line, bytes
   std::size_t max_elements = 1u << 20;      ///< most elements in one aggregate
-  std::size_t max_nodes = 1u << 22;         ///< most nodes in one reply
+  std::size_t max_nodes = 1u << 21;         ///< most nodes in one reply
   std::uint32_t max_depth = 32;             ///< deepest nesting
+  std::size_t max_reply = 64u << 20;        ///< most bytes in one reply, all nodes together
 };
 
 enum class parse_status : std::uint8_t {
@@ -76,6 +78,11 @@ const char* to_string(parse_status s);
 struct parse_result {
   parse_status status = parse_status::incomplete;
   std::size_t consumed = 0;
+  /// After `incomplete`: no call can complete before `data` is at least this long (a
+  /// lower bound, so that a large reply arriving in small reads is not re-parsed from
+  /// its start after every read). A reply that would need more than `max_reply` bytes
+  /// is `too_large` at once.
+  std::size_t needed = 0;
 };
 parse_result parse(std::string_view data, reply& out, const limits& lim = {});
 
@@ -95,12 +102,16 @@ class reader {
   /// stay valid until the next call to next(), prepare() or feed().
   parse_status next(reply& out);
 
-  /// Drops everything buffered (after a protocol error or a reconnect).
-  void reset() { begin_ = end_ = 0; want_ = 0; }
+  /// Drops everything buffered (after a protocol error or a reconnect) and gives back
+  /// a buffer that a large reply grew.
+  void reset();
   std::size_t buffered() const { return end_ - begin_; }
+  /// Bytes of buffer held now (for tests of the memory bound).
+  std::size_t capacity() const { return buf_.capacity(); }
 
  private:
   void compact();
+  void shrink_if_idle();
 
   limits limits_;
   std::vector<char> buf_;

@@ -8,6 +8,7 @@
 
 #include "async_helpers.hpp"
 #include "connection/connection.hpp"
+#include "connection_harness.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/error.hpp"
 
@@ -18,59 +19,9 @@ using redlock::boot_clock;
 using redlock::detail::connection;
 using redlock::detail::request;
 
-namespace {
-
-// Records every outcome, as text, by request index.
-struct recorder final : redlock::detail::request_sink {
-  std::vector<std::string> results;
-  std::size_t count = 0;
-  explicit recorder(std::size_t n) : results(n) {}
-  void on_reply(std::size_t i, error_code ec, const redlock::resp::reply* r) override {
-    ++count;
-    if (ec) {
-      results[i] = "error:" + ec.message();
-    } else {
-      const auto& top = (*r)[0];
-      results[i] = top.kind == redlock::resp::type::integer ? std::to_string(top.integer)
-                   : top.kind == redlock::resp::type::null  ? std::string{"nil"}
-                                                            : std::string{top.text};
-    }
-  }
-};
-
-struct one_node {
-  asio::io_context io;
-  redlock::config cfg{.connect_timeout = 500ms, .node_timeout = 200ms, .reconnect_min = 10ms,
-                      .reconnect_max = 50ms};
-
-  std::shared_ptr<connection> connect(const std::string& uri) {
-    redlock::node_uri u;
-    std::string why;
-    BOOST_TEST_REQUIRE(redlock::parse_node_uri(uri, u, why), why);
-    auto c = std::make_shared<connection>(asio::make_strand(io), u, cfg, 0);
-    c->start();
-    run_until([&] { return c->ready() || !c->last_problem().empty(); });
-    return c;
-  }
-  // Runs the io_context until `done` holds; fails the test after 10 s.
-  void run_until(const std::function<bool()>& done) {
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (!done()) {
-      BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() < end), "timed out waiting");
-      io.run_for(2ms);
-    }
-  }
-};
-
-std::string command(std::initializer_list<std::string_view> args) {
-  std::string out;
-  redlock::resp::command_writer w{out};
-  w.begin(args.size());
-  for (auto a : args) w.arg(a);
-  return out;
-}
-
-}  // namespace
+using redlock::test::command;
+using redlock::test::one_node;
+using redlock::test::recorder;
 
 BOOST_FIXTURE_TEST_SUITE(connection_layer, one_node)
 

@@ -171,3 +171,64 @@ BOOST_AUTO_TEST_CASE(encoder_writes_resp_arrays_of_bulk_strings) {
   BOOST_TEST_REQUIRE(is(parse(out, r).status, parse_status::complete));
   BOOST_TEST((r[0].size == 4 && r[3].text == "a\r\nb" && r[4].text == "-15"));
 }
+
+BOOST_AUTO_TEST_CASE(an_incomplete_reply_says_how_many_bytes_it_needs_at_least) {
+  auto needed = [](std::string_view wire) {
+    reply out;
+    const auto r = parse(wire, out);
+    BOOST_TEST_REQUIRE(is(r.status, parse_status::incomplete), wire);
+    return r.needed;
+  };
+  // Tight where the shortest completion is known: "_\r\n" for every element owed.
+  BOOST_TEST(needed("$10\r\nab") == 17u);
+  BOOST_TEST(needed("*3\r\n") == std::string_view{"*3\r\n_\r\n_\r\n_\r\n"}.size());
+  BOOST_TEST(needed("*2\r\n*2\r\n:1\r\n") == std::string_view{"*2\r\n*2\r\n:1\r\n_\r\n_\r\n"}.size());
+  BOOST_TEST(needed("") == 3u);
+  BOOST_TEST(needed("+O") == 3u);
+  // Never more than a real reply has, at every cut of every reply.
+  for (std::string_view wire : {"+OK\r\n", "$5\r\nhello\r\n", "*3\r\n*2\r\n:1\r\n$1\r\na\r\n*0\r\n+z\r\n",
+                                "%1\r\n+k\r\n:1\r\n", "|1\r\n+ttl\r\n:3\r\n:7\r\n",
+                                "*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n", "=8\r\ntxt:some\r\n"}) {
+    for (std::size_t cut = 0; cut < wire.size(); ++cut)
+      BOOST_TEST(needed(wire.substr(0, cut)) <= wire.size(), wire << " cut at " << cut);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_reply_beyond_the_byte_or_node_limit_fails_before_its_bytes_arrive) {
+  limits lim;
+  lim.max_reply = 100;
+  lim.max_nodes = 10;
+  BOOST_TEST(is(status_of("$200\r\n", lim), parse_status::too_large));  // 208 bytes at least
+  BOOST_TEST(is(status_of("*40\r\n", lim), parse_status::too_large));   // 41 nodes at least
+  BOOST_TEST(is(status_of("*9\r\n", lim), parse_status::incomplete));   // 10 nodes may fit
+  BOOST_TEST(is(status_of("*2\r\n*9\r\n", lim), parse_status::too_large));  // 12 at least
+  // A complete reply over the byte limit fails too, however it arrives.
+  const std::string big = "$120\r\n" + std::string(120, 'x') + "\r\n";
+  lim.max_bulk = 1000;
+  BOOST_TEST(is(status_of(big, lim), parse_status::too_large));
+  reader rd{lim};
+  reply r;
+  parse_status st = parse_status::incomplete;
+  for (std::size_t i = 0; i < big.size() && st == parse_status::incomplete; ++i) {
+    rd.feed(std::string_view{big}.substr(i, 1));
+    st = rd.next(r);
+  }
+  BOOST_TEST(is(st, parse_status::too_large));
+}
+
+BOOST_AUTO_TEST_CASE(the_reader_gives_back_a_buffer_that_one_large_reply_grew) {
+  reader rd;
+  const std::string big = "$4000000\r\n" + std::string(4'000'000, 'x') + "\r\n";
+  for (std::size_t at = 0; at < big.size(); at += 65536) {
+    auto space = rd.prepare(65536);
+    const std::size_t n = std::min<std::size_t>(65536, big.size() - at);
+    std::copy_n(big.data() + at, n, space.data());
+    rd.commit(n);
+  }
+  reply r;
+  BOOST_TEST_REQUIRE(is(rd.next(r), parse_status::complete));
+  BOOST_TEST(r[0].text.size() == 4'000'000u);
+  BOOST_TEST(rd.capacity() >= 4'000'000u);
+  rd.prepare(16);
+  BOOST_TEST(rd.capacity() < (1u << 20));
+}

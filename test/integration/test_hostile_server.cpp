@@ -1,0 +1,288 @@
+// Servers that are broken or hostile in ways a real redis-server never is: malformed RESP,
+// absurd lengths, deep nesting, unexpected types, floods, nonsense in the handshake. The
+// promise: a clear protocol error, bounded memory, the connection reset (and re-made),
+// no crash, and the lock still decided by the healthy nodes.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "async_helpers.hpp"
+#include "connection_harness.hpp"
+#include "fake_server.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::boot_clock;
+using redlock::detail::request;
+using redlock::test::command;
+using redlock::test::error_text;
+using redlock::test::fake_reply;
+using redlock::test::fake_server;
+using redlock::test::recorder;
+using redlock::test::run_bounded;
+
+namespace {
+
+// Answers GET with `first` on the first connection and with "$2\r\nok\r\n" afterwards.
+fake_server::responder on_get(fake_reply first) {
+  return [first](const fake_server::command& c, std::size_t conn) -> std::optional<fake_reply> {
+    if (c[0] != "GET") return std::nullopt;
+    if (conn == 0) return first;
+    return fake_reply{.bytes = "$2\r\nok\r\n"};
+  };
+}
+
+struct hostile : redlock::test::one_node {
+  std::vector<std::string> disconnects;  // the messages of "disconnected" events
+
+  std::shared_ptr<redlock::detail::connection> watched(
+      const fake_server& server, redlock::resp::limits limits = redlock::detail::reply_limits()) {
+    auto c = connect(server.uri(), limits);
+    BOOST_TEST_REQUIRE(c->ready(), c->last_problem());
+    c->on_event = [this](redlock::detail::connection&, redlock::node_event::kind k,
+                         const std::string& msg) {
+      if (k == redlock::node_event::kind::disconnected) disconnects.push_back(msg);
+    };
+    return c;
+  }
+
+  // Sends one GET and returns its outcome as the recorder writes it.
+  std::string get(redlock::detail::connection& c, std::chrono::milliseconds deadline = 5s) {
+    recorder rec{1};
+    const auto payload = command({"GET", "k"});
+    request r{payload, nullptr, boot_clock::now() + deadline, &rec, 0, false};
+    BOOST_TEST_REQUIRE(!c.submit(r));
+    run_until([&] { return rec.count == 1; }, 30s);
+    return rec.results[0];
+  }
+
+  // The request answered with `bad` fails as connection_lost, at once (not by its
+  // deadline), the connection is reset with a protocol error, and a new one works.
+  void expect_reset(const std::string& bad) {
+    fake_server server{on_get(fake_reply{.bytes = bad})};
+    auto c = watched(server);
+    const auto t0 = std::chrono::steady_clock::now();
+    BOOST_TEST(get(*c, 20s) == error_text(redlock::error::connection_lost));
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < 10s));
+    BOOST_TEST_REQUIRE(disconnects.size() == 1u);
+    BOOST_TEST(disconnects[0].find("protocol error") != std::string::npos, disconnects[0]);
+    run_until([&] { return server.connections() == 2 && c->ready(); });
+    BOOST_TEST(get(*c) == "ok");
+    c->close();
+    disconnects.clear();
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(hostile_server, hostile)
+
+BOOST_AUTO_TEST_CASE(malformed_replies_reset_the_connection_and_fail_the_request_cleanly) {
+  const std::vector<std::string> bad{
+      "?what\r\n",                              // unknown type byte
+      ":12a\r\n",                               // not a number
+      "$abc\r\n",                               // not a length
+      "$-5\r\n",                                // negative length
+      "*-7\r\n",                                // negative count
+      "$3\r\nabcd\r\n",                         // length disagrees with the payload
+      "#x\r\n",                                 // bad boolean
+      "_x\r\n",                                 // bad null
+      "=2\r\nab\r\n",                           // verbatim string without its format
+      "%-1\r\n",                                // negative map size
+      std::string(70'000, 'x'),                 // a line that never ends
+      "+" + std::string(70'000, 'y') + "\r\n",  // a line longer than any reply needs
+  };
+  for (const auto& b : bad) {
+    BOOST_TEST_CONTEXT("reply " << b.substr(0, 12)) {
+      expect_reset(b);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(absurd_lengths_fail_at_once_without_waiting_for_their_bytes) {
+  for (const std::string b :
+       {"$99999999999\r\n", "$16777217\r\n", "*99999999999\r\n", "*1048577\r\n", "%600000\r\n",
+        "$9223372036854775807\r\n", "*9223372036854775807\r\n", "$99999999999999999999\r\n"}) {
+    BOOST_TEST_CONTEXT("reply " << b.substr(0, b.size() - 2)) {
+      expect_reset(b);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(deep_nesting_is_a_protocol_error) {
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += "*1\r\n";
+  expect_reset(deep + ":1\r\n");
+  std::string just_deep_enough;  // the connection's limit is 16 levels
+  for (int i = 0; i < 15; ++i) just_deep_enough += "*1\r\n";
+  fake_server server{on_get(fake_reply{.bytes = just_deep_enough + "$2\r\nno\r\n"})};
+  auto c = watched(server);
+  BOOST_TEST(get(*c) == "");  // the top node is an array: no text, and no reset
+  BOOST_TEST(disconnects.empty());
+  c->close();
+}
+
+BOOST_AUTO_TEST_CASE(a_reply_larger_than_the_limit_is_cut_off_with_bounded_memory) {
+  // An endless array of 64 KiB strings: the connection must give up after about its
+  // 64 MiB reply limit (plus what the sockets buffer), not read 1 GiB.
+  std::string unit = "$65536\r\n" + std::string(65536, 'z') + "\r\n";
+  fake_server server{
+      on_get(fake_reply{.bytes = "*1048576\r\n", .flood_bytes = 1ull << 30, .flood_unit = unit})};
+  auto c = watched(server);
+  BOOST_TEST(get(*c, 60s) == error_text(redlock::error::connection_lost));
+  BOOST_TEST_REQUIRE(disconnects.size() == 1u);
+  BOOST_TEST(disconnects[0].find("size limit") != std::string::npos, disconnects[0]);
+  run_until([&] { return server.closed_by_client() >= 1; }, 30s);
+  BOOST_TEST(server.bytes_written() < (100ull << 20), server.bytes_written());
+  c->close();
+}
+
+BOOST_AUTO_TEST_CASE(a_tighter_limit_bounds_the_reader_to_it) {
+  redlock::resp::limits small = redlock::detail::reply_limits();
+  small.max_reply = 1u << 20;
+  fake_server server{on_get(fake_reply{
+      .bytes = "*1000000\r\n", .flood_bytes = 256u << 20, .flood_unit = "$5\r\nhello\r\n"})};
+  auto c = watched(server, small);
+  BOOST_TEST(get(*c, 60s) == error_text(redlock::error::connection_lost));
+  run_until([&] { return server.closed_by_client() >= 1; }, 30s);
+  // 1 MiB accepted, plus at most what the two sockets' buffers hold.
+  BOOST_TEST(server.bytes_written() < (40ull << 20), server.bytes_written());
+  c->close();
+}
+
+BOOST_AUTO_TEST_CASE(a_flood_of_replies_nobody_asked_for_resets_the_connection) {
+  fake_server server{on_get(
+      fake_reply{.bytes = "$1\r\na\r\n", .flood_bytes = 1ull << 30, .flood_unit = "+OK\r\n"})};
+  auto c = watched(server);
+  BOOST_TEST(get(*c) == "a");  // the first reply is the answer
+  run_until([&] { return !disconnects.empty(); }, 30s);
+  BOOST_TEST(disconnects[0].find("nobody asked for") != std::string::npos, disconnects[0]);
+  run_until([&] { return server.closed_by_client() >= 1; }, 30s);
+  BOOST_TEST(server.bytes_written() < (64ull << 20), server.bytes_written());
+  c->close();
+}
+
+BOOST_AUTO_TEST_CASE(a_reply_cut_short_by_a_close_fails_the_request_and_reconnects) {
+  fake_server server{on_get(fake_reply{.bytes = "$10\r\nabc", .close = true})};
+  auto c = watched(server);
+  BOOST_TEST(get(*c) == error_text(redlock::error::connection_lost));
+  BOOST_TEST_REQUIRE(disconnects.size() == 1u);
+  BOOST_TEST(disconnects[0].find("closed the connection") != std::string::npos, disconnects[0]);
+  run_until([&] { return server.connections() == 2 && c->ready(); });
+  BOOST_TEST(get(*c) == "ok");
+  c->close();
+}
+
+BOOST_AUTO_TEST_CASE(garbage_in_the_handshake_fails_the_connect_with_a_protocol_error) {
+  fake_server server{[](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+    if (c[0] == "ROLE") return fake_reply{.bytes = "!!!\r\n"};
+    return std::nullopt;
+  }};
+  auto c = connect(server.uri());
+  BOOST_TEST(!c->ready());
+  BOOST_TEST(c->last_problem().find("protocol error") != std::string::npos, c->last_problem());
+  recorder rec{1};
+  const auto payload = command({"GET", "k"});
+  request r{payload, nullptr, boot_clock::now() + 1s, &rec, 0, false};
+  // Refused at once while backing off, or failed with the protocol error by the next
+  // handshake: never a reply from an unverified server.
+  if (!c->submit(r)) {
+    run_until([&] { return rec.count == 1; });
+    BOOST_TEST(rec.results[0] == error_text(redlock::error::protocol_error));
+  }
+  c->close();
+}
+
+BOOST_AUTO_TEST_CASE(absurd_uptime_and_time_in_the_handshake_do_not_overflow) {
+  // A server claiming to have run for 292 billion years, whose clock reads year 10^11.
+  fake_server server{[](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+    if (c[0] == "INFO") {
+      const std::string info =
+          "# Server\r\nrun_id:abc\r\nuptime_in_seconds:9223372036854775807\r\n";
+      return fake_reply{.bytes = "$" + std::to_string(info.size()) + "\r\n" + info + "\r\n"};
+    }
+    if (c[0] == "TIME")
+      return fake_reply{.bytes =
+                            "*2\r\n$19\r\n9223372036854775807\r\n$19\r\n9223372036854775807\r\n"};
+    return std::nullopt;
+  }};
+  auto c = connect(server.uri());
+  BOOST_TEST_REQUIRE(c->ready(), c->last_problem());
+  // Started long ago (so the restart guard lets it vote), not at some wrapped-around time.
+  BOOST_TEST((c->status().started_at < boot_clock::now() - std::chrono::hours{24 * 365}));
+  c->close();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- the lock manager with hostile nodes -------------------------------------------
+
+namespace {
+
+redlock::config lock_config(std::vector<std::string> nodes) {
+  return redlock::config{.nodes = std::move(nodes),
+                         .connect_timeout = 500ms,
+                         .node_timeout = 200ms,
+                         .reconnect_min = 10ms,
+                         .reconnect_max = 50ms,
+                         .retry_delay = 10ms,
+                         .restart_guard = false};
+}
+
+// Answers every lock command (SET, EVALSHA, EVAL) with `bytes`.
+fake_server::responder lock_commands_get(std::string bytes) {
+  return [bytes](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+    if (c[0] == "SET" || c[0] == "EVALSHA" || c[0] == "EVAL") return fake_reply{.bytes = bytes};
+    return std::nullopt;
+  };
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(unexpected_reply_types_are_refused_votes_and_keep_the_connection) {
+  for (const std::string b : {":1\r\n", "#t\r\n", "*2\r\n:1\r\n:2\r\n", "%1\r\n+a\r\n+b\r\n",
+                              ",3.5\r\n", "~1\r\n:1\r\n", "(123\r\n"}) {
+    BOOST_TEST_CONTEXT("reply " << b.substr(0, b.size() - 2)) {
+      fake_server server{lock_commands_get(b)};
+      asio::io_context io;
+      redlock::client c{io.get_executor(), lock_config({server.uri()})};
+      run_bounded(io, [&]() -> asio::awaitable<void> {
+        redlock::diagnostics diag;
+        auto [ec, lk] = co_await c.async_lock("res", {.ttl = 2s, .wait = 100ms}, diag,
+                                              asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == redlock::error::no_quorum);
+        BOOST_TEST(
+            diag.message.find("a reply of a type the command cannot return") != std::string::npos,
+            diag.message);
+        co_await c.async_shutdown(asio::use_awaitable);
+      }());
+      BOOST_TEST(server.count("SET") >= 1u);
+      BOOST_TEST(server.connections() == 1u);  // well-formed RESP: never a reset
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_hostile_node_among_real_ones_does_not_stop_the_lock) {
+  redlock::test::redis_fleet fleet{2};
+  // Each lock command gets an absurd length: the connection resets every time.
+  fake_server server{lock_commands_get("$99999999999\r\n")};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), lock_config({fleet[0].uri(), server.uri(), fleet[1].uri()})};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 5; ++i) {
+      const std::string r = "mixed:" + std::to_string(i);
+      auto lk = co_await c.async_lock(r, {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
+      BOOST_TEST(lk.valid());
+      BOOST_TEST(fleet.has_key(0, r));
+      BOOST_TEST(fleet.has_key(1, r));
+      co_await c.async_unlock(lk, asio::use_awaitable);
+      BOOST_TEST(!fleet.has_key(0, r));
+      BOOST_TEST(!fleet.has_key(1, r));
+    }
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  BOOST_TEST(server.count("SET") >= 1u);
+}
