@@ -81,8 +81,14 @@ std::vector<node_uri> validate(const config& c) {
 client_state::client_state(asio::any_io_executor ex, config c)
     : strand(asio::make_strand(ex)), cfg(std::move(c)), rng(std::random_device{}()) {
   auto uris = validate(cfg);
+  // Loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at the back of
+  // the pipeline, behind commands sent after it (a release would then land after the
+  // next waiter's SET).
+  static const std::vector<const script*> preload{&release_script, &extend_script,
+                                                  &batch_extend_script, &fence_acquire_script,
+                                                  &fence_raise_script};
   for (std::size_t i = 0; i < uris.size(); ++i)
-    nodes.push_back(std::make_shared<connection>(strand, std::move(uris[i]), cfg, i));
+    nodes.push_back(std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload));
 }
 
 void client_state::release_detached(std::string_view key, std::string_view token,
@@ -160,6 +166,9 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     }
   }
 
+  /// Called once, just before the handler is completed.
+  virtual void before_complete() {}
+
   /// Whether to send to node i at all; a node that may not vote is recorded as failed.
   virtual bool should_send(std::size_t) { return true; }
   /// Whether node i's answer counts now (the handshake may have changed its standing
@@ -218,6 +227,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   void complete(error_code ec, Args... args) {
     if (done_) return;
     done_ = true;
+    before_complete();
     if (slot_.is_connected()) slot_.clear();
     if (diag_) diag_->message = ec ? describe(ec) : std::string{};
     if (initiating_) {
@@ -233,6 +243,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   /// Completes from inside the initiating function: never inline (Asio's rule).
   void complete_soon(error_code ec, Args... args) {
     done_ = true;
+    before_complete();
     if (diag_) diag_->message = describe(ec);
     asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
   }
@@ -327,7 +338,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
 
 // ---- acquire -----------------------------------------------------------------------
 
-class acquire_op final : public fanout_op<void(error_code, lock)> {
+class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter {
  public:
   acquire_op(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
              diagnostics* diag, lock_handler h)
@@ -537,6 +548,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
   }
 
   void succeed(std::uint64_t fence) {
+    leave_line();  // while key_ still names the line
     lock lk;
     lock_access::owner(lk) = s_;
     lock_access::resource(lk) = std::move(resource_);
@@ -577,17 +589,82 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
       return complete(reason, lock{});
     }
     last_reason_ = reason;
+    if (woken_) {
+      // A local release came while this attempt was in flight: try again at once.
+      woken_ = false;
+      return retry_after(std::chrono::nanoseconds{0});
+    }
+    if (reason == error::contended && !queued_) {
+      // Waiters for one resource inside one client form a line: only its head polls;
+      // a local release wakes the head at once, and the next one moves up when the head
+      // leaves. The nodes still decide who holds the lock.
+      auto& line = s_->waiters[key_];
+      line.push_back(this);
+      queued_ = true;
+    }
+    if (queued_ && s_->waiters[key_].front() != static_cast<waiter*>(this)) {
+      // Parked behind the head: only the wait deadline (or a promotion) wakes it.
+      return retry_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::min(wait_deadline_, now + std::chrono::hours{24}) - now));
+    }
     auto delay = s_->jitter(s_->cfg.retry_delay);
     if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
+    retry_after(delay);
+  }
+
+  void retry_after(std::chrono::nanoseconds delay) {
     retry_timer_.expires_after(delay);
     retry_timer_.async_wait([this, h = hold{this}](error_code ec) {
-      if (!ec && !done_) {
+      const bool go = !ec || std::exchange(kicked_, false);
+      if (go && !done_) {
         if (outstanding_ > 0)
           retry_when_idle_ = true;  // the request slots are still in use
         else
           attempt();
       }
     });
+  }
+
+ public:
+  /// A local release of this resource (or the head leaving the line): try now if
+  /// waiting, or right after the attempt in flight.
+  void wake() override {
+    if (done_) return;
+    if (!decided_ || second_round_) {
+      woken_ = true;
+      return;
+    }
+    kicked_ = true;
+    retry_timer_.cancel();
+  }
+
+  /// Moved to the head of the line: start polling (a local release still wakes it).
+  void promote() override {
+    if (done_ || !decided_ || second_round_) return;
+    kicked_ = false;
+    const auto now = boot_clock::now();
+    auto delay = s_->jitter(s_->cfg.retry_delay);
+    if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(wait_deadline_ - now, boot_clock::duration::zero()));
+    retry_timer_.cancel();
+    retry_after(delay);
+  }
+
+ private:
+  void before_complete() override { leave_line(); }
+
+  void leave_line() {
+    if (!queued_) return;
+    queued_ = false;
+    auto it = s_->waiters.find(key_);
+    if (it == s_->waiters.end()) return;
+    auto& line = it->second;
+    const bool was_head = !line.empty() && line.front() == static_cast<waiter*>(this);
+    std::erase(line, static_cast<waiter*>(this));
+    if (line.empty()) {
+      s_->waiters.erase(it);
+    } else if (was_head) {
+      line.front()->promote();
+    }
   }
 
   void on_cancel() override {
@@ -622,7 +699,20 @@ class acquire_op final : public fanout_op<void(error_code, lock)> {
   std::size_t acks_ = 0, refusals_ = 0;
   std::uint64_t fence_token_ = 0;
   bool second_round_ = false;
+  // The local line of waiters (client_state::waiters).
+  bool queued_ = false;
+  bool woken_ = false;   // woken while an attempt was in flight
+  bool kicked_ = false;  // the retry timer was cancelled to try at once
 };
+
+}  // namespace
+
+void client_state::wake_waiter(const std::string& key) {
+  auto it = waiters.find(key);
+  if (it != waiters.end() && !it->second.empty()) it->second.front()->wake();
+}
+
+namespace {
 
 // ---- release -----------------------------------------------------------------------
 
@@ -648,6 +738,9 @@ class unlock_op final : public fanout_op<void(error_code)> {
     watch_cancellation();
     sent_ = true;
     send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
+    // The release is queued first on every connection: a local waiter woken now sends
+    // its SET after it.
+    s_->wake_waiter(key_);
     on_tally();
   }
 
@@ -926,7 +1019,9 @@ void lock::release_in_background() noexcept {
   if (auto s = owner_.lock()) {
     try {
       asio::post(s->strand, [s, key = std::move(key_), token = std::move(token_)] {
-        if (!s->closed) s->release_detached(key, token);
+        if (s->closed) return;
+        s->release_detached(key, token);
+        s->wake_waiter(key);
       });
     } catch (...) {
       // Best effort by contract: the keys expire with their TTL.

@@ -2,6 +2,8 @@
 // State shared by a client and its operations; lives on the client's strand.
 
 #include <array>
+#include <deque>
+#include <unordered_map>
 #include <memory>
 #include <random>
 #include <string>
@@ -27,6 +29,18 @@ extern const script fence_repair_script;   // raise many counters, then set the 
 
 class renewal_scheduler;
 
+/// A lock call waiting in the local line for a resource (see client_state::waiters).
+class waiter {
+ public:
+  /// A local release: try again now (or right after the attempt in flight).
+  virtual void wake() = 0;
+  /// Now first in line: start polling.
+  virtual void promote() = 0;
+
+ protected:
+  ~waiter() = default;
+};
+
 struct client_state : std::enable_shared_from_this<client_state> {
   client_state(asio::any_io_executor ex, config c);
 
@@ -41,6 +55,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::array<bool, max_nodes> duplicate{};  // repeats an earlier node's run id
   std::array<std::size_t, max_nodes> duplicate_of{};
   bool repair_running = false;
+  /// Local waiters per key, in arrival order (the head polls; releases wake it).
+  std::unordered_map<std::string, std::deque<waiter*>> waiters;
+  /// Wakes the first local waiter for `key` (after a local release). On the strand.
+  void wake_waiter(const std::string& key);
   std::string fence_hash_key;    // key_prefix + "redlock:fence"
   std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
 

@@ -30,11 +30,13 @@ std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count
 
 }  // namespace
 
-connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id)
+connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
+                       const std::vector<const script*>* preload)
     : strand_(std::move(strand)),
       uri_(std::move(uri)),
       cfg_(cfg),
       id_(id),
+      preload_(preload),
       resolver_(strand_),
       socket_(strand_),
       deadline_timer_(strand_),
@@ -111,6 +113,12 @@ void connection::on_connected() {
   handshake_steps_.push_back(step::role);
   resp::append_command(handshake_payload_, "EXISTS", cfg_.key_prefix + "redlock:fence:marker");
   handshake_steps_.push_back(step::marker);
+  if (preload_) {
+    for (const script* lua : *preload_) {
+      resp::append_command(handshake_payload_, "SCRIPT", "LOAD", lua->body);
+      handshake_steps_.push_back(step::load);
+    }
+  }
   resp::append_command(handshake_payload_, "TIME");
   handshake_steps_.push_back(step::time);
 
@@ -177,6 +185,8 @@ void connection::on_handshake_reply(const resp::reply& r) {
     case step::marker:
       pending_status_.fence_marked = top.kind == resp::type::integer && top.integer == 1;
       break;
+    case step::load:
+      break;  // best effort: if refused (ACL), EVALSHA still falls back on NOSCRIPT
     case step::time: {
       const auto sent = clock_sent_.empty() ? boot_clock::now() : clock_sent_.front();
       if (!clock_sent_.empty()) clock_sent_.pop_front();

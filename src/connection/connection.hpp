@@ -83,7 +83,10 @@ struct request {
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
-  connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id);
+  /// `preload`: scripts loaded at every handshake (SCRIPT LOAD), so that EVALSHA is
+  /// answered NOSCRIPT only after a SCRIPT FLUSH. Must outlive the connection.
+  connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
+             const std::vector<const script*>* preload = nullptr);
 
   /// Starts connecting (and reconnecting after failures) until close().
   void start();
@@ -113,7 +116,7 @@ class connection : public std::enable_shared_from_this<connection> {
  private:
   enum class state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
   enum class kind : std::uint8_t { user, ignore, handshake, probe, clock };
-  enum class step : std::uint8_t { auth, select, info, role, marker, time };
+  enum class step : std::uint8_t { auth, select, info, role, marker, load, time };
   struct inflight {
     request* req;  // null once completed by a timeout (the reply is then dropped)
     kind k;
@@ -149,6 +152,7 @@ class connection : public std::enable_shared_from_this<connection> {
   node_uri uri_;
   config cfg_;
   std::size_t id_;
+  const std::vector<const script*>* preload_;
 
   asio::ip::tcp::resolver resolver_;
   asio::ip::tcp::socket socket_;

@@ -95,6 +95,22 @@ struct cli_fixture {
     return o;
   }
   std::string file(const std::string& name) const { return dir + "/" + name; }
+
+  // Waits (bounded) until every node reports an uptime of at least `seconds`, so that
+  // the restart guard of a fresh fleet no longer holds any of them back.
+  void wait_until_nodes_are_older_than(int seconds) {
+    for (int i = 0; i < 500; ++i) {
+      bool old_enough = true;
+      for (std::size_t n = 0; n < fleet.size(); ++n) {
+        const auto info = fleet[n].command({"INFO", "server"}).text;
+        const auto at = info.find("uptime_in_seconds:");
+        if (at == std::string::npos || std::stoi(info.substr(at + 18)) < seconds) old_enough = false;
+      }
+      if (old_enough) return;
+      std::this_thread::sleep_for(10ms);
+    }
+    BOOST_FAIL("the nodes did not get older than " << seconds << " s");
+  }
 };
 
 }  // namespace
@@ -121,11 +137,16 @@ BOOST_AUTO_TEST_CASE(command_status_and_environment_pass_through) {
 }
 
 BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
-  const pid_t holder = start_cli({"run", "--ttl", "1000", "held", "--", "sleep", "3"}, dir, "holder",
-                                 {"REDLOCK_NODES=" + nodes});
-  // Wait until it holds the lock (on the nodes themselves).
-  for (int i = 0; i < 600 && !fleet.has_key(0, "held"); ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST_REQUIRE(fleet.has_key(0, "held"));
+  // --nonblock below must not meet nodes still held back by the guard (TTL 1 s).
+  wait_until_nodes_are_older_than(2);
+  const std::string started = file("holder-started");
+  const pid_t holder = start_cli({"run", "--ttl", "1000", "held", "--", "sh", "-c",
+                                  "touch " + started + "; sleep 3"},
+                                 dir, "holder", {"REDLOCK_NODES=" + nodes});
+  // Wait until its COMMAND runs: only then does it hold the lock (a key seen on a node
+  // earlier may belong to an attempt that is about to be undone).
+  for (int i = 0; i < 1000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST_REQUIRE(std::filesystem::exists(started));
   auto o = run({"run", "--ttl", "1000", "--nonblock", "held", "--", "true"});
   BOOST_TEST(o.code == 75, o.err);
   BOOST_TEST(o.err.find("held by another owner") != std::string::npos, o.err);

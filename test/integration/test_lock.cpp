@@ -543,3 +543,36 @@ BOOST_AUTO_TEST_CASE(a_retry_loop_against_dead_nodes_does_not_recurse) {
   }());
   BOOST_TEST(failures == 20000);
 }
+
+BOOST_AUTO_TEST_CASE(local_waiters_are_woken_by_a_local_release_in_arrival_order) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  // A retry delay of 10 s (drawn from [5 s, 15 s]): a waiter that got the lock sooner
+  // than 5 s after the release was woken by it, not by its timer.
+  redlock::client c{io.get_executor(), redlock::config{.nodes = fleet.uris(),
+                                                       .retry_delay = 10000ms,
+                                                       .restart_guard = false}};
+  std::vector<int> order;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    using namespace asio::experimental::awaitable_operators;
+    auto holder = co_await c.async_lock("line", {.ttl = 30s}, asio::use_awaitable);
+    auto waiter = [&](int id) -> asio::awaitable<void> {
+      // Arrive in order: waiter k starts k * 30 ms after the first.
+      asio::steady_timer t{co_await asio::this_coro::executor, std::chrono::milliseconds{30 * id}};
+      co_await t.async_wait(asio::use_awaitable);
+      auto lk = co_await c.async_lock("line", {.ttl = 30s, .wait = 60s}, asio::use_awaitable);
+      order.push_back(id);
+      co_await c.async_unlock(lk, asio::use_awaitable);
+    };
+    auto release = [&]() -> asio::awaitable<void> {
+      asio::steady_timer t{co_await asio::this_coro::executor, 300ms};
+      co_await t.async_wait(asio::use_awaitable);
+      co_await c.async_unlock(holder, asio::use_awaitable);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    co_await (waiter(0) && waiter(1) && waiter(2) && waiter(3) && waiter(4) && release());
+    // Five hand-offs, each woken by the previous release: far less than one retry delay.
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < 4s));
+  }(), 30s);
+  BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3, 4}));
+}
