@@ -32,6 +32,9 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// Every process a test starts, so that the fixture can kill what a failed test left.
+std::vector<pid_t> started_pids;
+
 // Runs the tool with `args`, stdout and stderr to files in `dir`; returns its pid.
 pid_t start_cli(const std::vector<std::string>& args, const std::string& dir, const std::string& tag,
                 const std::vector<std::string>& env = {}) {
@@ -53,6 +56,7 @@ pid_t start_cli(const std::vector<std::string>& args, const std::string& dir, co
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(99);
   }
+  started_pids.push_back(pid);
   return pid;
 }
 
@@ -83,7 +87,17 @@ struct cli_fixture {
     dir = ::mkdtemp(tmpl);
     for (auto& u : fleet.uris()) nodes += (nodes.empty() ? "" : ",") + u;
   }
-  ~cli_fixture() { std::filesystem::remove_all(dir); }
+  ~cli_fixture() {
+    // A failed test may leave a redlock waiting on a fleet that is about to go away.
+    for (pid_t p : started_pids) {
+      if (::kill(p, 0) == 0) {
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+    }
+    started_pids.clear();
+    std::filesystem::remove_all(dir);
+  }
 
   outcome run(std::vector<std::string> args, std::chrono::milliseconds limit = 30s) {
     const std::string tag = "run" + std::to_string(counter++);
@@ -242,6 +256,7 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
       ::_exit(99);
     }
     workers.push_back(pid);
+    started_pids.push_back(pid);
   }
   for (pid_t w : workers) BOOST_TEST(wait_exit(w, 120s) == 0);
   std::istringstream lines{slurp(log)};
@@ -255,6 +270,28 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
     ++entries;
   }
   BOOST_TEST(entries == 20);
+}
+
+BOOST_AUTO_TEST_CASE(an_interrupted_wait_exits_130_and_leaves_nothing_running) {
+  const std::string started = file("busy-started");
+  const pid_t holder = start_cli({"run", "--ttl", "1000", "busy", "--", "sh", "-c",
+                                  "touch " + started + "; sleep 2"},
+                                 dir, "busy", {"REDLOCK_NODES=" + nodes});
+  for (int i = 0; i < 1000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST_REQUIRE(std::filesystem::exists(started));
+  const pid_t waiter = start_cli({"run", "--ttl", "1000", "busy", "--", "true"}, dir, "waiter",
+                                 {"REDLOCK_NODES=" + nodes});
+  // Wait until it is connected (its signal handlers are set up before it connects):
+  // node 0 then lists three clients, the holder, the waiter and this query.
+  auto clients = [&] {
+    const auto list = fleet[0].command({"CLIENT", "LIST"}).text;
+    return std::count(list.begin(), list.end(), '\n');
+  };
+  for (int i = 0; i < 1000 && clients() < 3; ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST_REQUIRE(clients() >= 3);
+  ::kill(waiter, SIGINT);
+  BOOST_TEST(wait_exit(waiter, 5s) == 130);
+  BOOST_TEST(wait_exit(holder) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(status_and_nodes_describe_the_fleet) {

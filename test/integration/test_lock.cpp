@@ -576,3 +576,23 @@ BOOST_AUTO_TEST_CASE(local_waiters_are_woken_by_a_local_release_in_arrival_order
   }(), 30s);
   BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3, 4}));
 }
+
+BOOST_AUTO_TEST_CASE(a_waiting_lock_is_cancelled_through_a_bound_cancellation_slot) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(),
+                    redlock::config{.nodes = fleet.uris(), .restart_guard = false}};
+  asio::cancellation_signal stop;
+  error_code got;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto holder = co_await c.async_lock("waited", {.ttl = 30s}, asio::use_awaitable);
+    asio::steady_timer t{co_await asio::this_coro::executor, 200ms};
+    t.async_wait([&](error_code) { stop.emit(asio::cancellation_type::terminal); });
+    auto [ec, lk] = co_await c.async_lock(
+        "waited", {.ttl = 30s},
+        asio::bind_cancellation_slot(stop.slot(), asio::as_tuple(asio::use_awaitable)));
+    got = ec;
+    co_await c.async_unlock(holder, asio::use_awaitable);
+  }(), 10s);
+  BOOST_TEST(got == redlock::error::cancelled);
+}

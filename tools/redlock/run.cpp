@@ -105,6 +105,7 @@ class runner {
 
  private:
   asio::awaitable<void> finish() {
+    finishing_ = true;  // no more signal waits: they would keep io_context::run() going
     signals_.cancel();
     co_await locks_.async_shutdown(asio::as_tuple(asio::use_awaitable));
   }
@@ -118,9 +119,11 @@ class runner {
         ::kill(-child_, sig);  // forwarded; the lock is released once COMMAND exits
       } else {
         interrupted_ = sig;
-        cancel_wait_.emit(asio::cancellation_type::terminal);
+        // Emitted from its own handler: the cancelled wait may resume the main
+        // coroutine inline, and it must not run inside this one.
+        asio::post(io_, [this] { cancel_wait_.emit(asio::cancellation_type::terminal); });
       }
-      if (!done_) watch_signals();
+      if (!done_ && !finishing_) watch_signals();
     });
   }
 
@@ -294,6 +297,7 @@ class runner {
   int interrupted_ = 0;
   bool lost_ = false;
   bool done_ = false;
+  bool finishing_ = false;
 };
 
 }  // namespace
