@@ -32,7 +32,8 @@ struct options {
   std::vector<std::string> only;
   /// External nodes (redis:// URIs); empty: the bench starts its own.
   std::vector<std::string> nodes;
-  /// Measured time of each timed phase (w1, w2, w4's two phases, raw).
+  /// Measured time of each timed phase (w1, w2, w4's two phases, raw, fenced; extend
+  /// rounds it up to whole renewal intervals).
   seconds_f duration{10.0};
   /// Time before each timed phase whose samples are dropped (connections, caches).
   seconds_f warmup{1.0};
@@ -47,6 +48,10 @@ struct options {
   /// memory: cycles counted for allocations, and locks held at once.
   std::size_t cycles = 20000;
   std::size_t held = 20000;
+  /// extend: locks held at once and renewed by keepers, and their TTL (renewed every
+  /// third of it).
+  std::size_t extend_locks = 10000;
+  std::chrono::milliseconds extend_ttl{3000};
   /// raw: measure the server ceiling with redis-benchmark (needs it in PATH).
   bool ceiling = true;
   seconds_f ceiling_duration{4.0};
@@ -172,5 +177,7 @@ void run_w3(bench_context& ctx);
 void run_w4(bench_context& ctx);
 void run_raw(bench_context& ctx);
 void run_memory(bench_context& ctx);
+void run_fenced(bench_context& ctx);
+void run_extend(bench_context& ctx);
 
 }  // namespace redlock::bench

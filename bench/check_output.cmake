@@ -1,6 +1,7 @@
 # bench_quick: runs `redlock-bench --quick` and checks that every line on stdout is a JSON
-# object with the fields of the output contract (docs/performance.md). Nothing about
-# speed is checked. Usage: cmake -DBENCH=/path/to/redlock-bench -P check_output.cmake
+# object with the fields of the output contract (docs/performance.md), and that the
+# safety counts (overlaps, fence violations, lost locks) are 0. Nothing about speed is
+# checked. Usage: cmake -DBENCH=/path/to/redlock-bench -P check_output.cmake
 cmake_minimum_required(VERSION 3.25)
 
 execute_process(COMMAND ${BENCH} --quick
@@ -24,7 +25,17 @@ set(extra_w3 handoff_p50_us handoff_p90_us handoff_p99_us handoff_max_us fairnes
 set(extra_w4 failure_rate frozen healthy_acquire_p99_us acquire_p99_vs_healthy)
 set(extra_memory allocs_per_cycle client_bytes_per_lock server_bytes_per_lock)
 set(extra_raw ceiling_cycles_per_s w1_vs_raw w1_vs_ceiling)
-set(expected w1 w2 w3 w4 memory raw)
+set(extra_fenced_w2 first_round_p50_us write_back_p50_us write_back_p99_us fence_checks
+    fence_violations acquire_p50_vs_unfenced ops_per_s_vs_unfenced)
+set(extra_fenced_w1 ${extra_fenced_w2})
+set(extra_extend renew_p50_us renew_p99_us held_locks renewal_cycles evalsha_per_cycle_per_node
+    lost)
+# Fields that must be 0.
+set(zero_w3 overlaps)
+set(zero_fenced_w2 fence_violations failures)
+set(zero_fenced_w1 fence_violations failures)
+set(zero_extend lost failures)
+set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend)
 
 # One list element per line; a ';' inside a line must not split it.
 string(REPLACE ";" "\\;" out "${out}")
@@ -54,6 +65,12 @@ foreach(line IN LISTS lines)
     string(JSON type ERROR_VARIABLE bad TYPE "${line}" ${field})
     if(bad OR NOT (type STREQUAL "NUMBER" OR type STREQUAL "NULL"))
       message(FATAL_ERROR "${name}: field ${field} missing or not a number: ${line}")
+    endif()
+  endforeach()
+  foreach(field IN LISTS zero_${name})
+    string(JSON value ERROR_VARIABLE bad GET "${line}" ${field})
+    if(bad OR NOT value EQUAL 0)
+      message(FATAL_ERROR "${name}: ${field} is ${value}, must be 0: ${line}")
     endif()
   endforeach()
 endforeach()

@@ -23,41 +23,17 @@ constexpr std::size_t fleet_size = 3;
 constexpr std::size_t degraded_fleet_size = 5;
 constexpr std::size_t frozen_nodes = 2;
 
-cycle_plan timed_plan(const bench_context& ctx, std::string_view workload,
-                      std::size_t concurrency) {
-  return cycle_plan{.concurrency = concurrency,
-                    .warmup = ctx.opts.warmup,
-                    .duration = ctx.opts.duration,
-                    .ttl = ctx.opts.ttl,
-                    .key_prefix = ctx.key_prefix(workload)};
-}
-
-json_line cycle_line(std::string_view workload, std::size_t nodes, std::size_t concurrency,
-                     cycle_result& r, std::chrono::milliseconds ttl) {
-  json_line l = base_line(workload, nodes, concurrency, r.ops, r.seconds);
-  l.add_latency("acquire", r.acquire);
-  l.add_latency("release", r.release);
-  l.add("failures", static_cast<std::size_t>(r.failures));
-  l.add("failure_rate", std::optional<double>{r.failure_rate()});
-  l.add("allocs_per_cycle", std::optional<double>{r.allocs_per_cycle()});
-  l.add("ttl_ms", static_cast<std::size_t>(ttl.count()));
-  return l;
-}
-
-std::string failure_text(const cycle_result& r) {
-  if (r.failures == 0) return "";
-  return fmt::format("; {} failures (first: {})", r.failures, r.first_error);
-}
-
 }  // namespace
 
 void run_w1(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
+  asio::io_context admin_io{1};
+  node_links servers{admin_io, uris, ctx.client_config(uris)};
   for (const std::size_t concurrency : ctx.opts.concurrency) {
     asio::io_context io{1};
     redlock::client c{io.get_executor(), ctx.client_config(uris)};
     wait_until_lockable(io, c, ctx);
-    cycle_result r = run_cycles(io, c, timed_plan(ctx, "w1", concurrency));
+    cycle_result r = run_cycles(io, c, timed_plan(ctx, "w1", concurrency, &servers));
     shut_down(io, c);
     json_line l = cycle_line("w1", uris.size(), concurrency, r, ctx.opts.ttl);
     const std::string human = fmt::format(
@@ -71,10 +47,12 @@ void run_w1(bench_context& ctx) {
 
 void run_w2(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
+  asio::io_context admin_io{1};
+  node_links servers{admin_io, uris, ctx.client_config(uris)};
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
   wait_until_lockable(io, c, ctx);
-  cycle_result r = run_cycles(io, c, timed_plan(ctx, "w2", 1));
+  cycle_result r = run_cycles(io, c, timed_plan(ctx, "w2", 1, &servers));
   shut_down(io, c);
 
   // The yardsticks: one SET NX PX round trip to one node, from redis-benchmark (a C

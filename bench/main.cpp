@@ -19,7 +19,8 @@ namespace redlock::bench {
 namespace {
 
 /// The workloads, in the order they run. Names are part of the output contract: never
-/// rename one; add new workloads (fenced, extend, ...) as new rows.
+/// rename one; add new workloads as new rows. (fenced prints lines named fenced_w2 and
+/// fenced_w1, after the unfenced lines they are compared with.)
 struct workload {
   std::string_view name;
   std::string_view summary;
@@ -30,11 +31,17 @@ constexpr workload workloads[] = {
     {"w1", "throughput: N in flight, each locks a distinct random resource then releases it",
      run_w1},
     {"w2", "latency: one worker, sequential acquire+release, with round-trip yardsticks", run_w2},
+    {"fenced",
+     "w2 and w1 with fencing tokens (lines fenced_w2, fenced_w1): the write-back's cost, "
+     "tokens checked",
+     run_fenced},
     {"w3", "contention: workers compete for one resource, each holds it --hold-ms", run_w3},
     {"w4", "degraded: as w2 on 5 nodes with 2 frozen (SIGSTOP), against 5 healthy", run_w4},
     {"memory", "heap allocations per cycle, bytes per held lock (client and server)", run_memory},
     {"raw", "w1's command mix through the connection layer alone, and redis-benchmark's ceiling",
      run_raw},
+    {"extend", "renewal: --extend-locks held by keepers, renewed in batches for --duration",
+     run_extend},
 };
 
 constexpr std::string_view usage_text = R"(usage: redlock-bench [options]
@@ -42,7 +49,7 @@ constexpr std::string_view usage_text = R"(usage: redlock-bench [options]
 Runs the workloads against redis-server nodes it starts on free loopback ports (or the
 --nodes given) and prints one JSON line per workload on stdout; a summary on stderr.
 
-  --quick                 short runs (under 30 s in all), for a smoke test
+  --quick                 short runs (about 30 s in all), for a smoke test
   --only NAME[,NAME...]   run only these workloads (see --list)
   --list                  print the workloads and exit
   --nodes URI[,URI...]    use these redis:// nodes instead of starting our own
@@ -50,7 +57,8 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --duration S            measured seconds of each timed phase (default 10; quick 1.5)
   --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
   --contention-duration S w3's measured seconds (default 10; quick 2)
-  --concurrency N[,N...]  operations in flight in w1 and raw, one line each (default 64)
+  --concurrency N[,N...]  operations in flight in w1, fenced_w1 and raw, one line each
+                          (default 64)
   --contenders N          w3's workers (default 16)
   --hold-ms MS            how long a w3 worker holds the lock (default 1)
   --ttl MS                lock TTL (default 10000; quick 2000)
@@ -58,6 +66,8 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --cycles N              memory: cycles counted for allocations (default 20000; quick 1000)
   --held N                memory: locks held at once (default 20000; quick 1000)
   --ceiling-duration S    raw: seconds of each redis-benchmark phase (default 4; quick 0.5)
+  --extend-locks N        extend: locks held and renewed at once (default 10000; quick 1000)
+  --extend-ttl MS         extend: their TTL, renewed every third of it (default 3000)
   --no-ceiling            raw: do not run redis-benchmark
   --help
 )";
@@ -117,6 +127,7 @@ parsed parse_args(std::span<char*> args) {
     o.contention_duration = seconds_f{2.0};
     o.cycles = 1000;
     o.held = 1000;
+    o.extend_locks = 1000;
     o.ceiling_duration = seconds_f{0.5};
     // A restart guard holds freshly started nodes back for a TTL: keep that wait short.
     o.ttl = std::chrono::milliseconds{2000};
@@ -171,6 +182,10 @@ parsed parse_args(std::span<char*> args) {
       o.cycles = parse_count(flag, value());
     } else if (flag == "--held") {
       o.held = parse_count(flag, value());
+    } else if (flag == "--extend-locks") {
+      o.extend_locks = parse_count(flag, value());
+    } else if (flag == "--extend-ttl") {
+      o.extend_ttl = std::chrono::milliseconds{parse_count(flag, value())};
     } else if (flag == "--ceiling-duration") {
       o.ceiling_duration = seconds_f{parse_seconds(flag, value())};
     } else {

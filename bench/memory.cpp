@@ -4,10 +4,7 @@
 #include <fmt/format.h>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <exception>
-#include <stdexcept>
 #include <tuple>
 
 #include "cycles.hpp"
@@ -21,27 +18,12 @@ using boost::system::error_code;
 constexpr std::size_t fleet_size = 3;
 constexpr std::size_t in_flight = 64;
 
-// used_memory from INFO memory, per node.
-std::vector<std::int64_t> used_memory(node_links& links) {
-  std::string info;
-  resp::append_command(info, "INFO", "memory");
-  std::vector<std::int64_t> out;
-  for (const auto& text : links.ask_all(info)) {
-    const auto at = text.find("used_memory:");
-    if (at == std::string::npos) throw std::runtime_error("INFO memory without used_memory");
-    out.push_back(std::stoll(text.substr(at + 12)));
-  }
-  return out;
-}
-
 struct held_locks {
   std::string prefix;
   std::vector<redlock::lock> locks;
   std::size_t next = 0;
   std::uint64_t failures = 0;
   std::string first_error;
-  std::size_t active = 0;
-  std::exception_ptr error;
 
   void note(error_code ec, std::string_view what) {
     ++failures;
@@ -80,21 +62,13 @@ asio::awaitable<void> release_locks(redlock::client& c, held_locks& h) {
   }
 }
 
+// Operations outlive their completion until the last node's late reply arrives; a local
+// node answers well within the pause after the workers, so the heap is settled when we
+// read it.
 template <typename Worker>
-void run_workers(asio::io_context& io, held_locks& h, Worker make_worker) {
+void run_all(asio::io_context& io, held_locks& h, Worker make_worker) {
   h.next = 0;
-  for (std::size_t i = 0; i < in_flight; ++i) {
-    ++h.active;
-    asio::co_spawn(io, make_worker(), [&h](std::exception_ptr e) {
-      if (e && !h.error) h.error = e;
-      --h.active;
-    });
-  }
-  io.restart();
-  while (h.active > 0) io.run_one();
-  if (h.error) std::rethrow_exception(h.error);
-  // Operations outlive their completion until the last node's late reply arrives; a
-  // local node answers well within this, so the heap is settled when we read it.
+  run_workers(io, in_flight, make_worker);
   io.run_for(std::chrono::milliseconds{50});
 }
 
@@ -123,11 +97,11 @@ void run_memory(bench_context& ctx) {
   h.locks.resize(o.held);
   const auto server_before = used_memory(links);
   const auto heap_before = alloc::snapshot();
-  run_workers(io, h, [&] { return take_locks(c, h, o.ttl); });
+  run_all(io, h, [&] { return take_locks(c, h, o.ttl); });
   const auto heap_after = alloc::snapshot();
   const auto server_after = used_memory(links);
   const std::uint64_t taken = o.held - std::min<std::uint64_t>(h.failures, o.held);
-  run_workers(io, h, [&] { return release_locks(c, h); });
+  run_all(io, h, [&] { return release_locks(c, h); });
   shut_down(io, c);
 
   std::optional<double> client_bytes, server_bytes;

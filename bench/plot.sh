@@ -41,6 +41,9 @@ row() {  # row LABEL LINE PHASE
 }
 w1=$(line "$suite" w1 64)
 w2=$(line "$suite" w2)
+fw1=$(line "$suite" fenced_w1 64)
+fw2=$(line "$suite" fenced_w2)
+extend=$(line "$suite" extend)
 w3=$(line "$suite" w3)
 w4=$(line "$suite" w4)
 raw=$(line "$suite" raw 64)
@@ -51,16 +54,20 @@ raw=$(line "$suite" raw 64)
   row "raw release" "$raw" release
   row "w2 acquire" "$w2" acquire
   row "w2 release" "$w2" release
+  row "fenced w1 acquire" "$fw1" acquire
+  row "fenced w2 acquire" "$fw2" acquire
+  row "fenced w2 write-back" "$fw2" write_back
   row "w4 healthy acquire" "$w4" healthy_acquire
   row "w4 2 frozen acquire" "$w4" acquire
   row "w4 2 frozen release" "$w4" release
   row "w3 hand-off gap" "$w3" handoff
+  row "extend renewal" "$extend" renew
 } >"$data/latency.dat"
 
 gnuplot <<EOF
-set terminal pngcairo size 1100,560 font "sans,10"
+set terminal pngcairo size 1300,600 font "sans,10"
 set output "$out/latency.png"
-set title "Latency percentiles (microseconds, log scale): w1 at 64 in flight, w2/w4 one at a time"
+set title "Latency percentiles (microseconds, log scale): w1 at 64 in flight, w2/w4 one at a time, extend 10,000 locks"
 set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.85 border -1

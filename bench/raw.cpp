@@ -3,10 +3,11 @@
 
 #include "raw.hpp"
 
-#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include <array>
+#include <boost/asio/post.hpp>
+#include <charconv>
 #include <random>
 #include <stdexcept>
 
@@ -92,6 +93,51 @@ std::vector<std::string> node_links::ask_all(std::string_view payload) {
       throw std::runtime_error(
           fmt::format("{} answered: {}", conns_[i]->uri().display(), sink.errors[i]));
   return std::move(sink.texts);
+}
+
+std::optional<std::int64_t> info_number(std::string_view info, std::string_view field) {
+  const auto at = info.find(field);
+  if (at == std::string_view::npos) return std::nullopt;
+  const char* first = info.data() + at + field.size();
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(first, info.data() + info.size(), v);
+  if (ec != std::errc{}) return std::nullopt;
+  return v;
+}
+
+std::optional<double> info_real(std::string_view info, std::string_view field) {
+  const auto at = info.find(field);
+  if (at == std::string_view::npos) return std::nullopt;
+  const char* first = info.data() + at + field.size();
+  double v = 0;
+  const auto [end, ec] = std::from_chars(first, info.data() + info.size(), v);
+  if (ec != std::errc{}) return std::nullopt;
+  return v;
+}
+
+std::vector<double> server_cpu_seconds(node_links& links) {
+  std::string info;
+  resp::append_command(info, "INFO", "cpu");
+  std::vector<double> out;
+  for (const auto& text : links.ask_all(info)) {
+    const auto user = info_real(text, "used_cpu_user:");
+    const auto sys = info_real(text, "used_cpu_sys:");
+    if (!user || !sys) throw std::runtime_error("INFO cpu without used_cpu_user/used_cpu_sys");
+    out.push_back(*user + *sys);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> used_memory(node_links& links) {
+  std::string info;
+  resp::append_command(info, "INFO", "memory");
+  std::vector<std::int64_t> out;
+  for (const auto& text : links.ask_all(info)) {
+    const auto v = info_number(text, "used_memory:");
+    if (!v) throw std::runtime_error("INFO memory without used_memory");
+    out.push_back(*v);
+  }
+  return out;
 }
 
 // ---- raw cycles ----------------------------------------------------------------------

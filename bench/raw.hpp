@@ -2,6 +2,7 @@
 // Below the lock: the library's connection layer driven directly, and redis-benchmark as
 // the server's ceiling. These are the yardsticks w1 and w2 are compared with.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,16 @@ class node_links {
   config cfg_;
   std::vector<std::shared_ptr<detail::connection>> conns_;
 };
+
+/// The integer that follows `field` in an INFO reply (`used_memory:`, `calls=`);
+/// nullopt if the field is absent.
+std::optional<std::int64_t> info_number(std::string_view info, std::string_view field);
+/// The same for a number with decimals (`used_cpu_user:`).
+std::optional<double> info_real(std::string_view info, std::string_view field);
+/// used_memory from INFO memory, per node.
+std::vector<std::int64_t> used_memory(node_links& links);
+/// CPU seconds (user + system) each node's server process has used, from INFO cpu.
+std::vector<double> server_cpu_seconds(node_links& links);
 
 /// The w1 command mix without the lock logic: `concurrency` workers each send
 /// `SET key token NX PX ttl GET` to the first `nodes_used` nodes, wait for every reply,
