@@ -101,6 +101,24 @@ void client_state::release_detached(std::string_view key, std::string_view token
     if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
 }
 
+void client_state::close_all_gracefully(std::function<void()> done) {
+  if (closed) {
+    if (done) done();
+    return;
+  }
+  closed = true;
+  if (renewals) renewals->shutdown();
+  for (auto& [token, key] : held) release_detached(key, token);
+  held.clear();
+  auto left = std::make_shared<std::size_t>(nodes.size());
+  auto finished = std::make_shared<std::function<void()>>(std::move(done));
+  for (auto& n : nodes) {
+    n->close_gracefully(cfg.node_timeout, [left, finished] {
+      if (--*left == 0 && *finished) (*finished)();
+    });
+  }
+}
+
 void client_state::close_all() {
   closed = true;
   if (renewals) renewals->shutdown();
@@ -549,6 +567,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
 
   void succeed(std::uint64_t fence) {
     leave_line();  // while key_ still names the line
+    s_->held.emplace(token_, key_);  // released by async_shutdown if still held then
     lock lk;
     lock_access::owner(lk) = s_;
     lock_access::resource(lk) = std::move(resource_);
@@ -732,6 +751,7 @@ class unlock_op final : public fanout_op<void(error_code)> {
     key_ = std::move(lock_access::key(lk));
     token_ = std::move(lock_access::token(lk));
     lock_access::token(lk).clear();
+    s_->held.erase(token_);
     lock_access::owner(lk).reset();
     lk = lock{};
     resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
@@ -895,8 +915,12 @@ void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), h = std::move(h)]() mutable {
-    s->close_all();
-    asio::post(s->strand, asio::append(std::move(h), error_code{}));
+    auto* state = s.get();
+    // std::function needs a copyable target; the handler is move-only.
+    auto handler = std::make_shared<void_handler>(std::move(h));
+    state->close_all_gracefully([s = std::move(s), handler] {
+      asio::post(s->strand, asio::append(std::move(*handler), error_code{}));
+    });
   });
 }
 
@@ -959,7 +983,9 @@ client::client(executor_type ex, config cfg)
 client::~client() {
   if (!state_) return;
   auto strand = state_->strand;  // not state_->strand in the call: the lambda moves state_
-  asio::dispatch(strand, [s = std::move(state_)] { s->close_all(); });
+  // Releases what is still held and sends what is queued, then closes (if the
+  // io_context keeps running; if it is destroyed first, the connections just close).
+  asio::dispatch(strand, [s = std::move(state_)] { s->close_all_gracefully({}); });
 }
 
 client& client::operator=(client&& other) noexcept {
@@ -1020,6 +1046,7 @@ void lock::release_in_background() noexcept {
     try {
       asio::post(s->strand, [s, key = std::move(key_), token = std::move(token_)] {
         if (s->closed) return;
+        s->held.erase(token);
         s->release_detached(key, token);
         s->wake_waiter(key);
       });

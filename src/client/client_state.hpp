@@ -3,6 +3,7 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 #include <memory>
 #include <random>
@@ -78,6 +79,11 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void start_fence_repair(std::chrono::milliseconds ttl);
   /// Stops renewals and closes every connection for good. On the strand.
   void close_all();
+  /// As close_all(), after releasing every lock still held and letting the connections
+  /// send what is queued (releases included), for at most node_timeout. Calls `done`.
+  void close_all_gracefully(std::function<void()> done);
+  /// Locks handed out and not yet released: token -> key (released at shutdown).
+  std::unordered_map<std::string, std::string> held;
   /// Queues a compare-and-delete of (key, token) on every node, reply ignored. On the strand.
   void release_detached(std::string_view key, std::string_view token,
                         const std::array<bool, max_nodes>* only = nullptr);

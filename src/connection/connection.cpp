@@ -290,6 +290,14 @@ void connection::fail_connection(error_code ec, std::string problem) {
   unresponsive_ = false;
   state_ = state::backoff;
   if (on_event && was_ready) on_event(*this, node_event::kind::disconnected, last_problem_);
+  if (draining_) {
+    // The connection broke while draining: nothing more can be sent; close for good.
+    draining_ = false;
+    auto done = std::move(on_drained_);
+    close();
+    if (done) done();
+    return;
+  }
 
   // Detached releases survive the reconnect: a SET that was in flight may have run.
   for (auto& p : after_probe_) waiting_.push_back({nullptr, std::move(p)});
@@ -356,6 +364,32 @@ void connection::close() {
     if (w.req) complete(w.req, error::shut_down, nullptr);
 }
 
+void connection::close_gracefully(std::chrono::milliseconds limit, std::function<void()> done) {
+  if (state_ != state::ready || unresponsive_ || (inflight_.empty() && wbuf_.empty() && !writing_)) {
+    close();
+    if (done) done();
+    return;
+  }
+  draining_ = true;
+  on_drained_ = std::move(done);
+  flush();
+  conn_timer_.expires_after(limit);
+  conn_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || !self->draining_) return;
+    self->draining_ = false;
+    self->close();
+    if (auto d = std::move(self->on_drained_)) d();
+  });
+}
+
+void connection::check_drained() {
+  if (!draining_ || !inflight_.empty() || !wbuf_.empty() || writing_) return;
+  draining_ = false;
+  conn_timer_.cancel();
+  close();
+  if (auto d = std::move(on_drained_)) d();
+}
+
 // ---- reading -----------------------------------------------------------------------
 
 void connection::start_read() {
@@ -387,6 +421,10 @@ void connection::on_read(error_code ec, std::size_t n) {
     if (gen != generation_) return;  // the connection failed or closed meanwhile
   }
   if (reply_.capacity() > keep_reply_nodes) resp::reply{}.swap(reply_);
+  if (draining_) {
+    check_drained();
+    if (gen != generation_) return;
+  }
   start_read();
 }
 

@@ -99,6 +99,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void submit_detached(std::string payload);
   /// Fails everything with error::shut_down and closes the socket for good.
   void close();
+  /// Sends what is queued and waits for the replies already due (releases, say), at
+  /// most `limit`, then closes as close() does and calls `done` (on the strand).
+  void close_gracefully(std::chrono::milliseconds limit, std::function<void()> done);
   /// Replaces reply_limits() for this connection (tests); call before start().
   void set_reply_limits(const resp::limits& limits) { reader_ = resp::reader{limits}; }
 
@@ -145,6 +148,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void arm_deadline(boot_clock::time_point t);
   void watch_unresponsive();
+  void check_drained();
   void on_deadline();
   void complete(request* req, error_code ec, const resp::reply* reply);
 
@@ -163,6 +167,8 @@ class connection : public std::enable_shared_from_this<connection> {
 
   state state_ = state::idle;
   bool unresponsive_ = false;
+  bool draining_ = false;
+  std::function<void()> on_drained_;
   bool writing_ = false;
   bool flush_scheduled_ = false;
   bool reading_ = false;
