@@ -47,8 +47,8 @@ class client {
   /// Validates `cfg` and starts connecting to every node. Throws
   /// boost::system::system_error(error::invalid_config) naming the bad field.
   client(executor_type ex, config cfg);
-  /// Closes every connection; operations still running complete with error::shut_down.
-  /// Locks still held expire with their TTL (use async_unlock or async_shutdown first).
+  /// Starts a shutdown (see async_shutdown) without waiting for it: while the executor's
+  /// io_context keeps running, locks still held are released and queued releases sent.
   ~client();
   client(client&&) noexcept = default;
   client& operator=(client&&) noexcept;
@@ -131,9 +131,11 @@ class client {
         std::forward<CompletionToken>(token));
   }
 
-  /// Sends what is queued (background releases included), closes every connection and
-  /// stops reconnecting, so that io_context::run() can return. Operations still running
-  /// complete with error::shut_down, and so do later ones.
+  /// Releases every lock handed out and not yet released, sends what is queued
+  /// (background releases included) and reads the replies already due (at most
+  /// node_timeout), then closes every connection and stops reconnecting, so that
+  /// io_context::run() can return. Operations still running complete with
+  /// error::shut_down, and so do later ones.
   template <typename CompletionToken>
   auto async_shutdown(CompletionToken&& token) {
     return initiate_void(
