@@ -48,19 +48,20 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
   std::size_t pos = 0;
 
   auto fail = [&](parse_status s) { return parse_result{s, 0, 0}; };
-  // More bytes are needed: at least `element_end` for the element in progress, and 3
-  // ("_\r\n") for every element still owed after it. Each frame but the deepest has one
-  // element in progress, the next frame itself; at the top, the reply is the one owed.
+  // More bytes are needed, and no answer can change before the input reaches
+  // `element_end` (the end of a bulk payload, the next byte of an unfinished line): a
+  // large reply arriving in small reads is not re-parsed for every read of its payload.
   // A reply that cannot fit the limits however it continues fails now, not after the
-  // server has sent (and we have buffered) the bytes it announced.
+  // server has sent (and we have buffered) what it announced: every element still owed
+  // needs at least 3 bytes ("_\r\n") and one node. Each frame but the deepest has one
+  // element in progress, the next frame itself; at the top, the reply is the one owed.
   auto incomplete = [&](std::size_t element_end) {
     std::size_t owed = depth == 0 ? 1 : 0;
     for (std::uint32_t i = 0; i < depth; ++i) owed += stack[i].remaining;
     if (depth > 1) owed -= depth - 1;
-    const std::size_t needed = element_end + 3 * (owed - 1);
-    if (needed > lim.max_reply || out.size() + owed > lim.max_nodes)
+    if (element_end + 3 * (owed - 1) > lim.max_reply || out.size() + owed > lim.max_nodes)
       return fail(parse_status::too_large);
-    return parse_result{parse_status::incomplete, 0, needed};
+    return parse_result{parse_status::incomplete, 0, element_end};
   };
 
   for (;;) {
@@ -69,7 +70,11 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
     const char t = data[pos];
     const std::size_t lf = data.find("\r\n", pos + 1);
     if (lf == std::string_view::npos) {
-      if (data.size() - pos > lim.max_line + 32) return fail(parse_status::too_large);
+      // The line so far, without its type byte and a '\r' that may begin its CRLF: the
+      // same measure as below, so that where a read ends never changes the verdict.
+      const std::size_t after_type = data.size() - pos - 1;
+      const std::size_t so_far = after_type - (after_type > 0 && data.back() == '\r' ? 1 : 0);
+      if (so_far > lim.max_line + 32) return fail(parse_status::too_large);
       return incomplete(std::max(data.size() + 1, pos + 3));
     }
     if (lf - pos - 1 > lim.max_line + 32) return fail(parse_status::too_large);
@@ -190,6 +195,7 @@ std::span<char> reader::prepare(std::size_t min_free) {
 }
 
 void reader::feed(std::string_view chunk) {
+  if (chunk.empty()) return;  // memcpy from or to a null pointer is undefined, even for 0 bytes
   auto space = prepare(chunk.size());
   std::memcpy(space.data(), chunk.data(), chunk.size());
   commit(chunk.size());

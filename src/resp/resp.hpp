@@ -78,9 +78,9 @@ const char* to_string(parse_status s);
 struct parse_result {
   parse_status status = parse_status::incomplete;
   std::size_t consumed = 0;
-  /// After `incomplete`: no call can complete before `data` is at least this long (a
-  /// lower bound, so that a large reply arriving in small reads is not re-parsed from
-  /// its start after every read). A reply that would need more than `max_reply` bytes
+  /// After `incomplete`: no call gives another answer before `data` is at least this
+  /// long (the end of a bulk payload still to come, or one more byte), so a reader need
+  /// not parse again before. A reply that cannot fit the limits, however it continues,
   /// is `too_large` at once.
   std::size_t needed = 0;
 };

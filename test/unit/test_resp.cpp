@@ -179,12 +179,14 @@ BOOST_AUTO_TEST_CASE(an_incomplete_reply_says_how_many_bytes_it_needs_at_least) 
     BOOST_TEST_REQUIRE(is(r.status, parse_status::incomplete), wire);
     return r.needed;
   };
-  // Tight where the shortest completion is known: "_\r\n" for every element owed.
+  // The end of a bulk payload; the shortest next element ("_\r\n"); one more byte of a line.
   BOOST_TEST(needed("$10\r\nab") == 17u);
-  BOOST_TEST(needed("*3\r\n") == std::string_view{"*3\r\n_\r\n_\r\n_\r\n"}.size());
-  BOOST_TEST(needed("*2\r\n*2\r\n:1\r\n") == std::string_view{"*2\r\n*2\r\n:1\r\n_\r\n_\r\n"}.size());
+  BOOST_TEST(needed("*3\r\n$10\r\nab") == 21u);
+  BOOST_TEST(needed("*3\r\n") == 7u);
+  BOOST_TEST(needed("*2\r\n*2\r\n:1\r\n") == 15u);
   BOOST_TEST(needed("") == 3u);
   BOOST_TEST(needed("+O") == 3u);
+  BOOST_TEST(needed("+OK\r") == 5u);
   // Never more than a real reply has, at every cut of every reply.
   for (std::string_view wire : {"+OK\r\n", "$5\r\nhello\r\n", "*3\r\n*2\r\n:1\r\n$1\r\na\r\n*0\r\n+z\r\n",
                                 "%1\r\n+k\r\n:1\r\n", "|1\r\n+ttl\r\n:3\r\n:7\r\n",
@@ -192,6 +194,15 @@ BOOST_AUTO_TEST_CASE(an_incomplete_reply_says_how_many_bytes_it_needs_at_least) 
     for (std::size_t cut = 0; cut < wire.size(); ++cut)
       BOOST_TEST(needed(wire.substr(0, cut)) <= wire.size(), wire << " cut at " << cut);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_sees_a_malformed_element_as_soon_as_its_line_arrives) {
+  reader rd;
+  reply r;
+  rd.feed("*3\r\n");
+  BOOST_TEST(is(rd.next(r), parse_status::incomplete));
+  rd.feed("?\r\n");  // not waiting for the two more elements the array announced
+  BOOST_TEST(is(rd.next(r), parse_status::bad_type));
 }
 
 BOOST_AUTO_TEST_CASE(a_reply_beyond_the_byte_or_node_limit_fails_before_its_bytes_arrive) {
@@ -231,4 +242,27 @@ BOOST_AUTO_TEST_CASE(the_reader_gives_back_a_buffer_that_one_large_reply_grew) {
   BOOST_TEST(rd.capacity() >= 4'000'000u);
   rd.prepare(16);
   BOOST_TEST(rd.capacity() < (1u << 20));
+}
+
+BOOST_AUTO_TEST_CASE(where_a_read_ends_never_changes_the_verdict_on_a_long_line) {
+  limits lim;
+  lim.max_line = 8;  // lines up to max_line + 32 bytes pass
+  const std::string longest = "+" + std::string(40, 'a') + "\r\n";
+  const std::string too_long = "+" + std::string(41, 'a') + "\r\n";
+  for (const auto& [wire, verdict] : {std::pair{longest, parse_status::complete},
+                                      std::pair{too_long, parse_status::too_large}}) {
+    BOOST_TEST(is(status_of(wire, lim), verdict));
+    for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+      reader rd{lim};
+      reply r;
+      rd.feed(std::string_view{wire}.substr(0, cut));
+      parse_status st = rd.next(r);
+      if (st == parse_status::incomplete) {
+        rd.feed(std::string_view{wire}.substr(cut));
+        st = rd.next(r);
+      }
+      BOOST_TEST(is(st, verdict), "line of " << wire.size() << " bytes cut at " << cut);
+    }
+  }
+  BOOST_TEST(is(status_of("\r"), parse_status::incomplete));  // a lone type byte is not a long line
 }
