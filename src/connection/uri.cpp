@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 
 #include "redlock/config.hpp"
@@ -60,7 +61,8 @@ bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
   }
 
   std::string_view port;
-  if (!hostport.empty() && hostport.front() == '[') {
+  const bool bracketed = !hostport.empty() && hostport.front() == '[';
+  if (bracketed) {
     auto close = hostport.find(']');
     if (close == std::string_view::npos) {
       why = "unterminated '[' in IPv6 host";
@@ -96,8 +98,15 @@ bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
     why = "the node URI has no host";
     return false;
   }
-  if (out.host.find_first_of(" /?#@") != std::string::npos) {
+  if (out.host.find_first_of(" /?#@[]") != std::string::npos ||
+      std::any_of(out.host.begin(), out.host.end(),
+                  [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
     why = "the host contains a character that is not allowed";
+    return false;
+  }
+  if (!bracketed && out.host.find(':') != std::string::npos) {
+    // "redis://::1" would otherwise parse as host ":" and port 1.
+    why = "an IPv6 host must be written in brackets, as redis://[::1]:6379";
     return false;
   }
   if (!port.empty()) {

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
+#include "fast_config.hpp"
 #include "connection_harness.hpp"
 #include "fake_server.hpp"
 #include "redis_fleet.hpp"
@@ -22,6 +23,7 @@ using redlock::test::error_text;
 using redlock::test::fake_reply;
 using redlock::test::fake_server;
 using redlock::test::recorder;
+using redlock::test::fast_config;
 using redlock::test::run_bounded;
 
 namespace {
@@ -222,16 +224,6 @@ BOOST_AUTO_TEST_SUITE_END()
 
 namespace {
 
-redlock::config lock_config(std::vector<std::string> nodes) {
-  return redlock::config{.nodes = std::move(nodes),
-                         .connect_timeout = 500ms,
-                         .node_timeout = 200ms,
-                         .reconnect_min = 10ms,
-                         .reconnect_max = 50ms,
-                         .retry_delay = 10ms,
-                         .restart_guard = false};
-}
-
 // Answers every lock command (SET, EVALSHA, EVAL) with `bytes`.
 fake_server::responder lock_commands_get(std::string bytes) {
   return [bytes](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
@@ -248,7 +240,7 @@ BOOST_AUTO_TEST_CASE(unexpected_reply_types_are_refused_votes_and_keep_the_conne
     BOOST_TEST_CONTEXT("reply " << b.substr(0, b.size() - 2)) {
       fake_server server{lock_commands_get(b)};
       asio::io_context io;
-      redlock::client c{io.get_executor(), lock_config({server.uri()})};
+      redlock::client c{io.get_executor(), fast_config({server.uri()})};
       run_bounded(io, [&]() -> asio::awaitable<void> {
         redlock::diagnostics diag;
         auto [ec, lk] = co_await c.async_lock("res", {.ttl = 2s, .wait = 100ms}, diag,
@@ -270,7 +262,7 @@ BOOST_AUTO_TEST_CASE(a_hostile_node_among_real_ones_does_not_stop_the_lock) {
   // Each lock command gets an absurd length: the connection resets every time.
   fake_server server{lock_commands_get("$99999999999\r\n")};
   asio::io_context io;
-  redlock::client c{io.get_executor(), lock_config({fleet[0].uri(), server.uri(), fleet[1].uri()})};
+  redlock::client c{io.get_executor(), fast_config({fleet[0].uri(), server.uri(), fleet[1].uri()})};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     for (int i = 0; i < 5; ++i) {
       const std::string r = "mixed:" + std::to_string(i);

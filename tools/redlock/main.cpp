@@ -1,5 +1,6 @@
 // redlock: a distributed flock(1) across Redis masters (docs/cli.md).
 
+#include <boost/system/system_error.hpp>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "redlock/error.hpp"
 
 namespace {
 
@@ -99,6 +101,12 @@ int main(int argc, char** argv) {
   } catch (const usage_error& e) {
     fmt::print(stderr, "redlock: {}\n", e.what);
     return exit_usage;
+  } catch (const boost::system::system_error& e) {
+    // The client refused its configuration: the command line asked for it.
+    const bool usage = e.code() == redlock::error::invalid_config ||
+                       e.code() == redlock::error::invalid_argument;
+    fmt::print(stderr, "redlock: {}\n", e.what());
+    return usage ? exit_usage : exit_software;
   } catch (const std::exception& e) {
     fmt::print(stderr, "redlock: {}\n", e.what());
     return exit_software;

@@ -35,6 +35,28 @@ std::vector<std::string> parse_node_list(const std::string& list, const std::str
 
 namespace {
 
+// What the lock client would refuse (after parsing each URI): too many nodes, or one
+// server named twice. Caught here, so that it is a usage error like any bad URI. `status`
+// and `nodes` take any list: they inspect setups, including wrong ones.
+void check_lock_nodes(const std::vector<std::string>& nodes) {
+  constexpr std::size_t max_nodes = 15;
+  if (nodes.size() > max_nodes)
+    throw usage_error{"--nodes names " + std::to_string(nodes.size()) + " nodes; at most " +
+                      std::to_string(max_nodes) + " are supported"};
+  std::vector<node_uri> seen;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    node_uri u;
+    std::string why;
+    parse_node_uri(nodes[i], u, why);  // already validated
+    for (std::size_t j = 0; j < seen.size(); ++j)
+      if (seen[j].host == u.host && seen[j].port == u.port)
+        throw usage_error{"--nodes: nodes " + std::to_string(j + 1) + " and " +
+                          std::to_string(i + 1) + " are the same node (" + u.display() +
+                          "): a server must count once"};
+    seen.push_back(std::move(u));
+  }
+}
+
 // Walks the arguments, handing out flag values with a clear error when one is missing.
 class cursor {
  public:
@@ -102,6 +124,7 @@ run_options parse_run(const std::vector<std::string>& args) {
   run_options o;
   cursor c{args};
   bool nodes_given = false;
+  bool resource_given = false;
   std::optional<std::chrono::milliseconds> max_ttl;
   std::string v;
   while (!c.done()) {
@@ -123,13 +146,15 @@ run_options parse_run(const std::vector<std::string>& args) {
       max_ttl = parse_ms("--max-ttl", v);
     } else if (!a.empty() && a[0] == '-') {
       throw usage_error{"unknown option " + a + " (see redlock run --help)"};
-    } else if (o.resource.empty()) {
+    } else if (!resource_given) {
       o.resource = a;
+      resource_given = true;
     } else {
       throw usage_error{"unexpected argument \"" + a + "\": the command goes after --"};
     }
   }
-  if (o.resource.empty()) throw usage_error{"no RESOURCE given"};
+  if (o.resource.empty())
+    throw usage_error{resource_given ? "RESOURCE is empty" : "no RESOURCE given"};
   if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
   if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
   if (o.ttl.count() < 10) throw usage_error{"--ttl must be at least 10 ms"};
@@ -143,6 +168,7 @@ run_options parse_run(const std::vector<std::string>& args) {
     throw usage_error{"--max-ttl (" + std::to_string(o.max_ttl.count()) +
                       " ms) is below --ttl (" + std::to_string(o.ttl.count()) + " ms)"};
   default_nodes(o.common, nodes_given);
+  check_lock_nodes(o.common.nodes);
   return o;
 }
 

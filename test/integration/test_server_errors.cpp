@@ -1,0 +1,286 @@
+// What real redis-servers answer when they cannot or will not take a lock: a replica
+// (READONLY), a full memory (OOM), an ACL user without the commands or keys (NOPERM), a
+// wrong or missing password, a flushed script cache, a key of another type, a restart in
+// the middle of a batch. Each gives a clear error with the server's own text, and no key
+// is left behind without a TTL.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "async_helpers.hpp"
+#include "fast_config.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::fast_config;
+using redlock::test::run_bounded;
+
+namespace {
+
+// "redis://user:password@127.0.0.1:port" for each server.
+std::vector<std::string> uris_as(const redlock::test::redis_fleet& fleet, const std::string& user,
+                                 const std::string& password) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    out.push_back("redis://" + user + ":" + password + "@127.0.0.1:" +
+                  std::to_string(fleet[i].port()));
+  return out;
+}
+
+// One attempt that is expected to fail; returns its error and diagnostics.
+std::pair<error_code, std::string> failed_lock(asio::io_context& io, redlock::client& c,
+                                               std::string resource) {
+  std::pair<error_code, std::string> out;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_lock(resource, {.ttl = 5s, .wait = 200ms}, diag,
+                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!lk.owns());
+    out = {ec, diag.message};
+  }());
+  return out;
+}
+
+// Every key on every running server has a TTL, or has "fence" in its name.
+void expect_every_key_expires(const redlock::test::redis_fleet& fleet) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    if (!fleet[i].running()) continue;
+    const auto keys = fleet[i].command({"KEYS", "*"});
+    for (const auto& k : keys.elements) {
+      if (k.text.find("fence") != std::string::npos) continue;
+      const auto pttl = fleet[i].command({"PTTL", k.text});
+      BOOST_TEST(pttl.integer != -1, "node " << i << ": key \"" << k.text << "\" has no TTL");
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(replicas_never_vote_and_the_error_says_so) {
+  redlock::test::redis_server master;
+  const std::string port = std::to_string(master.port());
+  redlock::test::redis_server r1{{"--replicaof", "127.0.0.1", port}};
+  redlock::test::redis_server r2{{"--replicaof", "127.0.0.1", port}};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config({master.uri(), r1.uri(), r2.uri()})};
+  const auto [ec, diag] = failed_lock(io, c, "ro");
+  BOOST_TEST(ec == redlock::error::no_quorum);
+  BOOST_TEST(diag.find("is a replica") != std::string::npos, diag);
+  BOOST_TEST(master.command({"EXISTS", "ro"}).integer == 0);
+}
+
+BOOST_AUTO_TEST_CASE(masters_turned_replicas_answer_readonly_and_nothing_is_left) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("before", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  // The client's connections stay open: the next SETs meet READONLY.
+  for (std::size_t i = 1; i < 3; ++i)
+    fleet[i].command({"REPLICAOF", "127.0.0.1", std::to_string(fleet[0].port())});
+  const auto [ec, diag] = failed_lock(io, c, "ro");
+  BOOST_TEST(ec == redlock::error::no_quorum);
+  BOOST_TEST(diag.find("READONLY") != std::string::npos, diag);
+  // Node 0 said yes each time; every attempt released it there.
+  for (int i = 0; i < 200 && fleet.has_key(0, "ro"); ++i) io.run_for(5ms);
+  BOOST_TEST(!fleet.has_key(0, "ro"));
+}
+
+BOOST_AUTO_TEST_CASE(a_full_memory_refuses_new_locks_with_oom_and_old_ones_still_release) {
+  redlock::test::redis_fleet fleet{3, {"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"}};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  redlock::lock held;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    held = co_await c.async_lock("held", {.ttl = 30s, .wait = 2s}, asio::use_awaitable);
+  }());
+  // Allowed while below the limit, it takes the server above it.
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    BOOST_TEST_REQUIRE(!fleet[i].command({"SETRANGE", "ballast", "6000000", "x"}).is_error());
+  const auto [ec, diag] = failed_lock(io, c, "new");
+  BOOST_TEST(ec == redlock::error::no_quorum);
+  BOOST_TEST(diag.find("OOM") != std::string::npos, diag);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await c.async_extend(held, 30s, asio::use_awaitable);  // PEXPIRE is not refused
+    co_await c.async_unlock(held, asio::use_awaitable);        // nor is DEL
+  }());
+  for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(!fleet.has_key(i, "held"));
+}
+
+BOOST_AUTO_TEST_CASE(an_acl_user_without_set_gets_noperm_and_no_password_is_shown) {
+  redlock::test::redis_fleet fleet{3};
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command({"ACL", "SETUSER", "locker", "on", ">S3cretPw", "~*", "&*", "+@all", "-set"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(uris_as(fleet, "locker", "S3cretPw"))};
+  const auto [ec, diag] = failed_lock(io, c, "perm");
+  BOOST_TEST(ec == redlock::error::no_quorum);
+  BOOST_TEST(diag.find("NOPERM") != std::string::npos, diag);
+  BOOST_TEST(diag.find("S3cretPw") == std::string::npos, diag);
+}
+
+BOOST_AUTO_TEST_CASE(an_acl_user_limited_to_other_keys_gets_noperm) {
+  redlock::test::redis_fleet fleet{3};
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command({"ACL", "SETUSER", "locker", "on", ">pw", "~other:*", "+@all"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(uris_as(fleet, "locker", "pw"))};
+  const auto [ec, diag] = failed_lock(io, c, "mine");
+  BOOST_TEST(ec == redlock::error::no_quorum);
+  BOOST_TEST(diag.find("NOPERM") != std::string::npos, diag);
+}
+
+BOOST_AUTO_TEST_CASE(an_acl_user_without_scripts_can_lock_but_not_release_and_the_keys_expire) {
+  redlock::test::redis_fleet fleet{3};
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command(
+        {"ACL", "SETUSER", "locker", "on", ">pw", "~*", "+@all", "-evalsha", "-eval", "-script"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(uris_as(fleet, "locker", "pw"))};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("noscript", {.ttl = 2s, .wait = 2s}, asio::use_awaitable);
+    BOOST_TEST(lk.valid());
+    redlock::diagnostics diag;
+    auto [ec] = co_await c.async_unlock(lk, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.message.find("NOPERM") != std::string::npos, diag.message);
+  }());
+  expect_every_key_expires(fleet);
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    const auto pttl = fleet[i].command({"PTTL", "noscript"}).integer;
+    BOOST_TEST((pttl > 0 && pttl <= 2000), "node " << i << ": PTTL " << pttl);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_wrong_or_missing_password_is_a_clear_error_without_the_password) {
+  redlock::test::redis_fleet fleet{3, {"--requirepass", "right-one"}};
+  asio::io_context io;
+  {
+    redlock::client c{io.get_executor(), fast_config(uris_as(fleet, "default", "Wr0ngPass"))};
+    const auto [ec, diag] = failed_lock(io, c, "pw");
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.find("WRONGPASS") != std::string::npos, diag);
+    BOOST_TEST(diag.find("Wr0ngPass") == std::string::npos, diag);
+  }
+  {
+    redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+    const auto [ec, diag] = failed_lock(io, c, "pw");
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.find("NOAUTH") != std::string::npos, diag);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_script_survives_a_script_flush) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto cfg = fast_config(fleet.uris());
+  redlock::client c{io.get_executor(), cfg};
+  auto flush_all = [&] {
+    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"SCRIPT", "FLUSH"});
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true},
+                                       asio::use_awaitable);
+    const auto first_fence = first.fence();
+    co_await c.async_unlock(first, asio::use_awaitable);
+    flush_all();
+    // Acquire (SET NX + counter) and write-back scripts, then extend and release.
+    auto lk = co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true},
+                                    asio::use_awaitable);
+    BOOST_TEST(lk.fence() > first_fence);  // per resource: the same one
+    flush_all();
+    co_await c.async_extend(lk, 5s, asio::use_awaitable);
+    flush_all();
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(!fleet.has_key(i, "f"));
+}
+
+BOOST_AUTO_TEST_CASE(keys_of_every_other_type_give_wrong_type) {
+  redlock::test::redis_fleet fleet{3};
+  const std::vector<std::vector<std::string>> makers{
+      {"LPUSH", "k", "x"},     {"HSET", "k", "f", "v"}, {"SADD", "k", "m"},
+      {"ZADD", "k", "1", "m"}, {"XADD", "k", "*", "f", "v"}};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  for (const auto& make : makers) {
+    BOOST_TEST_CONTEXT(make[0]) {
+      for (std::size_t i = 0; i < fleet.size(); ++i) {
+        fleet[i].command({"DEL", "k"});
+        fleet[i].command(make);
+      }
+      const auto [ec, diag] = failed_lock(io, c, "k");
+      BOOST_TEST(ec == redlock::error::wrong_type);
+      BOOST_TEST(diag.find("another type") != std::string::npos, diag);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_key_of_another_type_on_a_minority_does_not_stop_the_lock) {
+  redlock::test::redis_fleet fleet{5};
+  fleet[0].command({"LPUSH", "mixed", "x"});
+  fleet[1].command({"LPUSH", "mixed", "x"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("mixed", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    BOOST_TEST(lk.valid());
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
+  // The lists were never touched; the lock's keys are gone.
+  for (std::size_t i = 0; i < 2; ++i) BOOST_TEST(fleet[i].command({"LLEN", "mixed"}).integer == 1);
+  for (std::size_t i = 2; i < 5; ++i) BOOST_TEST(!fleet.has_key(i, "mixed"));
+}
+
+BOOST_AUTO_TEST_CASE(a_server_restart_during_a_batch_fails_nothing_and_leaves_no_key_behind) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto warm = co_await c.async_lock("warm", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    co_await c.async_unlock(warm, asio::use_awaitable);
+  }());
+  constexpr int batch = 300;
+  std::vector<redlock::lock> locks(batch);
+  std::vector<error_code> errors(batch);
+  int done = 0;
+  bool restarted = false;
+  for (int i = 0; i < batch; ++i) {
+    c.async_lock("batch:" + std::to_string(i), {.ttl = 10s, .wait = 5s},
+                 [&, i](error_code ec, redlock::lock lk) {
+                   errors[i] = ec;
+                   locks[i] = std::move(lk);
+                   // Node 0 dies and comes back empty while most of the batch is in flight.
+                   if (++done == batch / 10 && !restarted) {
+                     restarted = true;
+                     fleet[0].restart();
+                   }
+                 });
+  }
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (done < batch && std::chrono::steady_clock::now() < end) io.run_for(5ms);
+  BOOST_TEST_REQUIRE(done == batch);
+  BOOST_TEST(restarted);
+  // Two of three nodes stayed up: every lock of the batch was granted.
+  for (int i = 0; i < batch; ++i) BOOST_TEST(!errors[i], "batch:" << i << ": " << errors[i].message());
+  expect_every_key_expires(fleet);
+  int released = 0;
+  for (auto& lk : locks) {
+    if (!lk.owns()) continue;
+    c.async_unlock(lk, [&](error_code ec) {
+      BOOST_TEST(!ec, ec.message());
+      ++released;
+    });
+  }
+  const auto end2 = std::chrono::steady_clock::now() + 30s;
+  while (released < batch && std::chrono::steady_clock::now() < end2) io.run_for(5ms);
+  // The last node's releases may land after the majority's answers.
+  while (fleet.total_keys() > 0 && std::chrono::steady_clock::now() < end2) io.run_for(20ms);
+  BOOST_TEST(released == batch);
+  BOOST_TEST(fleet.total_keys() == 0);
+}

@@ -1,0 +1,24 @@
+#pragma once
+// A client configuration for tests: short timeouts and retries, so that failures show in
+// milliseconds, and no restart guard (fresh test servers would otherwise not vote for a
+// whole TTL; the guard has tests of its own in test_fencing).
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redlock/config.hpp"
+
+namespace redlock::test {
+
+inline redlock::config fast_config(std::vector<std::string> nodes) {
+  return redlock::config{.nodes = std::move(nodes),
+                         .connect_timeout = 500ms,
+                         .node_timeout = 200ms,
+                         .reconnect_min = 10ms,
+                         .reconnect_max = 50ms,
+                         .retry_delay = 10ms,
+                         .restart_guard = false};
+}
+
+}  // namespace redlock::test
