@@ -140,12 +140,23 @@ class batch_extend_op final : public request_sink {
 renewal_scheduler::renewal_scheduler(client_state& s) : s_(s), timer_(s.strand) {}
 
 void renewal_scheduler::add(std::shared_ptr<renewal_entry> e) {
+  // O(1): only the new entry can make the timer due earlier (a full reschedule per add
+  // made taking 40,000 keepers quadratic).
+  const auto due = std::min(e->loss_at, e->next_due);
+  e->slot = entries_.size();
   entries_.push_back(std::move(e));
-  reschedule();
+  if (!armed_ || due < armed_for_) reschedule();
 }
 
 void renewal_scheduler::remove(const renewal_entry* e) {
-  std::erase_if(entries_, [e](const auto& p) { return p.get() == e; });
+  // O(1): swap with the last entry (the order of entries does not matter).
+  const std::size_t i = e->slot;
+  if (i >= entries_.size() || entries_[i].get() != e) return;
+  if (i + 1 != entries_.size()) {
+    entries_[i] = std::move(entries_.back());
+    entries_[i]->slot = i;
+  }
+  entries_.pop_back();
 }
 
 void renewal_scheduler::lose(renewal_entry& e) {

@@ -33,6 +33,7 @@ struct renewal_entry {
   bool lost = false;
   std::vector<std::pair<std::uint64_t, void_handler>> waiters;
   std::uint64_t next_waiter_id = 0;
+  std::size_t slot = static_cast<std::size_t>(-1);  // index in the scheduler's entries
 
   // Mirrors for readers on other threads.
   std::atomic<boot_clock::rep> deadline_ns{0};
