@@ -237,6 +237,24 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_on_a_minority_does_not_stop_the_lock)
   for (std::size_t i = 2; i < 5; ++i) BOOST_TEST(!fleet.has_key(i, "mixed"));
 }
 
+// Reproducer of a gap in the client (src/client, not ours to change here): disabled so
+// that main stays green; run it with --run_test=<name>.
+BOOST_AUTO_TEST_CASE(a_key_of_another_type_on_a_minority_does_not_end_a_wait,
+                     *boost::unit_test::disabled()) {
+  // Today wrong_type from any one node ends async_lock at once, not retried, although
+  // nodes 1 to 4 are free 300 ms later: four of five.
+  redlock::test::redis_fleet fleet{5};
+  fleet[0].command({"LPUSH", "r", "x"});
+  for (std::size_t i = 1; i < 4; ++i) fleet[i].command({"SET", "r", "other", "PX", "300"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [ec, lk] = co_await c.async_lock("r", {.ttl = 5s, .wait = 5s},
+                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec, ec.message());
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(a_server_restart_during_a_batch_fails_nothing_and_leaves_no_key_behind) {
   redlock::test::redis_fleet fleet{3};
   asio::io_context io;

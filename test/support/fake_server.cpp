@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <cctype>
 
+#include "loopback.hpp"
 #include "resp/resp.hpp"
 
 namespace redlock::test {
@@ -140,13 +141,7 @@ struct fake_server::impl {
 };
 
 fake_server::fake_server(responder r) : impl_(std::make_unique<impl>(*this, std::move(r))) {
-  auto& acc = impl_->acceptor;
-  const tcp::endpoint ep{asio::ip::address_v4::loopback(), 0};
-  acc.open(ep.protocol());
-  acc.set_option(tcp::acceptor::reuse_address(true));
-  acc.bind(ep);
-  acc.listen();
-  port_ = acc.local_endpoint().port();
+  port_ = listen_on_loopback(impl_->acceptor);
   impl_->run_id = std::string(34, 'f') + std::to_string(100000 + port_);
   asio::co_spawn(impl_->io, impl_->accept_loop(), asio::detached);
   thread_ = std::thread{[this] { impl_->io.run(); }};
