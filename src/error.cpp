@@ -25,7 +25,7 @@ class category_impl final : public boost::system::error_category {
         return "the lock was lost: its validity ran out or a majority no longer holds it";
       case error::cancelled: return "the operation was cancelled";
       case error::wrong_type:
-        return "a Redis key of another type (not a string) exists under the resource name";
+        return "Redis keys of another type (not strings) exist under the resource name on too many nodes for a majority";
       case error::node_timeout: return "the Redis node did not answer in time";
       case error::node_unavailable:
         return "not connected to the Redis node (connecting, backing off, or unresponsive)";

@@ -18,7 +18,7 @@ enum class error {
   not_held,            ///< unlock/extend of a lock this owner no longer holds
   lock_lost,           ///< the lock's validity ran out or a majority lost it
   cancelled,           ///< the operation was cancelled by the caller
-  wrong_type,          ///< a key of another type (not a string) exists at the resource name
+  wrong_type,          ///< keys of another type (not strings) at the name on too many nodes for a majority
   // Node / connection outcomes
   node_timeout,        ///< a node did not answer within its deadline
   node_unavailable,    ///< not connected to the node (connecting, backing off or unresponsive)

@@ -557,11 +557,17 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
   error_code failure_reason() const {
+    // A key of another type stops the lock for good only when such keys sit on so many
+    // nodes that a majority is out of reach while they stay; on a minority it is one
+    // more "no", and a waiting lock goes on trying the others.
+    const std::size_t spare = s_->size() - quorum(s_->size());
+    std::size_t wrong = 0;
     for (std::size_t i = 0; i < s_->size(); ++i)
-      if (errors_[i] == error::wrong_type) return error::wrong_type;
-    // "Contended" only when the holders alone deny us a majority; otherwise the missing
-    // votes of unavailable nodes are the reason.
-    if (held_ > s_->size() - quorum(s_->size())) return error::contended;
+      if (errors_[i] == error::wrong_type) ++wrong;
+    if (wrong > spare) return error::wrong_type;
+    // "Contended" only when the holders (and foreign keys) alone deny us a majority;
+    // otherwise the missing votes of unavailable nodes are the reason.
+    if (held_ + wrong > spare) return error::contended;
     return error::no_quorum;
   }
 
