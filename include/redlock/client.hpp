@@ -8,9 +8,12 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "redlock/claim.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lock.hpp"
@@ -29,6 +32,21 @@ void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, 
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h);
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h);
+
+using claims_handler = boost::asio::any_completion_handler<void(boost::system::error_code,
+                                                                std::vector<claim_result>)>;
+using claim_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, claim_result)>;
+using count_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
+void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
+                     std::chrono::milliseconds ttl, claims_handler h);
+void start_claim(std::shared_ptr<client_state> s, std::string resource,
+                 std::chrono::milliseconds ttl, claim_handler h);
+void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
+                  std::chrono::milliseconds keep, count_handler h);
+void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds keep,
+                      void_handler h);
 }  // namespace detail
 
 /// A Redlock client: one pipelined connection per node, shared by every operation.
@@ -127,6 +145,76 @@ class client {
     return initiate_void(
         [&lk, ttl, &diag](auto s, detail::void_handler h) {
           detail::start_extend(std::move(s), lk, ttl, &diag, std::move(h));
+        },
+        std::forward<CompletionToken>(token));
+  }
+
+  /// Claims (docs/claims.md): one attempt each, no waiting, no fencing, for many
+  /// resources at once. Tries to take every name in `resources` with the same `ttl`, in
+  /// one script call per node for the whole batch: a majority of the nodes is asked
+  /// first, the others only for names still undecided. Per name the Redlock rule holds
+  /// (a majority within validity); names not won are released wherever they were taken.
+  /// Completes with (error_code, std::vector<claim_result>), one result per name, in
+  /// order; a name repeated in the batch is claim_status::duplicate after its first.
+  /// The error_code is for the whole call: invalid_argument (more than max_claim_batch
+  /// names, an empty name, a TTL out of range; nothing is sent) or shut_down. An empty
+  /// batch completes at once with no results. Completes within two node_timeouts.
+  template <typename CompletionToken>
+  auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
+                       CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, std::vector<claim_result>)>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, std::vector<std::string> r,
+           std::chrono::milliseconds t) {
+          detail::start_try_claim(std::move(s), std::move(r), t, std::move(handler));
+        },
+        token, state_, std::move(resources), ttl);
+  }
+
+  /// One claim, batched for you: concurrent calls of this client (from any number of
+  /// coroutines) are queued and sent together as async_try_claim batches, whatever is
+  /// queued whenever a batch slot is free. Completes with (error_code, claim_result);
+  /// the error_code is only for invalid_argument or shut_down: held, done and failed
+  /// are outcomes in the result, not errors.
+  template <typename CompletionToken>
+  auto async_claim(std::string_view resource, std::chrono::milliseconds ttl,
+                   CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, claim_result)>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, std::string r,
+           std::chrono::milliseconds t) {
+          detail::start_claim(std::move(s), std::move(r), t, std::move(handler));
+        },
+        token, state_, std::string{resource}, ttl);
+  }
+
+  /// Ends won claims (or any locks of this client) in one script call per node: with
+  /// `keep_for` zero each is released (compare-and-delete); otherwise each is replaced,
+  /// where it still holds our token, by a "done" marker that lives `keep_for` (up to 30
+  /// days), and claims of that name then answer claim_status::done. The locks are emptied
+  /// when the call starts and must outlive it. Completes with (error_code, settled):
+  /// settled counts the locks done; the error_code is the first failure: not_held (a
+  /// lock was empty, or its key had expired or been taken), no_quorum (a done marker did
+  /// not reach a majority, or too few nodes answered a release), invalid_argument.
+  template <typename CompletionToken>
+  auto async_settle(std::span<lock> claims, std::chrono::milliseconds keep_for,
+                    CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, std::size_t)>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, std::span<lock> c,
+           std::chrono::milliseconds k) {
+          detail::start_settle(std::move(s), c, k, std::move(handler));
+        },
+        token, state_, claims, keep_for);
+  }
+
+  /// async_settle for one lock, batched with concurrent calls like async_claim.
+  /// Completes with error_code: success, not_held, no_quorum, invalid_argument, shut_down.
+  template <typename CompletionToken>
+  auto async_settle(lock& claim, std::chrono::milliseconds keep_for, CompletionToken&& token) {
+    return initiate_void(
+        [&claim, keep_for](auto s, detail::void_handler h) {
+          detail::start_settle_one(std::move(s), claim, keep_for, std::move(h));
         },
         std::forward<CompletionToken>(token));
   }

@@ -73,6 +73,7 @@ class lock {
   std::chrono::milliseconds ttl_{0};
   boot_clock::time_point deadline_{};
   std::uint64_t fence_ = 0;
+  std::uint16_t nodes_ = 0xffff;  // nodes the key may be on (claims ask a majority first)
   bool lost_ = false;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 /// redlock-asio: the Redlock distributed lock for Boost.Asio. Include this header.
 
+#include "redlock/claim.hpp"
 #include "redlock/client.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"

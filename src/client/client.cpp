@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "client/arithmetic.hpp"
+#include "client/claims.hpp"
 #include "client/client_state.hpp"
 #include "guard/renewal.hpp"
 
@@ -78,15 +79,17 @@ std::vector<node_uri> validate(const config& c) {
   return out;
 }
 
+client_state::~client_state() = default;
+
 client_state::client_state(asio::any_io_executor ex, config c)
     : strand(asio::make_strand(ex)), cfg(std::move(c)), rng(std::random_device{}()) {
   auto uris = validate(cfg);
   // Loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at the back of
   // the pipeline, behind commands sent after it (a release would then land after the
   // next waiter's SET).
-  static const std::vector<const script*> preload{&release_script, &extend_script,
-                                                  &batch_extend_script, &fence_acquire_script,
-                                                  &fence_raise_script};
+  static const std::vector<const script*> preload{
+      &release_script,       &extend_script,      &batch_extend_script, &fence_acquire_script,
+      &fence_raise_script,   &claim_script,       &settle_script};
   for (std::size_t i = 0; i < uris.size(); ++i)
     nodes.push_back(std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload));
 }
@@ -108,6 +111,7 @@ void client_state::close_all_gracefully(std::function<void()> done) {
   }
   closed = true;
   if (renewals) renewals->shutdown();
+  if (claims) claims->shutdown();
   for (auto& [token, key] : held) release_detached(key, token);
   held.clear();
   auto left = std::make_shared<std::size_t>(nodes.size());
@@ -122,6 +126,7 @@ void client_state::close_all_gracefully(std::function<void()> done) {
 void client_state::close_all() {
   closed = true;
   if (renewals) renewals->shutdown();
+  if (claims) claims->shutdown();
   for (auto& n : nodes) n->close();
 }
 
@@ -1013,6 +1018,7 @@ lock::lock(lock&& other) noexcept
       ttl_(other.ttl_),
       deadline_(other.deadline_),
       fence_(other.fence_),
+      nodes_(other.nodes_),
       lost_(other.lost_) {
   other.token_.clear();
 }
@@ -1027,6 +1033,7 @@ lock& lock::operator=(lock&& other) noexcept {
     ttl_ = other.ttl_;
     deadline_ = other.deadline_;
     fence_ = other.fence_;
+    nodes_ = other.nodes_;
     lost_ = other.lost_;
     other.token_.clear();
   }

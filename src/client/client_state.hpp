@@ -29,6 +29,7 @@ extern const script fence_read_script;     // marker + all counters
 extern const script fence_repair_script;   // raise many counters, then set the marker
 
 class renewal_scheduler;
+class claim_coalescer;
 
 /// A lock call waiting in the local line for a resource (see client_state::waiters).
 class waiter {
@@ -52,6 +53,9 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::minstd_rand rng;
   bool closed = false;
   std::shared_ptr<renewal_scheduler> renewals;  // created by the first keeper
+  std::unique_ptr<claim_coalescer> claims;      // created by the first single claim
+  std::size_t claim_rotor = 0;                  // first node asked by the next claim batch
+  ~client_state();
 
   std::array<bool, max_nodes> duplicate{};  // repeats an earlier node's run id
   std::array<std::size_t, max_nodes> duplicate_of{};
@@ -104,6 +108,7 @@ struct lock_access {
   static boot_clock::time_point& deadline(lock& l) { return l.deadline_; }
   static bool& lost(lock& l) { return l.lost_; }
   static std::uint64_t& fence(lock& l) { return l.fence_; }
+  static std::uint16_t& nodes(lock& l) { return l.nodes_; }
 };
 
 }  // namespace redlock::detail

@@ -108,6 +108,10 @@ class connection : public std::enable_shared_from_this<connection> {
   std::size_t id() const { return id_; }
   const node_uri& uri() const { return uri_; }
   bool ready() const { return state_ == state::ready && !unresponsive_; }
+  /// Whether submit() would queue a request now (ready, or connecting: it waits).
+  bool accepts() const {
+    return ready() || state_ == state::connecting || state_ == state::handshaking;
+  }
   /// Why the node is not usable right now, for diagnostics ("" when it is).
   const std::string& last_problem() const { return last_problem_; }
   const node_status& status() const { return status_; }

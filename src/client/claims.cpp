@@ -1,0 +1,643 @@
+// Claims: many try-locks in one round trip per node. A batch is one script call per
+// node; a majority of nodes is asked first and the others only for the resources that
+// the first answers left undecided (Redlock needs a majority, not every node). Single
+// calls (async_claim, the one-lock async_settle) are queued and sent as batches by a
+// per-client coalescer: whatever is queued when a batch slot is free goes together.
+
+#include "client/claims.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "client/arithmetic.hpp"
+#include "redlock/client.hpp"
+
+namespace redlock {
+
+const char* to_string(claim_status s) noexcept {
+  switch (s) {
+    case claim_status::won: return "won";
+    case claim_status::held: return "held";
+    case claim_status::done: return "done";
+    case claim_status::duplicate: return "duplicate";
+    case claim_status::failed: return "failed";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+// Per key: 1 set by us, 0 held by another owner, 2 a done marker, 3 a key of another
+// type. SET NX GET answers "who is there" in the same command; pcall keeps one odd key
+// from failing the whole batch.
+const script claim_script{
+    R"(local r = {} for i = 1, #KEYS do local v = redis.pcall("set", KEYS[i], ARGV[i + 1], "NX", "PX", ARGV[1], "GET") if v == false then r[i] = 1 elseif type(v) == "table" then r[i] = 3 elseif v == "done" then r[i] = 2 else r[i] = 0 end end return r)",
+    "1a9a3add656944ca48e28240ec99b313de0fb73e"};
+// Per key where our token is still there: delete it (ARGV[1] = 0) or replace it by a
+// done marker living ARGV[1] ms. 1 = settled, 0 = not ours (expired or taken).
+const script settle_script{
+    R"(local keep = tonumber(ARGV[1]) local r = {} for i = 1, #KEYS do if redis.pcall("get", KEYS[i]) == ARGV[i + 1] then if keep > 0 then redis.call("set", KEYS[i], "done", "PX", keep) else redis.call("del", KEYS[i]) end r[i] = 1 else r[i] = 0 end end return r)",
+    "89a28f163012f28b72da4ece2e5d1c15dffe5589"};
+
+namespace {
+
+constexpr auto longest_ttl = std::chrono::milliseconds{std::chrono::hours{24}};
+constexpr auto longest_keep = std::chrono::milliseconds{std::chrono::hours{24 * 30}};
+// Batches in flight per client and kind before single calls wait to be coalesced.
+constexpr int batch_slots = 4;
+
+using node_mask = std::uint16_t;
+constexpr node_mask bit(std::size_t i) { return static_cast<node_mask>(1u << i); }
+
+// Sends one script call per node for a list of item indexes, and reads back one integer
+// per item. Shared by the claim and settle batches.
+class batch_rounds : public request_sink {
+ protected:
+  explicit batch_rounds(std::shared_ptr<client_state> s) : s_(std::move(s)) {
+    reqs_.resize(s_->size());
+    payloads_.resize(s_->size());
+    sent_items_.resize(s_->size());
+  }
+  ~batch_rounds() = default;
+
+  /// Builds node i's call: `lua` over the items in `which`, keys then tokens, after `arg`.
+  void prepare(std::size_t i, const script& lua, std::vector<std::uint32_t> which,
+               std::int64_t arg) {
+    std::string& p = payloads_[i];
+    p.clear();
+    resp::command_writer w{p};
+    w.begin(3 + 2 * which.size() + 1).arg("EVALSHA").arg(lua.sha).arg(std::int64_t(which.size()));
+    for (auto j : which) w.arg(key_of(j));
+    w.arg(arg);
+    for (auto j : which) w.arg(token_of(j));
+    sent_items_[i] = std::move(which);
+    lua_ = &lua;
+  }
+
+  /// Submits node i's prepared call; false when the connection refused it at once.
+  bool submit(std::size_t i, boot_clock::time_point deadline) {
+    reqs_[i] = request{payloads_[i], lua_, deadline, this, i, false};
+    if (s_->nodes[i]->submit(reqs_[i])) return false;
+    ++outstanding_;
+    return true;
+  }
+
+  virtual std::string_view key_of(std::uint32_t item) const = 0;
+  virtual std::string_view token_of(std::uint32_t item) const = 0;
+  /// Node i answered `code` for item j (or failed: code -1).
+  virtual void tally(std::size_t i, std::uint32_t item, std::int64_t code) = 0;
+  /// Every reply of the round is in.
+  virtual void round_done() = 0;
+  /// Whether node i's reply may count now (the restart guard).
+  virtual bool counts(std::size_t) { return true; }
+
+  std::shared_ptr<client_state> s_;
+  std::size_t outstanding_ = 0;
+
+ private:
+  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
+    --outstanding_;
+    const auto& items = sent_items_[i];
+    const bool ok = !ec && counts(i) && well_formed(*r, items.size());
+    for (std::size_t k = 0; k < items.size(); ++k)
+      tally(i, items[k], ok ? (*r)[k + 1].integer : -1);
+    if (outstanding_ == 0) round_done();
+  }
+
+  static bool well_formed(const resp::reply& r, std::size_t m) {
+    if (r[0].kind != resp::type::array || r[0].size != m || r.size() != m + 1) return false;
+    for (std::size_t k = 1; k <= m; ++k)
+      if (r[k].kind != resp::type::integer) return false;
+    return true;
+  }
+
+  std::vector<request> reqs_;
+  std::vector<std::string> payloads_;
+  std::vector<std::vector<std::uint32_t>> sent_items_;
+  const script* lua_ = nullptr;
+};
+
+// ---- claim batches -----------------------------------------------------------------
+
+// Handlers are moved in by construction only: Asio 1.81's any_completion_handler move
+// assignment copies its argument as an lvalue and recurses without end.
+struct claim_item {
+  explicit claim_item(std::string r, claim_handler h = {})
+      : resource(std::move(r)), handler(std::move(h)) {}
+  std::string resource;
+  std::string key;
+  std::string token;
+  node_mask asked = 0;  // nodes the SET went to
+  node_mask maybe = 0;  // nodes where our SET may have landed (a yes, or no clear answer)
+  std::uint8_t yes = 0, held = 0, done = 0, wrong = 0, failed = 0;
+  bool duplicate = false;
+  claim_handler handler;  // coalesced calls only
+};
+
+class claim_batch_op final : public batch_rounds {
+ public:
+  claim_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl,
+                 std::vector<claim_item> items, claims_handler whole, bool coalesced)
+      : batch_rounds(std::move(s)),
+        ttl_(ttl),
+        items_(std::move(items)),
+        whole_(std::move(whole)),
+        coalesced_(coalesced) {}
+
+  void start() {
+    initiating_ = true;
+    if (s_->closed) return fail_all(error::shut_down);
+    const std::size_t n = s_->size();
+    // Only the first of equal names is sent.
+    std::vector<std::uint32_t> unique;
+    unique.reserve(items_.size());
+    {
+      std::unordered_map<std::string_view, std::uint32_t> seen;
+      if (items_.size() > 1) seen.reserve(items_.size());
+      for (std::uint32_t j = 0; j < items_.size(); ++j) {
+        auto& it = items_[j];
+        it.key = s_->cfg.key_prefix + it.resource;
+        if (items_.size() > 1 && !seen.emplace(it.resource, j).second) {
+          it.duplicate = true;
+          continue;
+        }
+        s_->tokens.next(it.token);
+        unique.push_back(j);
+      }
+    }
+    // The first round asks a majority of the nodes that can vote now, taken in turn so
+    // that the load is spread; with fewer able nodes than that, all of them.
+    const auto now = boot_clock::now();
+    // Connected nodes first, then those still connecting (their requests wait).
+    std::vector<std::size_t> able;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t i = (s_->claim_rotor + k) % n;
+        const auto& c = *s_->nodes[i];
+        if ((pass == 0 ? c.ready() : c.accepts() && !c.ready()) && s_->votes(i, ttl_, now))
+          able.push_back(i);
+      }
+    }
+    ++s_->claim_rotor;
+    const std::size_t q = quorum(n);
+    start_ = boot_clock::now();  // validity counts from before the first byte can leave
+    valid_until_ = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
+    const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
+    const std::size_t first = able.size() >= q ? q : able.size();
+    for (std::size_t k = 0; k < first; ++k) ask(able[k], unique, deadline);
+    for (std::size_t k = first; k < able.size(); ++k) later_ |= bit(able[k]);
+    if (outstanding_ == 0) return round_done();  // completes posted: still initiating
+    initiating_ = false;
+  }
+
+ private:
+  void ask(std::size_t i, const std::vector<std::uint32_t>& which, boot_clock::time_point deadline) {
+    if (which.empty()) return;
+    prepare(i, claim_script, which, ttl_.count());
+    const bool sent = submit(i, deadline);
+    for (auto j : which) {
+      items_[j].asked |= bit(i);
+      if (!sent) ++items_[j].failed;
+    }
+  }
+
+  std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
+  std::string_view token_of(std::uint32_t j) const override { return items_[j].token; }
+  bool counts(std::size_t i) override { return s_->votes(i, ttl_, boot_clock::now()); }
+
+  void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
+    auto& it = items_[j];
+    switch (code) {
+      case 1: ++it.yes; it.maybe |= bit(i); break;
+      case 0: ++it.held; break;
+      case 2: ++it.done; break;
+      case 3: ++it.wrong; break;
+      default: ++it.failed; it.maybe |= bit(i); break;  // it may have landed
+    }
+  }
+
+  void round_done() override {
+    const std::size_t n = s_->size();
+    const std::size_t q = quorum(n);
+    if (later_ != 0 && !s_->closed && boot_clock::now() < valid_until_) {
+      // Second round: the rest of the nodes, for what a majority may still take.
+      std::vector<std::uint32_t> open;
+      for (std::uint32_t j = 0; j < items_.size(); ++j) {
+        const auto& it = items_[j];
+        const std::size_t against = it.held + it.done + it.wrong + it.failed;
+        if (!it.duplicate && it.yes < q && against <= n - q) open.push_back(j);
+      }
+      const node_mask rest = std::exchange(later_, 0);
+      if (!open.empty()) {
+        const auto deadline = std::min(boot_clock::now() + s_->cfg.node_timeout, valid_until_);
+        for (std::size_t i = 0; i < n; ++i)
+          if (rest & bit(i)) ask(i, open, deadline);
+        if (outstanding_ > 0) return;
+      }
+    }
+    finish();
+  }
+
+  void finish() {
+    if (s_->closed) return fail_all(error::shut_down);
+    const std::size_t n = s_->size();
+    const std::size_t q = quorum(n);
+    const std::size_t spare = n - q;
+    const bool in_time = boot_clock::now() < valid_until_;
+    std::vector<claim_result> results(items_.size());
+    std::vector<std::vector<std::uint32_t>> undo(n);
+    for (std::uint32_t j = 0; j < items_.size(); ++j) {
+      auto& it = items_[j];
+      auto& r = results[j];
+      if (it.duplicate) {
+        r.status = claim_status::duplicate;
+        continue;
+      }
+      if (it.yes >= q && in_time) {
+        r.status = claim_status::won;
+        s_->held.emplace(it.token, it.key);
+        lock_access::owner(r.lock) = s_;
+        lock_access::ttl(r.lock) = ttl_;
+        lock_access::deadline(r.lock) = valid_until_;
+        lock_access::nodes(r.lock) = it.asked;
+        lock_access::resource(r.lock) = std::move(it.resource);
+        lock_access::key(r.lock) = std::move(it.key);
+        lock_access::token(r.lock) = std::move(it.token);
+        continue;
+      }
+      for (std::size_t i = 0; i < n; ++i)
+        if (it.maybe & bit(i)) undo[i].push_back(j);
+      if (it.held + it.done > spare) {
+        r.status = it.done > 0 ? claim_status::done : claim_status::held;
+      } else {
+        r.status = claim_status::failed;
+        r.error = it.wrong > spare ? error_code{error::wrong_type}
+                  : it.yes >= q    ? error_code{error::validity_exhausted}
+                                   : error_code{error::no_quorum};
+      }
+    }
+    // Undo partial takes: compare-and-delete where our SET may have landed. EVAL, not
+    // EVALSHA: nobody reads the reply, so a flushed script cache must not hide it.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (undo[i].empty()) continue;
+      std::string p;
+      resp::command_writer w{p};
+      w.begin(3 + 2 * undo[i].size() + 1).arg("EVAL").arg(settle_script.body)
+          .arg(std::int64_t(undo[i].size()));
+      for (auto j : undo[i]) w.arg(items_[j].key);
+      w.arg(std::int64_t{0});
+      for (auto j : undo[i]) w.arg(items_[j].token);
+      s_->nodes[i]->submit_detached(std::move(p));
+    }
+    deliver({}, std::move(results));
+  }
+
+  void fail_all(error_code ec) {
+    std::vector<claim_result> results(items_.size());
+    for (auto& r : results) r.error = ec;
+    deliver(ec, std::move(results));
+  }
+
+  void deliver(error_code ec, std::vector<claim_result> results) {
+    auto self = std::unique_ptr<claim_batch_op>(this);  // the last reply is in: nothing refers to us
+    auto s = s_;
+    const bool post = initiating_;
+    if (coalesced_) {
+      for (std::size_t j = 0; j < items_.size(); ++j) {
+        auto h = std::move(items_[j].handler);
+        if (post)
+          asio::post(s->strand, asio::append(std::move(h), ec, std::move(results[j])));
+        else
+          asio::dispatch(asio::append(std::move(h), ec, std::move(results[j])));
+      }
+      if (s->claims) s->claims->claim_batch_done();
+      return;
+    }
+    if (post)
+      asio::post(s->strand, asio::append(std::move(whole_), ec, std::move(results)));
+    else
+      asio::dispatch(asio::append(std::move(whole_), ec, std::move(results)));
+  }
+
+  std::chrono::milliseconds ttl_;
+  std::vector<claim_item> items_;
+  claims_handler whole_;
+  bool coalesced_;
+  bool initiating_ = false;
+  node_mask later_ = 0;  // able nodes kept for the second round
+  boot_clock::time_point start_{};
+  boot_clock::time_point valid_until_{};
+};
+
+// ---- settle batches ----------------------------------------------------------------
+
+struct settle_item {
+  std::string key;
+  std::string token;
+  node_mask nodes = 0;
+  std::uint8_t yes = 0, no = 0, failed = 0;
+  void_handler handler;  // coalesced calls only
+};
+
+class settle_batch_op final : public batch_rounds {
+ public:
+  settle_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds keep,
+                  std::vector<settle_item> items, count_handler whole, bool coalesced,
+                  std::size_t not_ours = 0)
+      : batch_rounds(std::move(s)),
+        keep_(keep),
+        items_(std::move(items)),
+        whole_(std::move(whole)),
+        coalesced_(coalesced),
+        not_ours_(not_ours) {}
+
+  void start() {
+    initiating_ = true;
+    const std::size_t n = s_->size();
+    std::vector<std::vector<std::uint32_t>> per_node(n);
+    for (std::uint32_t j = 0; j < items_.size(); ++j)
+      for (std::size_t i = 0; i < n; ++i)
+        if (items_[j].nodes & bit(i)) per_node[i].push_back(j);
+    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (per_node[i].empty()) continue;
+      const auto which = per_node[i];
+      prepare(i, settle_script, std::move(per_node[i]), keep_.count());
+      if (!submit(i, deadline))
+        for (auto j : which) ++items_[j].failed;
+    }
+    if (outstanding_ == 0) return round_done();  // completes posted: still initiating
+    initiating_ = false;
+  }
+
+ private:
+  std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
+  std::string_view token_of(std::uint32_t j) const override { return items_[j].token; }
+
+  void tally(std::size_t, std::uint32_t j, std::int64_t code) override {
+    auto& it = items_[j];
+    if (code == 1) ++it.yes;
+    else if (code == 0) ++it.no;
+    else ++it.failed;
+  }
+
+  // A done marker must be on a majority for later claims to see it; a release is done
+  // when a majority answered and our token was found at least once (as async_unlock).
+  error_code outcome(const settle_item& it) const {
+    const std::size_t q = quorum(s_->size());
+    if (s_->closed) return error::shut_down;
+    if (keep_.count() > 0 ? it.yes >= q : (it.yes >= 1 && it.yes + it.no >= q)) return {};
+    if (it.yes == 0 && it.failed == 0) return error::not_held;
+    return error::no_quorum;
+  }
+
+  void round_done() override {
+    auto self = std::unique_ptr<settle_batch_op>(this);
+    auto s = s_;
+    const bool post = initiating_;
+    if (coalesced_) {
+      for (auto& it : items_) {
+        auto h = std::move(it.handler);
+        const auto ec = outcome(it);
+        if (post)
+          asio::post(s->strand, asio::append(std::move(h), ec));
+        else
+          asio::dispatch(asio::append(std::move(h), ec));
+      }
+      if (s->claims) s->claims->settle_batch_done();
+      return;
+    }
+    error_code first = not_ours_ ? error_code{error::not_held} : error_code{};
+    std::size_t settled = 0;
+    for (auto& it : items_) {
+      const auto ec = outcome(it);
+      if (!ec) ++settled;
+      else if (!first) first = ec;
+    }
+    if (post)
+      asio::post(s->strand, asio::append(std::move(whole_), first, settled));
+    else
+      asio::dispatch(asio::append(std::move(whole_), first, settled));
+  }
+
+  std::chrono::milliseconds keep_;
+  std::vector<settle_item> items_;
+  count_handler whole_;
+  bool coalesced_;
+  std::size_t not_ours_;
+  bool initiating_ = false;
+};
+
+std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
+  if (ttl < std::chrono::milliseconds{1} || ttl > longest_ttl)
+    return "the TTL must be from 1 ms to 24 h";
+  if (cfg.max_ttl.count() > 0 && ttl > cfg.max_ttl)
+    return fmt::format("the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", ttl.count(),
+                       cfg.max_ttl.count());
+  if (validity_deadline(boot_clock::time_point{}, ttl, cfg.drift_factor) <= boot_clock::time_point{})
+    return "the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
+  return {};
+}
+
+bool bad_keep(std::chrono::milliseconds keep) {
+  return keep < std::chrono::milliseconds{0} || keep > longest_keep;
+}
+
+// Takes a won claim out of `lk` (emptied, as async_unlock does) into a settle item.
+bool take(client_state& s, lock& lk, settle_item& out) {
+  if (!lk.owns()) return false;
+  out.key = std::move(lock_access::key(lk));
+  out.token = std::move(lock_access::token(lk));
+  out.nodes = lock_access::nodes(lk) & static_cast<node_mask>((1u << s.size()) - 1);
+  lock_access::token(lk).clear();  // emptied: its destructor must not release it again
+  lock_access::owner(lk).reset();
+  s.held.erase(out.token);
+  lk = lock{};
+  return true;
+}
+
+template <typename Handler, typename... Args>
+void complete_later(const std::shared_ptr<client_state>& s, Handler h, Args... args) {
+  if (s) {
+    asio::post(s->strand, asio::append(std::move(h), std::move(args)...));
+  } else {
+    asio::post(asio::system_executor{}, asio::append(std::move(h), std::move(args)...));
+  }
+}
+
+}  // namespace
+
+// ---- the coalescer -----------------------------------------------------------------
+
+void claim_coalescer::add_claim(std::string resource, std::chrono::milliseconds ttl, claim_handler h) {
+  claims_.push_back(pending_claim{std::move(resource), ttl, std::move(h)});
+  schedule();
+}
+
+void claim_coalescer::add_settle(std::string key, std::string token, std::uint16_t nodes,
+                                 std::chrono::milliseconds keep, void_handler h) {
+  settles_.push_back(pending_settle{std::move(key), std::move(token), nodes, keep, std::move(h)});
+  schedule();
+}
+
+void claim_coalescer::schedule() {
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(s_.strand, [s = s_.shared_from_this()] {
+    if (s->claims) {
+      s->claims->flush_posted_ = false;
+      s->claims->flush();
+    }
+  });
+}
+
+void claim_coalescer::flush() {
+  auto s = s_.shared_from_this();
+  while (!claims_.empty() && claims_in_flight_ < batch_slots) {
+    // One batch: the oldest call's TTL, up to max_claim_batch calls with that TTL.
+    const auto ttl = claims_.front().ttl;
+    std::vector<claim_item> items;
+    std::vector<pending_claim> rest;
+    for (auto& p : claims_) {
+      if (p.ttl == ttl && items.size() < max_claim_batch) {
+        items.emplace_back(std::move(p.resource), std::move(p.handler));
+      } else {
+        rest.push_back(std::move(p));
+      }
+    }
+    claims_ = std::move(rest);
+    ++claims_in_flight_;
+    (new claim_batch_op(s, ttl, std::move(items), {}, true))->start();
+  }
+  while (!settles_.empty() && settles_in_flight_ < batch_slots) {
+    const auto keep = settles_.front().keep;
+    std::vector<settle_item> items;
+    std::vector<pending_settle> rest;
+    for (auto& p : settles_) {
+      if (p.keep == keep && items.size() < max_claim_batch) {
+        items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
+                                    std::move(p.handler)});
+      } else {
+        rest.push_back(std::move(p));
+      }
+    }
+    settles_ = std::move(rest);
+    ++settles_in_flight_;
+    (new settle_batch_op(s, keep, std::move(items), {}, true))->start();
+  }
+}
+
+void claim_coalescer::claim_batch_done() {
+  --claims_in_flight_;
+  if (!claims_.empty()) schedule();
+}
+
+void claim_coalescer::settle_batch_done() {
+  --settles_in_flight_;
+  if (!settles_.empty()) schedule();
+}
+
+void claim_coalescer::shutdown() {
+  auto claims = std::move(claims_);
+  auto settles = std::move(settles_);
+  claims_.clear();
+  settles_.clear();
+  auto s = s_.shared_from_this();
+  for (auto& p : claims) {
+    claim_result r;
+    r.error = error::shut_down;
+    asio::post(s->strand, asio::append(std::move(p.handler), error_code{error::shut_down}, std::move(r)));
+  }
+  for (auto& p : settles)
+    asio::post(s->strand, asio::append(std::move(p.handler), error_code{error::shut_down}));
+}
+
+// ---- entry points ------------------------------------------------------------------
+
+void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
+                     std::chrono::milliseconds ttl, claims_handler h) {
+  if (!s) return complete_later(s, std::move(h), error_code{error::shut_down}, std::vector<claim_result>{});
+  auto strand = s->strand;
+  asio::dispatch(strand, [s = std::move(s), resources = std::move(resources), ttl,
+                          h = std::move(h)]() mutable {
+    auto fail = [&](error_code ec) {
+      complete_later(s, std::move(h), ec, std::vector<claim_result>{});
+    };
+    if (s->closed) return fail(error::shut_down);
+    if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() ||
+        std::any_of(resources.begin(), resources.end(), [](const auto& r) { return r.empty(); }))
+      return fail(error::invalid_argument);
+    if (resources.empty()) return complete_later(s, std::move(h), error_code{}, std::vector<claim_result>{});
+    std::vector<claim_item> items;
+    items.reserve(resources.size());
+    for (auto& r : resources) items.emplace_back(std::move(r));
+    (new claim_batch_op(s, ttl, std::move(items), std::move(h), false))->start();
+  });
+}
+
+void start_claim(std::shared_ptr<client_state> s, std::string resource, std::chrono::milliseconds ttl,
+                 claim_handler h) {
+  auto fail = [](const std::shared_ptr<client_state>& st, claim_handler hh, error_code ec) {
+    claim_result r;
+    r.error = ec;
+    complete_later(st, std::move(hh), ec, std::move(r));
+  };
+  if (!s) return fail(s, std::move(h), error::shut_down);
+  auto strand = s->strand;
+  asio::dispatch(strand, [s = std::move(s), resource = std::move(resource), ttl, h = std::move(h),
+                          fail]() mutable {
+    if (s->closed) return fail(s, std::move(h), error::shut_down);
+    if (resource.empty() || !check_ttl(ttl, s->cfg).empty())
+      return fail(s, std::move(h), error::invalid_argument);
+    if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
+    s->claims->add_claim(std::move(resource), ttl, std::move(h));
+  });
+}
+
+void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
+                  std::chrono::milliseconds keep, count_handler h) {
+  if (!s) return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
+  auto strand = s->strand;
+  asio::dispatch(strand, [s = std::move(s), claims, keep, h = std::move(h)]() mutable {
+    if (s->closed) return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
+    if (bad_keep(keep) || claims.size() > max_claim_batch)
+      return complete_later(s, std::move(h), error_code{error::invalid_argument}, std::size_t{0});
+    std::vector<settle_item> items;
+    items.reserve(claims.size());
+    std::size_t not_ours = 0;  // empty locks (lost claims, released or moved from)
+    for (auto& lk : claims) {
+      settle_item it;
+      if (take(*s, lk, it))
+        items.push_back(std::move(it));
+      else
+        ++not_ours;
+    }
+    if (items.empty())
+      return complete_later(s, std::move(h), not_ours ? error_code{error::not_held} : error_code{},
+                            std::size_t{0});
+    (new settle_batch_op(s, keep, std::move(items), std::move(h), false, not_ours))->start();
+  });
+}
+
+void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds keep,
+                      void_handler h) {
+  if (!s) return complete_later(s, std::move(h), error_code{error::shut_down});
+  auto strand = s->strand;
+  asio::dispatch(strand, [s = std::move(s), &lk, keep, h = std::move(h)]() mutable {
+    if (s->closed) return complete_later(s, std::move(h), error_code{error::shut_down});
+    if (bad_keep(keep)) return complete_later(s, std::move(h), error_code{error::invalid_argument});
+    settle_item it;
+    if (!take(*s, lk, it)) return complete_later(s, std::move(h), error_code{error::not_held});
+    if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
+    s->claims->add_settle(std::move(it.key), std::move(it.token), it.nodes, keep, std::move(h));
+  });
+}
+
+}  // namespace detail
+}  // namespace redlock

@@ -1,0 +1,358 @@
+// Claims against real redis-server nodes: batch outcomes match the single-lock rules
+// (held, done, wrong types, frozen nodes), names not won are released everywhere, no key
+// is left without a TTL, duplicates and bad batches have fixed answers, and concurrent
+// single calls really travel in shared batches.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+
+#include "async_helpers.hpp"
+#include "client/claims.hpp"
+#include "client/client_state.hpp"
+#include "fast_config.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::claim_result;
+using redlock::claim_status;
+using redlock::test::fast_config;
+using redlock::test::run_bounded;
+
+namespace redlock {
+std::ostream& operator<<(std::ostream& os, claim_status s) { return os << to_string(s); }
+}  // namespace redlock
+
+namespace {
+
+using results = std::vector<claim_result>;
+
+// Not a coroutine itself: GCC 12 mishandles braced arguments of coroutines.
+auto try_claim(redlock::client& c, std::vector<std::string> names,
+               std::chrono::milliseconds ttl = 5s) {
+  return c.async_try_claim(std::move(names), ttl, asio::use_awaitable);
+}
+
+// How many nodes hold `key`, and that each copy has a TTL.
+std::size_t copies(redlock::test::redis_fleet& fleet, const std::string& key) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    if (fleet[i].frozen() || !fleet.has_key(i, key)) continue;
+    ++n;
+    BOOST_TEST(fleet[i].command({"PTTL", key}).integer > 0, key << " on node " << i);
+  }
+  return n;
+}
+
+// Calls of a script on node i so far (INFO commandstats).
+std::int64_t script_calls(redlock::test::redis_fleet& fleet, std::size_t i) {
+  const auto info = fleet[i].command({"INFO", "commandstats"}).text;
+  std::int64_t total = 0;
+  for (const char* name : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
+    const auto at = info.find(name);
+    if (at != std::string::npos) total += std::stoll(info.substr(at + std::strlen(name)));
+  }
+  return total;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(claims)
+
+BOOST_AUTO_TEST_CASE(the_scripts_hashes_match_what_redis_computes) {
+  redlock::test::redis_fleet fleet{1};
+  for (const auto* s : {&redlock::detail::claim_script, &redlock::detail::settle_script,
+                        &redlock::detail::release_script, &redlock::detail::extend_script}) {
+    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_reports_won_held_done_and_duplicate_per_name) {
+  redlock::test::redis_fleet fleet{3};
+  for (std::size_t i = 0; i < 3; ++i) {
+    fleet[i].command({"SET", "held", "someone-else", "PX", "10000"});
+    fleet[i].command({"SET", "saved", "done", "PX", "10000"});
+  }
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names1{"a", "held", "saved", "b", "a"};
+
+    auto r = co_await try_claim(c, names1);
+    BOOST_TEST_REQUIRE(r.size() == 5u);
+    BOOST_TEST(r[0].status == claim_status::won);
+    BOOST_TEST(r[1].status == claim_status::held);
+    BOOST_TEST(r[2].status == claim_status::done);
+    BOOST_TEST(r[3].status == claim_status::won);
+    BOOST_TEST(r[4].status == claim_status::duplicate);
+    BOOST_TEST(r[0].lock.valid());
+    BOOST_TEST(r[0].lock.resource() == "a");
+    BOOST_TEST(!r[1].lock.owns());
+    BOOST_TEST(!r[4].lock.owns());
+    // A majority holds each won name, every copy with a TTL, and nobody else's key moved.
+    BOOST_TEST(copies(fleet, "a") >= 2u);
+    BOOST_TEST(copies(fleet, "b") >= 2u);
+    std::size_t ours = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      ours += fleet[i].command({"GET", "a"}).text == r[0].lock.token();
+      BOOST_TEST(fleet[i].command({"GET", "held"}).text == "someone-else");
+    }
+    BOOST_TEST(ours == copies(fleet, "a"));  // every copy is ours
+    // Settled as done: later claims see "done"; a release frees the name.
+    std::vector<redlock::lock> settle;
+    settle.push_back(std::move(r[0].lock));
+    auto [ec, n] = co_await c.async_settle(settle, 60s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(n == 1u);
+    BOOST_TEST(!settle[0].owns());
+    co_await c.async_settle(r[3].lock, 0ms, asio::use_awaitable);
+    BOOST_TEST(copies(fleet, "b") == 0u);
+    std::size_t markers = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (fleet[i].command({"GET", "a"}).text != "done") continue;
+      ++markers;
+      const auto pttl = fleet[i].command({"PTTL", "a"}).integer;
+      BOOST_TEST((pttl > 50000 && pttl <= 60000), pttl);
+    }
+    BOOST_TEST(markers >= 2u);
+    std::vector<std::string> names2{"a", "b"};
+
+    auto again = co_await try_claim(c, names2);
+    BOOST_TEST(again[0].status == claim_status::done);
+    BOOST_TEST(again[1].status == claim_status::won);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  // Shutdown released the claim still held.
+  BOOST_TEST(copies(fleet, "b") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_name_held_on_one_node_is_still_won_through_the_others) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // Each node in turn is the one that says "held": the first round asks two nodes,
+    // so at times it meets the holder and must ask the third.
+    for (std::size_t holder = 0; holder < 3; ++holder) {
+      for (int round = 0; round < 3; ++round) {
+        const std::string name = "x" + std::to_string(holder) + "-" + std::to_string(round);
+        fleet[holder].command({"SET", name, "other", "PX", "10000"});
+        std::vector<std::string> names3{name};
+
+        auto r = co_await try_claim(c, names3);
+        BOOST_TEST(r[0].status == claim_status::won, name);
+        for (std::size_t i = 0; i < 3; ++i)
+          if (i != holder) BOOST_TEST(fleet[i].command({"GET", name}).text == r[0].lock.token());
+        BOOST_TEST(fleet[holder].command({"GET", name}).text == "other");
+      }
+    }
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(names_not_won_are_released_wherever_they_were_taken) {
+  redlock::test::redis_fleet fleet{5};
+  // Three of five hold "busy": no majority is possible, whatever the first round asks.
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"SET", "busy", "other", "PX", "10000"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int k = 0; k < 5; ++k) {  // the rotation moves the first round around
+      std::vector<std::string> names4{"busy", "free" + std::to_string(k)};
+
+      auto r = co_await try_claim(c, names4);
+      BOOST_TEST(r[0].status == claim_status::held);
+      BOOST_TEST(r[1].status == claim_status::won);
+    }
+    // Our partial takes on nodes 3 and 4 are undone (the release is sent, not awaited).
+    const bool gone = co_await redlock::test::eventually(
+        [&] { return !fleet.has_key(3, "busy") && !fleet.has_key(4, "busy"); });
+    BOOST_TEST(gone);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(fleet[i].command({"GET", "busy"}).text == "other");
+}
+
+BOOST_AUTO_TEST_CASE(keys_of_another_type_fail_only_on_a_majority) {
+  redlock::test::redis_fleet fleet{3};
+  fleet[0].command({"LPUSH", "one-list", "x"});
+  fleet[0].command({"LPUSH", "two-lists", "x"});
+  fleet[1].command({"LPUSH", "two-lists", "x"});
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names5{"one-list", "two-lists", "plain"};
+
+    auto r = co_await try_claim(c, names5);
+    BOOST_TEST(r[0].status == claim_status::won);
+    BOOST_TEST(r[1].status == claim_status::failed);
+    BOOST_TEST(r[1].error == redlock::error::wrong_type);
+    BOOST_TEST(r[2].status == claim_status::won);  // one odd key does not fail the batch
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  BOOST_TEST(fleet[0].command({"LLEN", "two-lists"}).integer == 1);
+  BOOST_TEST(fleet[1].command({"LLEN", "two-lists"}).integer == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_node_is_outvoted_and_a_frozen_majority_decides_nothing) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names6{"warm"};
+
+    co_await try_claim(c, names6);  // connections up
+    fleet[0].freeze();
+    for (int k = 0; k < 4; ++k) {
+      std::vector<std::string> names7{"f" + std::to_string(k), "g" + std::to_string(k)};
+
+      auto r = co_await try_claim(c, names7);
+      BOOST_TEST(r[0].status == claim_status::won);
+      BOOST_TEST(r[1].status == claim_status::won);
+    }
+    fleet[1].freeze();
+    std::vector<std::string> names8{"lonely"};
+
+    auto r = co_await try_claim(c, names8);
+    BOOST_TEST(r[0].status == claim_status::failed);
+    BOOST_TEST(r[0].error == redlock::error::no_quorum);
+    BOOST_TEST(!r[0].lock.owns());
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  // The one node that answered has "lonely" only until the undo reached it.
+  BOOST_TEST(!fleet.has_key(2, "lonely"));
+  fleet[0].thaw();
+  fleet[1].thaw();
+  // Nothing anywhere without a TTL.
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto keys = fleet[i].command({"KEYS", "*"});
+    for (const auto& k : keys.elements)
+      BOOST_TEST(fleet[i].command({"PTTL", k.text}).integer > 0, k.text);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_batches_get_clear_answers_before_any_traffic) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> none;
+    auto [e0, r0] = co_await c.async_try_claim(none, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!e0);
+    BOOST_TEST(r0.empty());
+    std::vector<std::string> big(redlock::max_claim_batch + 1);
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = "n" + std::to_string(i);
+    auto [e1, r1] = co_await c.async_try_claim(big, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e1 == redlock::error::invalid_argument);
+    std::vector<std::string> with_empty{"ok", ""};
+    auto [e2, r2] = co_await c.async_try_claim(with_empty, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e2 == redlock::error::invalid_argument);
+    std::vector<std::string> ok{"ok"};
+    auto [e3, r3] = co_await c.async_try_claim(ok, 0ms, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e3 == redlock::error::invalid_argument);
+    auto [e4, r4] = co_await c.async_claim("", 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e4 == redlock::error::invalid_argument);
+    redlock::lock empty;
+    auto [e5] = co_await c.async_settle(empty, 1s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e5 == redlock::error::not_held);
+    // The largest batch is fine.
+    big.pop_back();
+    auto [e6, r6] = co_await c.async_try_claim(big, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!e6);
+    std::size_t won = 0;
+    std::vector<redlock::lock> locks;
+    for (auto& r : r6) {
+      won += r.won();
+      locks.push_back(std::move(r.lock));
+    }
+    BOOST_TEST(won == redlock::max_claim_batch);
+    auto [e7, settled] = co_await c.async_settle(locks, 0ms, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!e7);
+    BOOST_TEST(settled == redlock::max_claim_batch);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  BOOST_TEST(fleet.total_keys() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_single_claims_travel_in_shared_batches) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names9{"warm"};
+
+    co_await try_claim(c, names9);
+  }());
+  std::int64_t before = 0;
+  for (std::size_t i = 0; i < 3; ++i) before += script_calls(fleet, i);
+  constexpr int workers = 200;
+  int won = 0, lost = 0, settled = 0;
+  auto worker = [&](int k) -> asio::awaitable<void> {
+    // Two workers per name: one wins; the other came second in the same batch
+    // (duplicate) or in a later one (held, or done once the winner settled).
+    auto r = co_await c.async_claim("w" + std::to_string(k / 2), 5s, asio::use_awaitable);
+    if (r.status == claim_status::duplicate || r.status == claim_status::held ||
+        r.status == claim_status::done)
+      ++lost;
+    BOOST_TEST(r.status != claim_status::failed, "worker " << k << ": " << r.error.message());
+    if (!r.won()) co_return;
+    ++won;
+    co_await c.async_settle(r.lock, 30s, asio::use_awaitable);
+    ++settled;
+  };
+  for (int k = 0; k < workers; ++k) asio::co_spawn(io, worker(k), asio::detached);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await redlock::test::eventually([&] { return won + lost == workers && settled == won; });
+  }());
+  BOOST_TEST(won == workers / 2);
+  BOOST_TEST(lost == workers / 2);
+  BOOST_TEST(settled == won);
+  std::int64_t after = 0;
+  for (std::size_t i = 0; i < 3; ++i) after += script_calls(fleet, i);
+  // 100 claims and 100 settles, each on at least two nodes: one call each would be 400.
+  BOOST_TEST(after - before <= 40, after - before);
+  for (int k = 0; k < workers / 2; ++k) {
+    std::size_t markers = 0;
+    for (std::size_t i = 0; i < 3; ++i)
+      markers += fleet[i].command({"GET", "w" + std::to_string(k)}).text == "done";
+    BOOST_TEST(markers >= 2u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_answers_queued_claims_and_releases_won_ones) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  error_code queued_ec;
+  bool queued_done = false;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names10{"kept"};
+
+    auto r = co_await try_claim(c, names10);
+    BOOST_TEST_REQUIRE(r[0].won());
+    r[0].lock = {};  // dropped: released in the background
+    std::vector<std::string> names11{"still-held"};
+
+    auto r2 = co_await try_claim(c, names11);
+    BOOST_TEST_REQUIRE(r2[0].won());
+    c.async_claim("late", 5s, [&](error_code ec, claim_result) {
+      queued_ec = ec;
+      queued_done = true;
+    });
+    co_await c.async_shutdown(asio::use_awaitable);
+    co_await redlock::test::eventually([&] { return queued_done; });
+    std::vector<std::string> after{"after"};
+    auto [ec, r3] = co_await c.async_try_claim(after, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::shut_down);
+    r2[0].lock = {};
+  }());
+  BOOST_TEST(queued_done);
+  // Queued behind the shutdown or sent just before it: either way not left taken.
+  BOOST_TEST((queued_ec == redlock::error::shut_down || !queued_ec));
+  BOOST_TEST(fleet.total_keys() == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
