@@ -52,14 +52,31 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
   // `element_end` (the end of a bulk payload, the next byte of an unfinished line): a
   // large reply arriving in small reads is not re-parsed for every read of its payload.
   // A reply that cannot fit the limits however it continues fails now, not after the
-  // server has sent (and we have buffered) what it announced: every element still owed
-  // needs at least 3 bytes ("_\r\n") and one node. Each frame but the deepest has one
-  // element in progress, the next frame itself; at the top, the reply is the one owed.
+  // server has sent (and we have buffered) what it announced. The shortest way on gives
+  // every element still owed one node and 3 bytes ("_\r\n"); the element under way
+  // ends at `element_end`. Bytes add up. Nodes do not always: an attribute's elements
+  // leave `out` when it ends, so what counts is the most `out` must hold at once, found
+  // by finishing the frames from the deepest out. The verdict is exact for that shortest
+  // way, so a prefix is `too_large` only if every reply it begins is.
   auto incomplete = [&](std::size_t element_end) {
-    std::size_t owed = depth == 0 ? 1 : 0;
-    for (std::uint32_t i = 0; i < depth; ++i) owed += stack[i].remaining;
-    if (depth > 1) owed -= depth - 1;
-    if (element_end + 3 * (owed - 1) > lim.max_reply || out.size() + owed > lim.max_nodes)
+    std::size_t owed = 0;  // elements still to finish, the one under way included
+    std::size_t held = out.size();
+    std::size_t peak = held;
+    for (std::uint32_t i = depth; i-- > 0;) {
+      // An aggregate above frame i is its element under way, already in `out`; an
+      // attribute above it only annotates the element, which is still to come.
+      const bool started = i + 1 < depth && stack[i + 1].attribute_start == npos;
+      const std::size_t todo = stack[i].remaining - (started ? 1 : 0);
+      owed += todo;
+      held += todo;
+      peak = std::max(peak, held);
+      if (stack[i].attribute_start != npos) held = stack[i].attribute_start;
+    }
+    if (depth == 0 || stack[0].attribute_start != npos) {  // the reply's own value
+      ++owed;
+      peak = std::max(peak, held + 1);
+    }
+    if (element_end + 3 * (owed - 1) > lim.max_reply || peak > lim.max_nodes)
       return fail(parse_status::too_large);
     return parse_result{parse_status::incomplete, 0, element_end};
   };

@@ -266,3 +266,65 @@ BOOST_AUTO_TEST_CASE(where_a_read_ends_never_changes_the_verdict_on_a_long_line)
   }
   BOOST_TEST(is(status_of("\r"), parse_status::incomplete));  // a lone type byte is not a long line
 }
+
+namespace {
+
+// No prefix of `wire` may be an error when `wire` itself is not one, and a reader fed
+// `wire` in two pieces, cut anywhere, must end where a whole parse ends.
+void check_every_prefix_and_split(std::string_view wire, const limits& lim,
+                                  parse_status verdict) {
+  BOOST_TEST_REQUIRE(is(status_of(wire, lim), verdict));
+  for (std::size_t cut = 0; cut < wire.size(); ++cut) {
+    BOOST_TEST(is(status_of(wire.substr(0, cut), lim), parse_status::incomplete),
+               "prefix of " << cut << " bytes");
+    reader rd{lim};
+    reply r;
+    rd.feed(wire.substr(0, cut));
+    parse_status st = rd.next(r);
+    if (st == parse_status::incomplete) {
+      rd.feed(wire.substr(cut));
+      st = rd.next(r);
+    }
+    BOOST_TEST(is(st, verdict), "reader fed " << cut << " bytes, then the rest");
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(elements_owed_inside_attributes_do_not_make_a_prefix_too_large) {
+  limits lim;
+  lim.max_nodes = 24;  // as in fuzz_resp's tight limits, which found this
+  // Found by fuzz_resp (minimized; its first two bytes were the fuzzer's control bytes):
+  // three nested attributes of 12 elements each. The attribute elements are dropped
+  // when each attribute ends, so they never pile up to 36 nodes; the whole input is a
+  // reply still to come, and so must every prefix of it be.
+  const std::string_view found =
+      "|6\r\n|6\r\n|6\r\n(\r\n(\r\n(\r\n+\r\n(\r\n(\r\n(\r\n+\r\n(\r\n(\r\n(\r\n+\r\n";
+  check_every_prefix_and_split(found, lim, parse_status::incomplete);
+
+  // The same nesting carried to its end: the peak is 12 nodes, the reply one integer.
+  std::string whole = "|6\r\n|6\r\n|6\r\n";
+  auto leaves = [&](int n) {
+    for (int i = 0; i < n; ++i) whole += ":0\r\n";
+  };
+  leaves(12);          // the inner attribute
+  whole += ":1\r\n";   // the value it annotates: the middle attribute's first element
+  leaves(11);          // the rest of the middle attribute
+  whole += ":2\r\n";   // its value: the outer attribute's first element
+  leaves(11);          // the rest of the outer attribute
+  whole += ":3\r\n";   // the reply
+  check_every_prefix_and_split(whole, lim, parse_status::complete);
+  reply r;
+  BOOST_TEST_REQUIRE(is(parse(whole, r, lim).status, parse_status::complete));
+  BOOST_TEST_REQUIRE(r.size() == 1u);
+  BOOST_TEST(r[0].integer == 3);
+
+  // What cannot fit is still refused at once, attributes or not.
+  limits small;
+  small.max_nodes = 10;
+  BOOST_TEST(is(status_of("|6\r\n", small), parse_status::too_large));  // 12 nodes at once
+  small.max_nodes = 5;
+  BOOST_TEST(is(status_of("*5\r\n|1\r\n", small), parse_status::too_large));  // 6 at the end
+  small.max_nodes = 6;
+  BOOST_TEST(is(status_of("*5\r\n|1\r\n", small), parse_status::incomplete));
+}
