@@ -1,0 +1,787 @@
+/*
+ * redlock.pml: a Promela model of redlock-asio's lock protocol, checked with spin.
+ * docs/safety.md ("What was model-checked") says what it covers; verify/README.md
+ * says how to run it.
+ *
+ * What is modelled:
+ *   - N Redis nodes holding one lock key (owner token + expiry on a discrete clock),
+ *     the resource's fencing counter and the node's fencing marker. A node runs one
+ *     operation at a time, as Redis runs a Lua script: the acquire script (SET NX PX;
+ *     on a marked node also the counter increment), the write-back ("raise the
+ *     counter to T where the key is still ours"), compare-and-delete,
+ *     compare-and-pexpire, and the repair's read and write.
+ *   - C clients, each with one connection per node. A request runs at its node while
+ *     the client waits (and its reply is counted then), or the client gives up on it
+ *     (timeout, lost reply) and the request may still run at any later time, after
+ *     those queued before it on the same connection (FIFO). A restart breaks the
+ *     node's connections: requests still in flight are lost. Requests submitted while
+ *     a connection reconnects run on the new server after the handshake, which is
+ *     also when the client learns the node's restart time (the restart guard's input).
+ *   - acquire (fenced: the second round, the write-back, before the lock is handed
+ *     out), release after a failed attempt to every node that may have set the key,
+ *     unlock, extension, the restart guard, the background repair of unmarked nodes.
+ *   - nodes that restart empty (key, counter and marker lost), and pauses: any process
+ *     may be delayed between any two of its steps while the clock advances.
+ *
+ * Switches (-D...):
+ *   UNFENCED      plain locks: no counters, no second round, no repair
+ *   EARLY_EXPIRY  a key may vanish at any moment (node clock jumps, eviction: the
+ *                 timing assumptions fail). ME and the order of tokens are then not
+ *                 claimed and not checked; UNIQUE still is
+ *   FRESH         the fleet starts with no node marked (first use)
+ *   negative variants, each removing one rule: NO_DRIFT (validity without the drift
+ *   term), NO_WRITEBACK, NO_OWNER_CHECK, NO_GUARD, NO_LOST_CHECK, NO_MARKER;
+ *   REPAIR_ACROSS_RESTART and REPAIR_BEFORE_GUARD (REPAIR_AS_IMPLEMENTED: both), the
+ *   repair as src/client/fencing.cpp does it at 1aa2f66; MAJORITY_LOSS lets a majority
+ *   of nodes lose their counters at once (outside the assumptions), FRESH_NEEDS_ALL the
+ *   fix that would make fenced locks fail rather than mint a lower token then
+ *   bounds: N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
+ *   last one), EXTS, REPAIRS, REPAIRERS, RESTARTS, QCAP, LATE (see below)
+ *
+ * Node clocks: a key set at t with TTL expires at t + TTL, or up to DRIFT ticks earlier
+ * (a node clock running fast); the client's validity is start + TTL - DRIFT.
+ *
+ * Properties (assertions):
+ *   ME     no two clients hold the lock within their validity at the same time
+ *          (checked when a lock is handed out or extended; timed runs only)
+ *   FENCE  timed runs: each fencing token handed out is greater than every token
+ *          handed out before it (so a paused holder cannot obtain a token after
+ *          another client held the lock)
+ *   UNIQUE no fencing token is handed out twice
+ *   LSL    lost stays lost: an extension never succeeds after the lock's deadline has
+ *          passed or after a majority was found not to hold it
+ *   no invalid end state: every client ends its rounds (no deadlock)
+ */
+
+#ifndef N
+#define N 3
+#endif
+#ifndef C
+#define C 2
+#endif
+#define Q (N / 2 + 1)
+#define CN (C * N)
+#ifndef TTL
+#define TTL 2           /* lock TTL, in ticks */
+#endif
+#define DRIFT 1         /* a node's clock may run this many ticks fast over a TTL */
+#ifdef NO_DRIFT
+#define VDRIFT 0        /* negative variant: validity ignores the drift */
+#else
+#define VDRIFT DRIFT    /* validity = start + TTL - DRIFT */
+#endif
+#define G TTL           /* restart guard = max_ttl = the TTL all clients use */
+#ifndef MAXT
+#define MAXT 5          /* the clock stops here */
+#endif
+#ifndef ROUNDS
+#define ROUNDS 2        /* acquisition attempts per client */
+#endif
+#ifndef ROUNDS_LAST
+#define ROUNDS_LAST ROUNDS  /* ... for the last client */
+#endif
+#define ROUNDS_OF(c) ((c) == C - 1 -> ROUNDS_LAST : ROUNDS)
+#ifndef EXTS
+#define EXTS 1          /* extensions per client */
+#endif
+#ifndef REPAIRS
+#define REPAIRS 1       /* repairs started per client */
+#endif
+#ifndef REPAIRERS
+#define REPAIRERS 1     /* clients that run repairs (the first ones) */
+#endif
+#ifndef RESTARTS
+#define RESTARTS 1      /* node restarts */
+#endif
+#ifndef QCAP
+#define QCAP 2          /* requests still in flight per connection */
+#endif
+#ifndef LATE
+#define LATE 2          /* requests still in flight, over all connections */
+#endif
+
+#ifdef UNFENCED
+#define FENCED 0
+#else
+#define FENCED 1
+#endif
+
+/* operations a node runs */
+mtype = { SET, RAISE, DEL, PEXPIRE, READ, WRITE, no_reply, HELD, OK, SET_UNMARKED, REFUSED, MARKED, UNMARKED };
+#define OP_SET   1      /* acquire script */
+#define OP_RAISE 2      /* fencing write-back */
+#define OP_DEL   3      /* compare-and-delete */
+#define OP_PEXP  4      /* compare-and-pexpire */
+#define OP_READ  5      /* repair: marker and counter */
+#define OP_WRITE 6      /* repair: raise the counter, set the marker */
+
+/* replies */
+#define R_NONE 0        /* none in time */
+#define R_HELD 1        /* SET: another key is there */
+#define R_YES  2        /* SET on a marked node (value: counter), raise ack, pexpire ok */
+#define R_UNM  3        /* SET on an unmarked node: set, no counter value */
+#define R_NO   4        /* raise / pexpire refused */
+#define R_RM   5        /* read: marked (value: counter) */
+#define R_RU   6        /* read: unmarked */
+
+#define UP   0
+#define DOWN 1
+
+#define BIT(i) (1 << (i))
+
+/* a readable trail: spin -t prints these (verification ignores them) */
+#define LOG_FAIL() printf("t=%d client %d: attempt failed\n", now, c)
+#define LOG_EXEC(i, c, op, tok, arg) \
+  printf("t=%d node %d runs %e(token %d, arg %d) for client %d\n", now, i, \
+         (op == OP_SET -> SET : (op == OP_RAISE -> RAISE : (op == OP_DEL -> DEL : \
+         (op == OP_PEXP -> PEXPIRE : (op == OP_READ -> READ : WRITE))))), tok, arg, c)
+#define LOG_REPLY(i, rk, rv) \
+  printf("      -> %e %d; node %d now: key %d, counter %d, marked %d\n", \
+         (rk == R_NONE -> no_reply : (rk == R_HELD -> HELD : (rk == R_YES -> OK : \
+         (rk == R_UNM -> SET_UNMARKED : (rk == R_NO -> REFUSED : (rk == R_RM -> MARKED : UNMARKED)))))), \
+         rv, i, owner[i], ctr[i], marked[i])
+#define CAN_DEFER(k) (len(rq[k]) < QCAP && nlate < LATE)
+
+/* outcome of a client's round */
+#define UNDECIDED 0
+#define GRANTED   1
+#define FAILED    2
+#define KEPT      3     /* extension done; the lock is still held */
+#define LOST      4     /* the lock is lost */
+
+/* ---- nodes --------------------------------------------------------------------- */
+byte now;
+byte owner[N];          /* token in the lock key; 0: no key (expired keys are removed) */
+byte kexp[N];           /* the key's expiry */
+byte ctr[N];            /* fencing counter */
+bit  marked[N];         /* fencing marker */
+bit  dirty[N];          /* restarted and not repaired yet (bounds the restarts) */
+byte heldu[N];          /* restart time + G: the guard holds the node back until then */
+byte nrestart;
+
+/* ---- connections, index c * N + i --------------------------------------------------- */
+chan rq[CN] = [QCAP] of { byte, byte, byte };   /* in flight: op, token, argument */
+bit  conn[CN];          /* UP, or DOWN: broken by a restart, reconnecting */
+byte vheld[CN];         /* the client's view of heldu, learnt at the handshake */
+bit  cvalid[CN];        /* the client's waited-for request is on a live connection */
+bit  rvalid[CN];        /* the repair's read went over the connection still up */
+byte cpend[C];          /* nodes the client's round waits for */
+byte nlate;             /* requests in flight that nobody waits for */
+byte rpend[C];          /* nodes the repair waits for */
+
+/* ---- ghosts for the properties ------------------------------------------------------- */
+bit  held[C];           /* the client holds a lock it believes valid ... */
+byte dl[C];             /* ... until this deadline */
+bit  lost[C];           /* the lock was declared lost */
+byte lastT;             /* the last fencing token handed out */
+int  given;             /* the fencing tokens handed out, as a bit set */
+
+#ifdef NO_GUARD
+#define VOTES(c, i) (1)
+#else
+#define VOTES(c, i) (now >= vheld[(c) * N + (i)])
+#endif
+
+#ifdef NO_OWNER_CHECK
+#define OWNER_OK(i, tok) (1)
+#else
+#define OWNER_OK(i, tok) (owner[i] == (tok))
+#endif
+
+#ifdef NO_MARKER
+#define TRUSTED(i) (1)
+#else
+#define TRUSTED(i) (marked[i])
+#endif
+
+#ifdef MAJORITY_LOSS
+#define MAX_DIRTY (N - 1)
+#else
+#define MAX_DIRTY (N - Q)
+#endif
+
+/* repeat a macro for every node / connection index */
+#if N == 3
+#define FOR_N(M) M(0) M(1) M(2)
+#define ALL_MARKED_MORE
+#elif N == 5
+#define FOR_N(M) M(0) M(1) M(2) M(3) M(4)
+#define ALL_MARKED_MORE && marked[3] && marked[4]
+#else
+#error "N must be 3 or 5"
+#endif
+#if CN == 3
+#define FOR_CN(M) M(0) M(1) M(2)
+#elif CN == 6
+#define FOR_CN(M) M(0) M(1) M(2) M(3) M(4) M(5)
+#elif CN == 9
+#define FOR_CN(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8)
+#elif CN == 10
+#define FOR_CN(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9)
+#elif CN == 15
+#define FOR_CN(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14)
+#else
+#error "C * N must be 6, 9, 10 or 15"
+#endif
+
+/* node i runs op for client c; the reply goes to rk, rv */
+inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
+  rk = R_NONE; rv = 0;
+  LOG_EXEC(i, c, op, tok, arg);
+  if
+  :: op == OP_SET ->
+     if
+     :: owner[i] != 0 -> rk = R_HELD
+     :: else ->
+        owner[i] = tok; kexp[i] = now + TTL;
+        if
+        :: !FENCED -> rk = R_YES
+        :: FENCED && TRUSTED(i) -> ctr[i]++; rk = R_YES; rv = ctr[i]
+        :: FENCED && !TRUSTED(i) -> rk = R_UNM
+        fi
+     fi
+  :: op == OP_RAISE ->
+     if
+     :: OWNER_OK(i, tok) && TRUSTED(i) ->
+        if
+        :: ctr[i] < arg -> ctr[i] = arg
+        :: else
+        fi;
+        rk = R_YES
+     :: else -> rk = R_NO
+     fi
+  :: op == OP_DEL ->
+     if
+     :: owner[i] == tok -> owner[i] = 0; kexp[i] = 0
+     :: else
+     fi
+  :: op == OP_PEXP ->
+     if
+     :: owner[i] == tok -> kexp[i] = now + TTL; rk = R_YES
+     :: else -> rk = R_NO
+     fi
+  :: op == OP_READ ->
+     rv = ctr[i];
+     if
+     :: marked[i] -> rk = R_RM
+     :: else -> rk = R_RU
+     fi
+  :: op == OP_WRITE ->
+     if
+     :: ctr[i] < arg -> ctr[i] = arg
+     :: else
+     fi;
+     marked[i] = 1; dirty[i] = 0
+  fi;
+  LOG_REPLY(i, rk, rv)
+}
+
+/* ---- the environment: clock, requests in flight, reconnects, restarts ------------- */
+
+/* a node runs a request that its client no longer waits for */
+#define ENV_DELIVER(k) \
+  :: atomic { len(rq[k]) > 0 && conn[k] == UP -> \
+       rq[k]?op, tok, arg; nlate--; \
+       node_exec(k % N, k / N, op, tok, arg, rk, rv, n, j, d); \
+       op = 0; tok = 0; arg = 0; rk = 0; rv = 0 }
+
+/* a broken connection reconnects; the handshake reads the node's uptime */
+#define ENV_RECONNECT(k) \
+  :: atomic { conn[k] == DOWN -> conn[k] = UP; vheld[k] = heldu[k % N]; \
+       printf("t=%d client %d reconnects to node %d: restarted, held back until %d\n", \
+              now, k / N, k % N, vheld[k]) }
+
+/* node i restarts empty: everything in flight to it is lost */
+#define ENV_RESTART(i) \
+  :: atomic { nrestart < RESTARTS -> \
+       n = 0; \
+       for (j : 0 .. N - 1) { \
+         if \
+         :: j != i && dirty[j] -> n++ \
+         :: else \
+         fi \
+       } \
+       if \
+       :: !FENCED || n < MAX_DIRTY -> \
+          nrestart++; \
+          owner[i] = 0; kexp[i] = 0; ctr[i] = 0; marked[i] = 0; dirty[i] = 1; \
+          heldu[i] = now + G; \
+          printf("t=%d node %d RESTARTS EMPTY\n", now, i); \
+          for (c : 0 .. C - 1) { \
+            k = c * N + i; \
+            do \
+            :: len(rq[k]) > 0 -> rq[k]?op, tok, arg; nlate-- \
+            :: else -> break \
+            od; \
+            conn[k] = DOWN; cvalid[k] = 0; rvalid[k] = 0 \
+          } \
+       :: else \
+       fi; \
+       n = 0; j = 0; c = 0; k = 0; op = 0; tok = 0; arg = 0 }
+
+/* node i's clock runs fast: the key expires up to DRIFT ticks early */
+#define ENV_FAST(i) \
+  :: atomic { owner[i] != 0 && kexp[i] <= now + DRIFT -> owner[i] = 0; kexp[i] = 0; \
+       printf("t=%d node %d's clock runs fast: the key expires now\n", now, i) }
+
+/* the key on node i vanishes before its time */
+#define ENV_EARLY(i) \
+  :: atomic { owner[i] != 0 -> owner[i] = 0; kexp[i] = 0; \
+       printf("t=%d the key on node %d vanishes early\n", now, i) }
+
+active proctype env() {
+  byte c, k, op, tok, arg, rk, rv, n, j, d, i;
+end:
+  do
+  :: atomic {
+       now < MAXT -> now++;
+       printf("t=%d\n", now);
+       for (i : 0 .. N - 1) {
+         if
+         :: owner[i] != 0 && kexp[i] <= now -> owner[i] = 0; kexp[i] = 0
+         :: else
+         fi
+       }
+       i = 0
+     }
+  FOR_CN(ENV_DELIVER)
+  FOR_CN(ENV_RECONNECT)
+#if RESTARTS == 1
+  ENV_RESTART(0)        /* nodes are interchangeable: one restart may as well hit node 0 */
+#else
+  FOR_N(ENV_RESTART)
+#endif
+#ifdef EARLY_EXPIRY
+  FOR_N(ENV_EARLY)
+#else
+  FOR_N(ENV_FAST)
+#endif
+  od
+}
+
+/* ---- clients ------------------------------------------------------------------------ */
+
+/* the operation of the current round */
+#define ROUND_OP (phase == 1 -> OP_SET : (phase == 2 -> OP_RAISE : OP_PEXP))
+
+/* send the round's request to node i (voting says whether the guard is consulted) */
+inline send_one(i, voting) {
+  k = c * N + i;
+  if
+  :: voting && !VOTES(c, i) -> fl++                /* held back: not sent */
+  :: else ->
+     if
+     :: conn[k] == UP -> cpend[c] = cpend[c] | BIT(i); cvalid[k] = 1;
+        if
+        :: phase == 1 -> mask = mask | BIT(i)
+        :: else
+        fi
+     :: conn[k] == DOWN -> fl++                      /* backoff: fails at once */
+     :: conn[k] == DOWN && CAN_DEFER(k) ->          /* reconnecting: runs after the */
+        rq[k]!ROUND_OP, tok, T; nlate++; fl++;       /* handshake, answer not in time */
+        if
+        :: phase == 1 -> mask = mask | BIT(i)
+        :: else
+        fi
+     fi
+  fi;
+  k = 0
+}
+
+/* stop waiting: requests still in flight may run later, or never */
+inline abandon() {
+  for (i : 0 .. N - 1) {
+    k = c * N + i;
+    if
+    :: (cpend[c] & BIT(i)) && cvalid[k] && CAN_DEFER(k) -> rq[k]!ROUND_OP, tok, T; nlate++
+    :: else
+    fi;
+    cvalid[k] = 0
+  }
+  cpend[c] = 0; i = 0; k = 0
+}
+
+/* compare-and-delete on the nodes in m, fire and forget. Modelled as running at once
+   (when nothing is queued before it) or never, in which case the key expires: a release
+   that runs late only removes the key at a moment between these two */
+inline release(m) {
+  for (i : 0 .. N - 1) {
+    k = c * N + i;
+    if
+    :: (m & BIT(i)) && len(rq[k]) == 0 && conn[k] == UP && owner[i] == tok ->
+       owner[i] = 0; kexp[i] = 0
+    :: else
+    fi
+  }
+  i = 0; k = 0
+}
+
+inline check_me() {
+#ifndef EARLY_EXPIRY
+  for (d : 0 .. C - 1) {
+    assert(d == c || !(held[d] && now < dl[d]))                          /* ME */
+  }
+  d = 0
+#else
+  skip
+#endif
+}
+
+inline hand_out() {
+  held[c] = 1; dl[c] = vu; lost[c] = 0;
+  printf("t=%d client %d GETS THE LOCK (token %d), fencing token %d, valid until %d\n",
+         now, c, tok, T, vu);
+  check_me();
+  if
+  :: FENCED ->
+#ifndef EARLY_EXPIRY
+     assert(T > lastT);                                                  /* FENCE */
+#endif
+     assert((given & (1 << T)) == 0);                                    /* UNIQUE */
+     given = given | (1 << T);
+     lastT = T
+  :: else
+  fi;
+  res = GRANTED
+}
+
+/* decide, as on_tally / on_write_back_tally / extend_op::on_tally */
+inline tally() {
+  if
+  :: res != UNDECIDED
+  :: else ->
+  if
+  :: phase == 1 && yes >= Q ->
+     abandon();
+     if
+     :: now >= vu -> release(mask); res = FAILED; LOG_FAIL()
+     :: else ->
+#if FENCED && !defined(NO_WRITEBACK)
+        /* round two: raise the counters to T where the key is still ours */
+        phase = 2; yes = 0; no = 0; fl = 0;
+        printf("t=%d client %d won round one: T = %d; write-back\n", now, c, T);
+        for (i : 0 .. N - 1) {
+          send_one(i, 0)
+        }
+        i = 0;
+        if
+        :: no + fl > N - Q -> abandon(); release(mask); res = FAILED; LOG_FAIL()
+        :: else
+        fi
+#else
+        hand_out()
+#endif
+     fi
+  :: phase == 1 && no + fl > N - Q -> abandon(); release(mask); res = FAILED; LOG_FAIL()
+  :: phase == 2 && yes >= Q ->
+     abandon();
+     if
+     :: now >= vu -> release(mask); res = FAILED; LOG_FAIL()
+     :: else -> hand_out()
+     fi
+  :: phase == 2 && no + fl > N - Q -> abandon(); release(mask); res = FAILED; LOG_FAIL()
+  :: phase == 3 && yes >= Q ->
+     abandon();
+#ifndef NO_LOST_CHECK
+     if
+     :: now >= odl -> lost[c] = 1; held[c] = 0; res = LOST; printf("t=%d client %d: lock lost\n", now, c)
+     :: else
+     fi;
+#endif
+     if
+     :: res != UNDECIDED
+     :: else ->
+        if
+        :: now >= nvu -> lost[c] = 1; held[c] = 0; res = LOST   /* confirmed too late */
+        :: else ->
+           assert(!lost[c] && now < odl);                                /* LSL */
+           held[c] = 1; dl[c] = nvu;
+           printf("t=%d client %d extended, valid until %d\n", now, c, nvu);
+           check_me();
+           res = KEPT
+        fi
+     fi
+  :: phase == 3 && no + fl > N - Q ->
+     abandon();
+     if
+     :: no > N - Q -> lost[c] = 1; held[c] = 0; res = LOST; printf("t=%d client %d: lock lost\n", now, c)   /* a majority said not ours */
+     :: else -> res = KEPT
+     fi
+  :: else
+  fi
+  fi;
+  /* a decided round leaves nothing behind that differs by the order of its replies */
+  if
+  :: res != UNDECIDED -> yes = 0; no = 0; fl = 0; mask = 0; T = 0; vu = 0; odl = 0; nvu = 0
+  :: else
+  fi
+}
+
+/* count node i's answer (rk: R_NONE when none came in time) */
+inline take(i, rk, rv) {
+  cpend[c] = cpend[c] & ~BIT(i); cvalid[c * N + i] = 0;
+  if
+  :: phase == 1 ->
+     if
+     :: rk == R_NONE || now >= vu || !VOTES(c, i) -> fl++
+     :: else ->
+        if
+        :: rk == R_HELD -> no++; mask = mask & ~BIT(i)
+        :: rk == R_UNM -> no++
+        :: rk == R_YES -> yes++;
+           if
+           :: rv > T -> T = rv
+           :: else
+           fi
+        fi
+     fi
+  :: phase == 2 ->
+     if
+     :: rk == R_YES && VOTES(c, i) && now < vu -> yes++
+     :: else -> no++
+     fi
+  :: phase == 3 ->
+     if
+#ifdef NO_LOST_CHECK
+     :: rk == R_NONE || !VOTES(c, i) -> fl++
+#else
+     :: rk == R_NONE || now >= odl || !VOTES(c, i) -> fl++
+#endif
+     :: else ->
+        if
+        :: rk == R_YES -> yes++
+        :: else -> no++
+        fi
+     fi
+  fi;
+  tally()
+}
+
+/* node i runs the request now and the client counts its reply */
+#define CLIENT_NODE(i) \
+  :: atomic { (cpend[c] & BIT(i)) && cvalid[c * N + i] && len(rq[c * N + i]) == 0 -> \
+       node_exec(i, c, ROUND_OP, tok, T, rk, rv, n, j, d); \
+       take(i, rk, rv); rk = 0; rv = 0 }
+
+/* the round's deadline passes for node i: every request of a round shares one deadline
+   (min(start + node_timeout, validity)), so all still pending time out together. The
+   request may still run later, after those queued before it on its connection */
+#define TIMEOUT_NODE(i) \
+  if \
+  :: cpend[c] & BIT(i) -> \
+     k = c * N + i; \
+     if \
+     :: cvalid[k] && CAN_DEFER(k) -> rq[k]!ROUND_OP, tok, T; nlate++ \
+     :: else \
+     fi; \
+     k = 0; \
+     printf("t=%d client %d: no reply in time from node %d\n", now, c, i); \
+     take(i, R_NONE, 0) \
+  :: else \
+  fi;
+
+proctype client(byte c) {
+  byte att, tok, vu, T, yes, no, fl, mask, res, phase, nexts, odl, nvu;
+  byte i, k, rk, rv, d, n, j, e;                 /* scratch, reset after use */
+
+again:
+  if
+  :: att >= ROUNDS_OF(c) -> goto finish
+  :: else
+  fi;
+  atomic {                                       /* acquire: SET on every voting node */
+    att++; tok = c * ROUNDS + att; vu = now + TTL - VDRIFT;
+    printf("t=%d client %d tries to lock (token %d, valid until %d if won)\n", now, c, tok, vu);
+    held[c] = 0; lost[c] = 0;
+    phase = 1; res = UNDECIDED; yes = 0; no = 0; fl = 0; T = 0; mask = 0; cpend[c] = 0;
+    for (i : 0 .. N - 1) {
+      send_one(i, 1)
+    }
+    i = 0;
+    tally()
+  }
+collect:
+  do
+  :: res != UNDECIDED -> break
+  FOR_N(CLIENT_NODE)
+  :: atomic { cpend[c] != 0 -> FOR_N(TIMEOUT_NODE) skip }
+  od;
+  if
+  :: res == FAILED -> goto again
+  :: else
+  fi;
+holding:
+  atomic { phase = 0; res = UNDECIDED; yes = 0; no = 0; fl = 0; nvu = 0; odl = 0 }
+  do
+  :: atomic {                                    /* unlock, or drop a lost lock */
+       held[c] = 0;
+       printf("t=%d client %d unlocks\n", now, c);
+       release(BIT(N) - 1)
+     }
+     goto again
+  :: nexts < EXTS ->                             /* extend */
+     atomic {
+       nexts++;
+       if
+#ifndef NO_LOST_CHECK
+       :: lost[c] || now >= dl[c] -> lost[c] = 1; held[c] = 0   /* lock_lost at once */
+#endif
+       :: else ->
+          odl = dl[c]; nvu = now + TTL - VDRIFT;
+          printf("t=%d client %d extends (deadline %d, new %d)\n", now, c, odl, nvu);
+          phase = 3; res = UNDECIDED; yes = 0; no = 0; fl = 0; cpend[c] = 0;
+          for (i : 0 .. N - 1) {
+            send_one(i, 1)
+          }
+          i = 0;
+          tally()
+       fi
+     }
+     if
+     :: phase == 3 -> goto collect
+     :: else
+     fi
+  od;
+finish:
+  skip
+}
+
+#if FENCED
+/* ---- the background repair of unmarked nodes (fence_repair_op) -------------------- */
+
+#define REPAIR_NODE(i) \
+  :: atomic { (rpend[c] & BIT(i)) && rvalid[c * N + i] && len(rq[c * N + i]) == 0 -> \
+       node_exec(i, c, OP_READ, 0, 0, rk, rv, n, j, d); \
+       ans = ans | BIT(i); val[i] = rv; \
+       if \
+       :: rk == R_RM -> mk = mk | BIT(i) \
+       :: else \
+       fi; \
+       rpend[c] = rpend[c] & ~BIT(i); rk = 0; rv = 0 } \
+  :: atomic { (rpend[c] & BIT(i)) -> rpend[c] = rpend[c] & ~BIT(i) }
+
+/* The two conditions on a repair write that src/client/fencing.cpp (at 9c1c877) lacks:
+   - SAME_SERVER: the write goes only over the connection that carried the read, so it
+     cannot run on a server that restarted after the read;
+   - GUARD_AT_START: the node was already past its restart guard when the repair
+     started, so every read came after the write-backs the node may have acknowledged
+     before it restarted had completed elsewhere. */
+#ifdef REPAIR_AS_IMPLEMENTED
+#define REPAIR_ACROSS_RESTART
+#define REPAIR_BEFORE_GUARD
+#endif
+#ifdef REPAIR_ACROSS_RESTART
+#define SAME_SERVER(i, k) (1)
+#else
+#define SAME_SERVER(i, k) (rvalid[k] && conn[k] == UP)
+#endif
+#ifdef REPAIR_BEFORE_GUARD
+#define GUARD_AT_START(i) (1)
+#else
+#define GUARD_AT_START(i) (early & BIT(i))
+#endif
+#define WRITE_OK(i, k) (SAME_SERVER(i, k) && GUARD_AT_START(i))
+
+/* A fresh fleet is initialised when no answering node is marked and a majority answered,
+   as implemented; FRESH_NEEDS_ALL requires every node to answer, unmarked */
+#ifdef FRESH_NEEDS_ALL
+#define FRESH_OK(nm, nu) (nm == 0 && nu == N)
+#else
+#define FRESH_OK(nm, nu) (nm == 0 && nu >= Q)
+#endif
+
+proctype repairer(byte c) {
+  byte nrep, i, k, rk, rv, n, j, d, ans, mk, mx, nm, nu, early;
+  byte val[N];
+  do
+  :: nrep < REPAIRS && !(marked[0] && marked[1] && marked[2] ALL_MARKED_MORE) ->
+     atomic {                                    /* read every node */
+       nrep++; ans = 0; mk = 0; rpend[c] = 0; early = 0;
+       printf("t=%d client %d starts a repair\n", now, c);
+       for (i : 0 .. N - 1) {
+         k = c * N + i;
+         if
+         :: VOTES(c, i) -> early = early | BIT(i)
+         :: else
+         fi;
+         if
+         :: conn[k] == UP -> rpend[c] = rpend[c] | BIT(i); rvalid[k] = 1
+         :: else -> rvalid[k] = 0
+         fi
+       }
+       i = 0; k = 0
+     }
+     do
+     :: rpend[c] == 0 -> break
+     FOR_N(REPAIR_NODE)
+     od;
+     atomic {                                    /* finish */
+       printf("t=%d client %d finishes its repair\n", now, c);
+       /* marked and unmarked nodes among those that answered and vote now */
+       nm = 0; nu = 0; mx = 0;
+       for (i : 0 .. N - 1) {
+         if
+         :: (ans & BIT(i)) && VOTES(c, i) ->
+            if
+            :: mk & BIT(i) -> nm++
+            :: else -> nu++
+            fi
+         :: else
+         fi
+       }
+       if
+       :: nm >= Q || FRESH_OK(nm, nu) ->
+          /* the maximum over the marked ones (over all, on a fresh fleet) */
+          for (i : 0 .. N - 1) {
+            if
+            :: (ans & BIT(i)) && VOTES(c, i) && (nm == 0 || (mk & BIT(i))) && val[i] > mx ->
+               mx = val[i]
+            :: else
+            fi
+          }
+          for (i : 0 .. N - 1) {
+            k = c * N + i;
+            if
+            :: (ans & BIT(i)) && !(mk & BIT(i)) && VOTES(c, i) && WRITE_OK(i, k) ->
+               if
+               :: len(rq[k]) == 0 && conn[k] == UP ->  /* runs at once */
+                  node_exec(i, c, OP_WRITE, 0, mx, rk, rv, n, j, d)
+               :: CAN_DEFER(k) -> rq[k]!OP_WRITE, 0, mx; nlate++  /* later */
+               :: skip                                 /* never (lost, backoff) */
+               fi
+            :: else
+            fi
+          }
+       :: else
+       fi;
+       for (i : 0 .. N - 1) {
+         val[i] = 0; rvalid[c * N + i] = 0
+       }
+       i = 0; k = 0; rk = 0; rv = 0; ans = 0; mk = 0; mx = 0; nm = 0; nu = 0; early = 0
+     }
+  :: else -> break
+  od
+}
+#endif
+
+init {
+  byte i;
+  atomic {
+    for (i : 0 .. N - 1) {
+#ifdef FRESH
+      marked[i] = 0
+#else
+      marked[i] = 1
+#endif
+    }
+    for (i : 0 .. C - 1) {
+      run client(i)
+    }
+#if FENCED
+    for (i : 0 .. REPAIRERS - 1) {
+      run repairer(i)
+    }
+#endif
+    i = 0
+  }
+}
