@@ -30,11 +30,13 @@ using redlock::test::run_bounded;
 
 namespace {
 
-// The number after "name:" or "name=" in INFO text, or -1.
+// The number after "name:" or "name=" in INFO text, or -1. `name` starts a line or
+// follows ':' or ',' (as "calls" does in "cmdstat_set:calls=3,usec=...").
 std::int64_t info_number(std::string_view info, std::string_view name) {
   for (std::size_t at = info.find(name); at != std::string_view::npos;
        at = info.find(name, at + 1)) {
-    const bool starts_line = at == 0 || info[at - 1] == '\n' || info[at - 1] == ',';
+    const bool starts_line =
+        at == 0 || info[at - 1] == '\n' || info[at - 1] == ',' || info[at - 1] == ':';
     const std::size_t v = at + name.size();
     if (!starts_line || v >= info.size() || (info[v] != ':' && info[v] != '=')) continue;
     std::int64_t n = -1;
