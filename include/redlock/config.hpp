@@ -59,7 +59,8 @@ struct config {
   /// node that restarted less than this long ago (or whose clock jumped) does not vote,
   /// because it may have forgotten locks that are still valid elsewhere. Every client of
   /// a fleet must use the same value. Zero (the default) means "each lock's own TTL";
-  /// when set, locks with a longer TTL are refused (invalid_argument).
+  /// when set, locks with a longer TTL are refused (invalid_argument). Negative values
+  /// are refused (invalid_config).
   std::chrono::milliseconds max_ttl{0};
   /// Enforce the restart guard (default). Turn it off only for nodes that cannot lose
   /// acknowledged writes (appendonly yes with appendfsync always): see docs/safety.md.
@@ -88,8 +89,9 @@ struct lock_options {
   /// Lock time-to-live on each node. 1 ms to 24 h. Default 10 s.
   std::chrono::milliseconds ttl = 10000ms;
   /// How long async_lock keeps trying while the resource is contended or nodes are
-  /// unavailable; wait_forever (the default) waits until cancelled. Ignored by
-  /// async_try_lock (one attempt).
+  /// unavailable; wait_forever (the default) waits until cancelled, 0 makes one attempt,
+  /// and a negative wait is refused (invalid_argument). Ignored by async_try_lock (one
+  /// attempt), whatever its value.
   std::chrono::milliseconds wait = wait_forever;
   /// Also mint a fencing token (lock::fence()): strictly increasing per resource across
   /// successive holders. Costs a second round trip. Default off.

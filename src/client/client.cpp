@@ -76,6 +76,8 @@ std::vector<node_uri> validate(const config& c) {
   if (!(c.drift_factor >= 0.0 && c.drift_factor < 0.5))
     bad_config("config.drift_factor must be in [0, 0.5)");
   if (c.max_queued_per_node == 0) bad_config("config.max_queued_per_node must be positive");
+  if (c.max_ttl < std::chrono::milliseconds::zero())
+    bad_config("config.max_ttl must not be negative (0 means each lock's own TTL)");
   return out;
 }
 
@@ -375,10 +377,17 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
   void start() {
-    if (diag_) subject_ = resource_;
+    const bool too_long = resource_.size() > max_resource_bytes;
+    // A name too long to use is quoted by its start: the diagnostics must not copy it.
+    if (diag_) subject_ = too_long ? resource_.substr(0, 32) + "..." : resource_;
     if (s_->closed) return complete_soon(error::shut_down, lock{});
     if (resource_.empty()) {
       extra_ = ": the resource name is empty";
+      return complete_soon(error::invalid_argument, lock{});
+    }
+    if (too_long) {
+      extra_ = fmt::format(": the resource name has {} bytes; at most {} bytes are allowed",
+                           resource_.size(), max_resource_bytes);
       return complete_soon(error::invalid_argument, lock{});
     }
     if (opts_.ttl < std::chrono::milliseconds{1} || opts_.ttl > max_ttl) {
@@ -393,6 +402,12 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     if (validity_deadline(boot_clock::time_point{}, opts_.ttl, s_->cfg.drift_factor) <=
         boot_clock::time_point{}) {
       extra_ = ": the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
+      return complete_soon(error::invalid_argument, lock{});
+    }
+    // async_try_lock ignores the wait; async_lock must not add a negative one to the
+    // clock (milliseconds::min() overflows it).
+    if (wait_ && opts_.wait < std::chrono::milliseconds::zero()) {
+      extra_ = ": the wait must not be negative (0 means one attempt)";
       return complete_soon(error::invalid_argument, lock{});
     }
     key_ = s_->cfg.key_prefix + resource_;

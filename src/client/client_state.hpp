@@ -19,6 +19,14 @@ namespace redlock::detail {
 
 inline constexpr std::size_t max_nodes = 15;
 
+/// Longest resource name a call accepts, in bytes (the key prefix not counted). Names
+/// are keys that every node stores and every lock, extend and release sends again; a
+/// name beyond this is a caller's mistake (a whole document passed as the name), and is
+/// refused with invalid_argument before it costs the nodes memory and traffic. 64 KiB
+/// leaves room for any name built from ids, paths or URLs, and keeps the fencing hash
+/// fields (which are resource names) far below a reply's bulk and size limits.
+inline constexpr std::size_t max_resource_bytes = 64u << 10;
+
 /// compare-and-delete and compare-and-pexpire. The SHA1 constants are checked against
 /// SCRIPT LOAD by a test.
 extern const script release_script;

@@ -276,45 +276,59 @@ BOOST_AUTO_TEST_CASE(binary_bytes_in_resource_names_are_kept_exactly) {
   BOOST_TEST(server.command({"DBSIZE"}).integer == 0);
 }
 
-// Reproducers of gaps in the client (src/client, not ours to change here): disabled so
-// that main stays green; run one with --run_test=bad_input_api/<name>.
-BOOST_AUTO_TEST_CASE(a_huge_resource_name_is_refused_before_any_traffic,
-                     *boost::unit_test::disabled()) {
-  // Today a 64 MiB name is sent to every node (and echoed into the diagnostics).
+BOOST_AUTO_TEST_CASE(a_huge_resource_name_is_refused_before_any_traffic) {
+  // Neither sent to the nodes nor copied whole into the diagnostics.
   asio::io_context io;
   redlock::client c{io.get_executor(), good()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto warm = co_await c.async_lock("warm", {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
     co_await c.async_unlock(warm, asio::use_awaitable);
     const auto before = lock_commands();
-    auto [ec, lk] = co_await c.async_try_lock(std::string(64u << 20, 'h'), {},
-                                              asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec == redlock::error::invalid_argument);
+    for (const std::size_t size : {std::size_t{64} << 20, std::size_t{65537}}) {
+      for (const bool wait : {false, true}) {
+        BOOST_TEST_CONTEXT("name of " << size << " bytes, " << (wait ? "lock" : "try_lock")) {
+          redlock::diagnostics diag;
+          auto [ec, lk] = co_await lock_once(c, std::string(size, 'h'), {.wait = 1s}, wait, diag);
+          BOOST_TEST(ec == redlock::error::invalid_argument);
+          BOOST_TEST(!lk.owns());
+          BOOST_TEST(diag.message.find("at most 65536 bytes") != std::string::npos, diag.message);
+          BOOST_TEST(diag.message.size() < 300u);
+        }
+      }
+    }
     BOOST_TEST(lock_commands() == before);
   }());
 }
 
-BOOST_AUTO_TEST_CASE(a_negative_wait_is_refused_and_does_not_overflow,
-                     *boost::unit_test::disabled()) {
-  // wait = min() overflows `now + wait` (UBSan: signed integer overflow in <chrono>);
-  // a negative wait is otherwise taken as "one attempt".
+BOOST_AUTO_TEST_CASE(a_negative_wait_is_refused_and_does_not_overflow) {
+  // min() would overflow `now + wait` (UBSan: signed integer overflow in <chrono>).
   asio::io_context io;
   redlock::client c{io.get_executor(), good()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto warm = co_await c.async_lock("warm", {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
+    co_await c.async_unlock(warm, asio::use_awaitable);
+    const auto before = lock_commands();
     for (const auto wait : {-1ms, std::chrono::milliseconds::min()}) {
-      auto [ec, lk] = co_await c.async_lock("w", {.ttl = 1s, .wait = wait},
-                                            asio::as_tuple(asio::use_awaitable));
-      BOOST_TEST(ec == redlock::error::invalid_argument);
+      BOOST_TEST_CONTEXT("wait " << wait.count() << " ms") {
+        redlock::diagnostics diag;
+        auto [ec, lk] = co_await c.async_lock("w", {.ttl = 1s, .wait = wait}, diag,
+                                              asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == redlock::error::invalid_argument);
+        BOOST_TEST(diag.message.find("wait must not be negative") != std::string::npos,
+                   diag.message);
+        BOOST_TEST(!lk.owns());
+      }
     }
+    BOOST_TEST(lock_commands() == before);
   }());
 }
 
-BOOST_AUTO_TEST_CASE(a_negative_max_ttl_is_refused, *boost::unit_test::disabled()) {
-  // Today max_ttl = -5 s is taken as 0 ("each lock's own TTL") without a word.
+BOOST_AUTO_TEST_CASE(a_negative_max_ttl_is_refused) {
+  // It used to be taken as 0 ("each lock's own TTL") without a word.
   asio::io_context io;
   auto cfg = good();
   cfg.max_ttl = -5s;
-  expect_invalid_config(io, cfg, {"max_ttl"});
+  expect_invalid_config(io, cfg, {"config.max_ttl must not be negative"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -397,6 +411,7 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_exit_64_with_one_line_before_any_connecti
   const std::vector<bad_case> cases{
       {{"run", "--nodes", me, "", "--", "true"}, "RESOURCE is empty"},
       {{"run", "--nodes", me, "--", "true"}, "no RESOURCE given"},
+      {{"run", "--nodes", me, std::string(70000, 'x'), "--", "true"}, "at most 65536 bytes"},
       {{"run", "--nodes", me, "r"}, "no COMMAND"},
       {{"run", "--nodes", me, "--ttl", "0", "r", "--", "true"}, "at least 10 ms"},
       {{"run", "--nodes", me, "--ttl", "9", "r", "--", "true"}, "at least 10 ms"},

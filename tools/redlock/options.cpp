@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "client/client_state.hpp"
+
 namespace redlock::cli {
 
 std::chrono::milliseconds parse_ms(const std::string& flag, const std::string& text) {
@@ -155,6 +157,10 @@ run_options parse_run(const std::vector<std::string>& args) {
   }
   if (o.resource.empty())
     throw usage_error{resource_given ? "RESOURCE is empty" : "no RESOURCE given"};
+  // The client would refuse it too, but only once running: say so before connecting.
+  if (o.resource.size() > detail::max_resource_bytes)
+    throw usage_error{"RESOURCE has " + std::to_string(o.resource.size()) + " bytes; at most " +
+                      std::to_string(detail::max_resource_bytes) + " bytes are allowed"};
   if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
   if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
   if (o.ttl.count() < 10) throw usage_error{"--ttl must be at least 10 ms"};
