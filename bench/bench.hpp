@@ -179,5 +179,6 @@ void run_raw(bench_context& ctx);
 void run_memory(bench_context& ctx);
 void run_fenced(bench_context& ctx);
 void run_extend(bench_context& ctx);
+void run_claims(bench_context& ctx);
 
 }  // namespace redlock::bench

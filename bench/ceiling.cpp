@@ -137,6 +137,17 @@ std::vector<double> rates_together(const bench_context& ctx, const std::vector<n
 
 }  // namespace
 
+std::vector<double> redis_benchmark_rates(const bench_context& ctx,
+                                          const std::vector<std::string>& uris,
+                                          const std::vector<std::string>& command) {
+  const auto nodes = parse_all(uris);
+  const auto probe = rates_together(ctx, nodes, probe_requests / 4, command);
+  const double slowest = *std::min_element(probe.begin(), probe.end());
+  const auto requests = std::max<std::uint64_t>(
+      probe_requests / 4, static_cast<std::uint64_t>(slowest * ctx.opts.ceiling_duration.count()));
+  return rates_together(ctx, nodes, requests, command);
+}
+
 ceiling_result measure_ceiling(const bench_context& ctx, const std::vector<std::string>& uris,
                                std::string_view release_sha) {
   ceiling_result out;

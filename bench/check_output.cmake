@@ -5,7 +5,7 @@
 cmake_minimum_required(VERSION 3.25)
 
 execute_process(COMMAND ${BENCH} --quick
-                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 55)
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 110)
 message("${err}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "redlock-bench --quick failed (${rc})")
@@ -28,6 +28,8 @@ set(extra_raw ceiling_cycles_per_s w1_vs_raw w1_vs_ceiling)
 set(extra_fenced_w2 first_round_p50_us write_back_p50_us write_back_p99_us fence_checks
     fence_violations acquire_p50_vs_unfenced ops_per_s_vs_unfenced)
 set(extra_fenced_w1 ${extra_fenced_w2})
+set(extra_claims batch effective_batch won failures script_calls_per_claim client_us_per_claim
+    server_us_per_claim ceiling_claims_per_s vs_ceiling)
 set(extra_extend renew_p50_us renew_p99_us held_locks renewal_cycles evalsha_per_cycle_per_node
     lost)
 # Fields that must be 0.
@@ -35,7 +37,8 @@ set(zero_w3 overlaps)
 set(zero_fenced_w2 fence_violations failures)
 set(zero_fenced_w1 fence_violations failures)
 set(zero_extend lost failures)
-set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend)
+set(zero_claims failures)
+set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims)
 
 # One list element per line; a ';' inside a line must not split it.
 string(REPLACE ";" "\\;" out "${out}")

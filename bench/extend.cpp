@@ -125,30 +125,6 @@ void watch_renewals(const std::vector<redlock::keeper>& keepers,
   }
 }
 
-// EVALSHA calls and the server's microseconds in them, summed over the nodes. A call
-// that failed (NOSCRIPT: the connection then loads the script and sends it again) is
-// counted apart.
-struct script_stats {
-  std::int64_t calls = 0;
-  std::int64_t failed = 0;
-  std::int64_t usec = 0;
-};
-
-script_stats evalsha_stats(node_links& links) {
-  std::string info;
-  resp::append_command(info, "INFO", "commandstats");
-  script_stats s;
-  for (const auto& text : links.ask_all(info)) {
-    const auto at = text.find("cmdstat_evalsha:");
-    if (at == std::string::npos) continue;  // none yet
-    const std::string_view line = std::string_view{text}.substr(at, text.find('\n', at) - at);
-    const auto failed = info_number(line, "failed_calls=").value_or(0);
-    s.calls += info_number(line, "calls=").value_or(0) - failed;
-    s.failed += failed;
-    s.usec += info_number(line, ",usec=").value_or(0);
-  }
-  return s;
-}
 
 }  // namespace
 

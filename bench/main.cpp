@@ -42,6 +42,10 @@ constexpr workload workloads[] = {
      run_raw},
     {"extend", "renewal: --extend-locks held by keepers, renewed in batches for --duration",
      run_extend},
+    {"claims",
+     "save-once gate: claim fresh names in batches of 1, 16, 128 and as single batched calls, "
+     "settle them as done markers; vs redis-benchmark's ceiling",
+     run_claims},
 };
 
 constexpr std::string_view usage_text = R"(usage: redlock-bench [options]

@@ -115,6 +115,22 @@ std::optional<double> info_real(std::string_view info, std::string_view field) {
   return v;
 }
 
+script_stats evalsha_stats(node_links& links) {
+  std::string info;
+  resp::append_command(info, "INFO", "commandstats");
+  script_stats s;
+  for (const auto& text : links.ask_all(info)) {
+    const auto at = text.find("cmdstat_evalsha:");
+    if (at == std::string::npos) continue;  // none yet
+    const std::string_view line = std::string_view{text}.substr(at, text.find('\n', at) - at);
+    const auto failed = info_number(line, "failed_calls=").value_or(0);
+    s.calls += info_number(line, "calls=").value_or(0) - failed;
+    s.failed += failed;
+    s.usec += info_number(line, ",usec=").value_or(0);
+  }
+  return s;
+}
+
 std::vector<double> server_cpu_seconds(node_links& links) {
   std::string info;
   resp::append_command(info, "INFO", "cpu");

@@ -95,4 +95,20 @@ struct ceiling_result {
 ceiling_result measure_ceiling(const bench_context& ctx, const std::vector<std::string>& uris,
                                std::string_view release_sha);
 
+/// `command` sent by redis-benchmark (pipelined, with __rand_int__ placeholders) to every
+/// node at once for about ceiling_duration: each node's requests per second. Throws
+/// std::runtime_error if redis-benchmark is missing or fails.
+std::vector<double> redis_benchmark_rates(const bench_context& ctx,
+                                          const std::vector<std::string>& uris,
+                                          const std::vector<std::string>& command);
+
+/// EVALSHA calls, failed calls and their server time, summed over the nodes (INFO
+/// commandstats).
+struct script_stats {
+  std::int64_t calls = 0;
+  std::int64_t failed = 0;
+  std::int64_t usec = 0;
+};
+script_stats evalsha_stats(node_links& links);
+
 }  // namespace redlock::bench

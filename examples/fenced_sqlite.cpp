@@ -18,25 +18,15 @@
 #include <sstream>
 
 #include "redlock/redlock.hpp"
+#include "sqlite_util.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct db_closer {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-using database = std::unique_ptr<sqlite3, db_closer>;
-
-void exec(sqlite3* db, const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
-    throw std::runtime_error("sqlite: " + msg);
-  }
-}
+using examples::database;
+using examples::exec;
 
 // The fenced write: applies only if no larger token has written this row yet.
 // Returns whether the row changed.

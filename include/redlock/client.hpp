@@ -157,7 +157,7 @@ class client {
   /// Completes with (error_code, std::vector<claim_result>), one result per name, in
   /// order; a name repeated in the batch is claim_status::duplicate after its first.
   /// The error_code is for the whole call: invalid_argument (more than max_claim_batch
-  /// names, an empty name, a TTL out of range; nothing is sent) or shut_down. An empty
+  /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent) or shut_down. An empty
   /// batch completes at once with no results. Completes within two node_timeouts.
   template <typename CompletionToken>
   auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,

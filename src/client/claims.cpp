@@ -40,10 +40,11 @@ const script claim_script{
     R"(local r = {} for i = 1, #KEYS do local v = redis.pcall("set", KEYS[i], ARGV[i + 1], "NX", "PX", ARGV[1], "GET") if v == false then r[i] = 1 elseif type(v) == "table" then r[i] = 3 elseif v == "done" then r[i] = 2 else r[i] = 0 end end return r)",
     "1a9a3add656944ca48e28240ec99b313de0fb73e"};
 // Per key where our token is still there: delete it (ARGV[1] = 0) or replace it by a
-// done marker living ARGV[1] ms. 1 = settled, 0 = not ours (expired or taken).
+// done marker living ARGV[1] ms (kept a string: a Lua number would be formatted anew
+// for every key). 1 = settled, 0 = not ours (expired or taken).
 const script settle_script{
-    R"(local keep = tonumber(ARGV[1]) local r = {} for i = 1, #KEYS do if redis.pcall("get", KEYS[i]) == ARGV[i + 1] then if keep > 0 then redis.call("set", KEYS[i], "done", "PX", keep) else redis.call("del", KEYS[i]) end r[i] = 1 else r[i] = 0 end end return r)",
-    "89a28f163012f28b72da4ece2e5d1c15dffe5589"};
+    R"(local keep = ARGV[1] local r = {} for i = 1, #KEYS do if redis.pcall("get", KEYS[i]) == ARGV[i + 1] then if keep ~= "0" then redis.call("set", KEYS[i], "done", "PX", keep) else redis.call("del", KEYS[i]) end r[i] = 1 else r[i] = 0 end end return r)",
+    "b149d06f54c36b83ccf6d45c645a482149160a6e"};
 
 namespace {
 
@@ -445,6 +446,8 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
   return {};
 }
 
+bool bad_name(const std::string& name) { return name.empty() || name.size() > max_resource_bytes; }
+
 bool bad_keep(std::chrono::milliseconds keep) {
   return keep < std::chrono::milliseconds{0} || keep > longest_keep;
 }
@@ -571,7 +574,7 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
     };
     if (s->closed) return fail(error::shut_down);
     if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() ||
-        std::any_of(resources.begin(), resources.end(), [](const auto& r) { return r.empty(); }))
+        std::any_of(resources.begin(), resources.end(), bad_name))
       return fail(error::invalid_argument);
     if (resources.empty()) return complete_later(s, std::move(h), error_code{}, std::vector<claim_result>{});
     std::vector<claim_item> items;
@@ -593,7 +596,7 @@ void start_claim(std::shared_ptr<client_state> s, std::string resource, std::chr
   asio::dispatch(strand, [s = std::move(s), resource = std::move(resource), ttl, h = std::move(h),
                           fail]() mutable {
     if (s->closed) return fail(s, std::move(h), error::shut_down);
-    if (resource.empty() || !check_ttl(ttl, s->cfg).empty())
+    if (bad_name(resource) || !check_ttl(ttl, s->cfg).empty())
       return fail(s, std::move(h), error::invalid_argument);
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
     s->claims->add_claim(std::move(resource), ttl, std::move(h));

@@ -255,6 +255,12 @@ BOOST_AUTO_TEST_CASE(bad_batches_get_clear_answers_before_any_traffic) {
     BOOST_TEST(e3 == redlock::error::invalid_argument);
     auto [e4, r4] = co_await c.async_claim("", 5s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e4 == redlock::error::invalid_argument);
+    const std::string too_long(redlock::detail::max_resource_bytes + 1, 'x');
+    auto [e8, r8] = co_await c.async_claim(too_long, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e8 == redlock::error::invalid_argument);
+    std::vector<std::string> with_long{"ok", too_long};
+    auto [e9, r9] = co_await c.async_try_claim(with_long, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e9 == redlock::error::invalid_argument);
     redlock::lock empty;
     auto [e5] = co_await c.async_settle(empty, 1s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e5 == redlock::error::not_held);
