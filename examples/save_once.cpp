@@ -52,7 +52,7 @@ struct settings {
 struct totals {
   std::atomic<std::int64_t> busiest_ns{0};  // the longest a producer took, from its first event
   std::atomic<std::uint64_t> events{0}, won{0}, inserted{0}, violations{0}, held{0}, done{0},
-      duplicate{0}, failed{0}, db_errors{0};
+      duplicate{0}, failed{0}, retries{0}, db_errors{0};
 };
 
 // ---- the database ---------------------------------------------------------------------
@@ -140,9 +140,19 @@ void run_producer(const settings& s, const zipf& z, int id, totals& t) {
   int active = s.in_flight;
 
   auto worker = [&]() -> asio::awaitable<void> {
+    asio::steady_timer pause{io};
     while (next < s.events) {
       const std::string key = key_of(z, id, next++);
       auto c = co_await locks.async_claim(key, 10s, asio::use_awaitable);
+      // Undecided (too few nodes answered in time, e.g. on an overloaded machine): the
+      // event is not lost, try again a little later.
+      for (int retry = 0; c.status == redlock::claim_status::failed && retry < 50; ++retry) {
+        t.retries.fetch_add(1, std::memory_order_relaxed);
+        pause.expires_after(20ms);
+        co_await pause.async_wait(asio::use_awaitable);
+        auto again = co_await locks.async_claim(key, 10s, asio::use_awaitable);
+        c = std::move(again);
+      }
       t.events.fetch_add(1, std::memory_order_relaxed);
       switch (c.status) {
         case redlock::claim_status::won: break;
@@ -277,12 +287,14 @@ int main(int argc, char** argv) {
         "each\n"
         "  {} events in {:.2f} s: {:.0f} events/s = {:.0f} claims/s\n"
         "  won {}: inserted {}, unique-key violations {}, database errors {}\n"
-        "  stopped by the gate {} ({:.1f}%): held {}, done {}, duplicate {}; failed {}\n"
+        "  stopped by the gate {} ({:.1f}%): held {}, done {}, duplicate {}; failed {} (after {} "
+        "retries)\n"
         "  table rows {} (distinct keys {})\n",
         s.producers, s.events, s.keys, s.in_flight, events, secs, double(events) / secs,
         double(events) / secs, t.won.load(), t.inserted.load(), t.violations.load(),
         t.db_errors.load(), stopped, events ? 100.0 * double(stopped) / double(events) : 0.0,
-        t.held.load(), t.done.load(), t.duplicate.load(), t.failed.load(), rows, distinct);
+        t.held.load(), t.done.load(), t.duplicate.load(), t.failed.load(), t.retries.load(), rows,
+        distinct);
     const bool ok = t.violations == 0 && t.db_errors == 0 && t.failed == 0 && rows > 0 &&
                     rows == std::int64_t(t.inserted.load()) && rows == distinct;
     if (!ok)
