@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "async_helpers.hpp"
+#include "process_wait.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
 
@@ -91,6 +92,13 @@ asio::awaitable<std::tuple<error_code, redlock::lock>> lock_once(redlock::client
                                                                  redlock::diagnostics& diag) {
   if (wait) co_return co_await c.async_lock(resource, o, diag, asio::as_tuple(asio::use_awaitable));
   co_return co_await c.async_try_lock(resource, o, diag, asio::as_tuple(asio::use_awaitable));
+}
+
+// Takes and releases one lock, so that the client is connected and its scripts are
+// loaded: after it, nothing has a reason to talk to the server.
+asio::awaitable<void> warm_up(redlock::client& c) {
+  auto warm = co_await c.async_lock("warm", {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
+  co_await c.async_unlock(warm, asio::use_awaitable);
 }
 
 }  // namespace
@@ -281,8 +289,7 @@ BOOST_AUTO_TEST_CASE(a_huge_resource_name_is_refused_before_any_traffic) {
   asio::io_context io;
   redlock::client c{io.get_executor(), good()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto warm = co_await c.async_lock("warm", {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await warm_up(c);
     const auto before = lock_commands();
     for (const std::size_t size : {std::size_t{64} << 20, std::size_t{65537}}) {
       for (const bool wait : {false, true}) {
@@ -305,8 +312,7 @@ BOOST_AUTO_TEST_CASE(a_negative_wait_is_refused_and_does_not_overflow) {
   asio::io_context io;
   redlock::client c{io.get_executor(), good()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto warm = co_await c.async_lock("warm", {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await warm_up(c);
     const auto before = lock_commands();
     for (const auto wait : {-1ms, std::chrono::milliseconds::min()}) {
       BOOST_TEST_CONTEXT("wait " << wait.count() << " ms") {
@@ -373,20 +379,7 @@ cli_result run_cli(const std::vector<std::string>& args, const std::vector<std::
   BOOST_TEST_REQUIRE(rc == 0, "posix_spawn: " << rc);
 
   cli_result out;
-  const auto end = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      out.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
-    }
-    if (std::chrono::steady_clock::now() > end) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      BOOST_FAIL("redlock did not exit within 20 s");
-    }
-    std::this_thread::sleep_for(2ms);
-  }
+  out.code = redlock::test::wait_exit(pid, 20s);
   std::ifstream in{err_path};
   std::stringstream s;
   s << in.rdbuf();

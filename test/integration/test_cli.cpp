@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "process_wait.hpp"
 #include "redis_fleet.hpp"
 
 namespace {
@@ -62,18 +63,7 @@ pid_t start_cli(const std::vector<std::string>& args, const std::string& dir, co
 
 // Waits for `pid` up to `limit`; fails the test (and kills it) if it does not exit.
 int wait_exit(pid_t pid, std::chrono::milliseconds limit = 30s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (std::chrono::steady_clock::now() > end) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      BOOST_FAIL("redlock did not exit within " << limit.count() << " ms");
-    }
-    std::this_thread::sleep_for(5ms);
-  }
+  return redlock::test::wait_exit(pid, limit);
 }
 
 struct cli_fixture {
@@ -159,8 +149,7 @@ BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
                                  dir, "holder", {"REDLOCK_NODES=" + nodes});
   // Wait until its COMMAND runs: only then does it hold the lock (a key seen on a node
   // earlier may belong to an attempt that is about to be undone).
-  for (int i = 0; i < 1000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST_REQUIRE(std::filesystem::exists(started));
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   auto o = run({"run", "--ttl", "1000", "--nonblock", "held", "--", "true"});
   BOOST_TEST(o.code == 75, o.err);
   BOOST_TEST(o.err.find("held by another owner") != std::string::npos, o.err);
@@ -209,8 +198,7 @@ BOOST_AUTO_TEST_CASE(a_lost_lock_terminates_the_command_and_exits_76) {
   const pid_t p = start_cli({"run", "--ttl", "600", "--grace", "500", "lost", "--", "sh", "-c",
                              "touch " + started + "; sleep 30; touch " + finished},
                             dir, "lost", {"REDLOCK_NODES=" + nodes});
-  for (int i = 0; i < 1000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST_REQUIRE(std::filesystem::exists(started));
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   fleet[0].freeze();
   fleet[1].freeze();
   const auto t0 = std::chrono::steady_clock::now();
@@ -231,8 +219,7 @@ BOOST_AUTO_TEST_CASE(signals_are_forwarded_and_the_lock_released_after_the_comma
       {"run", "--ttl", "500", "sig", "--", "sh", "-c",
        "trap 'echo term > " + got + "; exit 7' TERM; touch " + ready + "; while :; do sleep 0.05; done"},
       dir, "sig", {"REDLOCK_NODES=" + nodes});
-  for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST_REQUIRE(std::filesystem::exists(ready));
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(ready, 10s));
   ::kill(p, SIGTERM);
   BOOST_TEST(wait_exit(p) == 7);
   BOOST_TEST(slurp(got) == "term\n");
@@ -277,8 +264,7 @@ BOOST_AUTO_TEST_CASE(an_interrupted_wait_exits_130_and_leaves_nothing_running) {
   const pid_t holder = start_cli({"run", "--ttl", "1000", "busy", "--", "sh", "-c",
                                   "touch " + started + "; sleep 2"},
                                  dir, "busy", {"REDLOCK_NODES=" + nodes});
-  for (int i = 0; i < 1000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST_REQUIRE(std::filesystem::exists(started));
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   const pid_t waiter = start_cli({"run", "--ttl", "1000", "busy", "--", "true"}, dir, "waiter",
                                  {"REDLOCK_NODES=" + nodes});
   // Wait until it is connected (its signal handlers are set up before it connects):
