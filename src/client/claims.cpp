@@ -500,37 +500,38 @@ void claim_coalescer::schedule() {
   });
 }
 
+namespace {
+
+// Moves out of `queue` the oldest entry and those after it with the same `group` value
+// (the TTL, or the done marker's TTL), up to max_claim_batch, keeping the others' order.
+template <typename Pending, typename Group>
+std::vector<Pending> take_batch(std::vector<Pending>& queue, Group group) {
+  const auto g = group(queue.front());
+  std::vector<Pending> batch, rest;
+  for (auto& p : queue)
+    (group(p) == g && batch.size() < max_claim_batch ? batch : rest).push_back(std::move(p));
+  queue = std::move(rest);
+  return batch;
+}
+
+}  // namespace
+
 void claim_coalescer::flush() {
   auto s = s_.shared_from_this();
   while (!claims_.empty() && claims_in_flight_ < batch_slots) {
-    // One batch: the oldest call's TTL, up to max_claim_batch calls with that TTL.
     const auto ttl = claims_.front().ttl;
     std::vector<claim_item> items;
-    std::vector<pending_claim> rest;
-    for (auto& p : claims_) {
-      if (p.ttl == ttl && items.size() < max_claim_batch) {
-        items.emplace_back(std::move(p.resource), std::move(p.handler));
-      } else {
-        rest.push_back(std::move(p));
-      }
-    }
-    claims_ = std::move(rest);
+    for (auto& p : take_batch(claims_, [](const pending_claim& p) { return p.ttl; }))
+      items.emplace_back(std::move(p.resource), std::move(p.handler));
     ++claims_in_flight_;
     (new claim_batch_op(s, ttl, std::move(items), {}, true))->start();
   }
   while (!settles_.empty() && settles_in_flight_ < batch_slots) {
     const auto keep = settles_.front().keep;
     std::vector<settle_item> items;
-    std::vector<pending_settle> rest;
-    for (auto& p : settles_) {
-      if (p.keep == keep && items.size() < max_claim_batch) {
-        items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
-                                    std::move(p.handler)});
-      } else {
-        rest.push_back(std::move(p));
-      }
-    }
-    settles_ = std::move(rest);
+    for (auto& p : take_batch(settles_, [](const pending_settle& p) { return p.keep; }))
+      items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
+                                  std::move(p.handler)});
     ++settles_in_flight_;
     (new settle_batch_op(s, keep, std::move(items), {}, true))->start();
   }
