@@ -328,6 +328,36 @@ BOOST_AUTO_TEST_CASE(concurrent_single_claims_travel_in_shared_batches) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(settling_an_expired_claim_is_not_held_and_a_frozen_node_is_no_quorum) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // A claim whose keys expired before it was settled: nothing to mark, nothing made.
+    std::vector<std::string> short_lived{"brief"};
+    auto r = co_await c.async_try_claim(short_lived, 100ms, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(r[0].won());
+    const bool expired = co_await redlock::test::eventually([&] {
+      return !fleet.has_key(0, "brief") && !fleet.has_key(1, "brief") && !fleet.has_key(2, "brief");
+    });
+    BOOST_TEST_REQUIRE(expired);
+    auto [e1] = co_await c.async_settle(r[0].lock, 60s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e1 == redlock::error::not_held);
+    BOOST_TEST(copies(fleet, "brief") == 0u);
+    // A done marker that cannot reach a majority: one of the claim's two nodes is frozen.
+    std::vector<std::string> names{"marker"};
+    auto r2 = co_await c.async_try_claim(names, 5s, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(r2[0].won());
+    std::size_t frozen = 0;
+    while (!fleet.has_key(frozen, "marker")) ++frozen;
+    fleet[frozen].freeze();
+    auto [e2] = co_await c.async_settle(r2[0].lock, 60s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e2 == redlock::error::no_quorum);
+    fleet[frozen].thaw();
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(shutdown_answers_queued_claims_and_releases_won_ones) {
   redlock::test::redis_fleet fleet{3};
   asio::io_context io;
