@@ -4,12 +4,9 @@
 // Fencing counters live in one hash per node. A persistent marker key says a node's
 // counters can be trusted; a node without it (new, or restarted empty) contributes no
 // counter value until a client has raised its counters to the maximum read from a
-// majority of marked nodes, and then set its marker. A node is repaired only if it was
-// already past its restart guard when the repair started (so every write-back it
-// acknowledged before it restarted had completed on the other nodes of its majority
-// before any of our reads), and only over the same session that carried its read (a
-// node that restarted again in between gets nothing). Without either rule spin finds a
-// lower token: verify/redlock.pml, switches REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART.
+// majority of marked nodes, and then set its marker. Repairs run only once the node's
+// restart guard has passed, so every write-back that reached the node before it
+// restarted has completed on the other nodes of its majority by then.
 
 #include <boost/asio/dispatch.hpp>
 
@@ -128,14 +125,8 @@ class fence_repair_op final : public request_sink {
   void start() {
     resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", s_->fence_hash_key,
                          s_->fence_marker_key);
-    const auto now = boot_clock::now();
-    const auto deadline = now + s_->cfg.node_timeout;
+    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < s_->size(); ++i) {
-      // Only a node connected now and past its guard now may be repaired by this op; a
-      // read queued behind a reconnect would reach a server we know nothing about yet.
-      const connection& node = *s_->nodes[i];
-      results_[i].repairable = node.ready() && s_->votes(i, ttl_, now);
-      results_[i].session = node.status().session;
       reads_[i] = request{payload_, &fence_read_script, deadline, this, i, false};
       if (!s_->nodes[i]->submit(reads_[i])) ++outstanding_;
     }
@@ -146,8 +137,6 @@ class fence_repair_op final : public request_sink {
   struct node_read {
     bool answered = false;
     bool marked = false;
-    bool repairable = false;    // ready and past its restart guard when the op started
-    std::uint64_t session = 0;  // the connection session the read went over
     std::map<std::string, std::int64_t> counters;
   };
 
@@ -207,9 +196,6 @@ class fence_repair_op final : public request_sink {
     const auto deadline = now + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < n; ++i) {
       if (!results_[i].answered || results_[i].marked || !s_->votes(i, ttl_, now)) continue;
-      const connection& node = *s_->nodes[i];
-      if (!results_[i].repairable || !node.ready() || node.status().session != results_[i].session)
-        continue;  // restarted since, or not yet past its guard at the start: next repair
       writes_[i] = request{write_, &fence_repair_script, deadline, this, max_nodes + i, false};
       if (!s_->nodes[i]->submit(writes_[i])) ++outstanding_;
     }
