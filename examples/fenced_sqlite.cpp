@@ -79,15 +79,16 @@ int main(int argc, char** argv) {
   redlock::client a{io.get_executor(), cfg};
   redlock::client b{io.get_executor(), cfg};
   bool stale_refused = false, fresh_applied = false;
+  redlock::diagnostics diag;  // per-node detail of the last lock call that failed
 
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
     auto lock_a = co_await a.async_lock("acct:7", {.ttl = 300ms, .wait = 10s, .fenced = true},
-                                        asio::use_awaitable);
+                                        diag, asio::use_awaitable);
     fmt::print("A holds acct:7 with fencing token {}\n", lock_a.fence());
 
     // A "pauses" here (a GC pause, a swapped-out process) while B takes over.
     auto lock_b = co_await b.async_lock("acct:7", {.ttl = 1s, .wait = 5s, .fenced = true},
-                                        asio::use_awaitable);
+                                        diag, asio::use_awaitable);
     fmt::print("A's lock expired; B holds acct:7 with fencing token {}\n", lock_b.fence());
     fresh_applied = fenced_write(db.get(), "acct:7", 250, lock_b.fence());
     fmt::print("B writes balance 250 with token {}: {}\n", lock_b.fence(),
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
       std::cerr << "failed: " << ex.what() << "\n";
+      if (!diag.message.empty()) std::cerr << "  " << diag.message << "\n";
     }
     // Close the clients' connections so that io.run() returns.
     a.async_shutdown(asio::detached);
