@@ -34,7 +34,8 @@ class category_impl final : public boost::system::error_category {
       case error::connect_failed:
         return "could not connect to the Redis node (refused, unreachable or timed out)";
       case error::auth_failed:
-        return "the Redis node refused the credentials or database in the node URI";
+        return "the Redis node refused the credentials, the database, or (ACL) a command the "
+               "client needs";
       case error::protocol_error: return "the Redis node sent data that is not valid RESP";
       case error::server_error: return "the Redis node answered with an error";
       case error::unexpected_reply:
@@ -46,6 +47,9 @@ class category_impl final : public boost::system::error_category {
       case error::invalid_config: return "invalid redlock configuration";
       case error::invalid_argument: return "invalid argument";
       case error::shut_down: return "the lock client has been shut down";
+      case error::tls_failed:
+        return "the TLS handshake with the Redis node failed (certificate not trusted, expired or "
+               "for another host, or not a TLS port)";
     }
     return "unknown redlock error";
   }

@@ -17,21 +17,58 @@ inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseco
 
 /// A change in a node's state, reported through config::on_event.
 struct node_event {
-  enum class kind { connected, disconnected, restarted, clock_jump, replica, duplicate };
+  /// tls_unverified: a rediss:// connection came up without certificate verification
+  /// (tls_options::verify is off); reported at every such connection.
+  enum class kind { connected, disconnected, restarted, clock_jump, replica, duplicate, tls_unverified };
   kind what;
   std::size_t node;     ///< index in config::nodes
   std::string address;  ///< host:port, never credentials
   std::string message;  ///< a sentence for people
 };
 
+/// TLS settings, used by the `rediss://` nodes of a client (plain `redis://` nodes ignore
+/// them). The files are read once, when the client is constructed; a file that cannot be
+/// read or parsed is an invalid_config error naming it.
+struct tls_options {
+  /// Trusted CA certificates: a PEM file, and/or a directory in OpenSSL's hashed layout
+  /// (`openssl rehash`). Both empty: the system's default trust store.
+  std::string ca_file;
+  std::string ca_dir;
+  /// Client certificate (PEM, may hold the chain) and its private key, for servers that
+  /// require mutual TLS (`tls-auth-clients yes`). Both or neither.
+  std::string cert_file;
+  std::string key_file;
+  /// The name the server's certificate must carry, also sent as SNI. Empty (default): the
+  /// host of each node's URI (an IP address is then matched against the certificate's IP
+  /// addresses).
+  std::string server_name;
+  /// Verify the server's certificate chain, dates and name (default). Off, any certificate
+  /// is accepted, which lets anyone on the path impersonate the node; every such
+  /// connection is reported as node_event::kind::tls_unverified.
+  bool verify = true;
+};
+
 /// Settings of a client. Validated once, before any I/O (client's constructor throws
 /// boost::system::system_error with error::invalid_config and a message naming the field).
 struct config {
-  /// Independent Redis masters, as `redis://[user:password@]host:port[/db]`.
+  /// Independent Redis masters, as `redis://[user:password@]host:port[/db]`, or
+  /// `rediss://...` for TLS (see `tls`).
   /// 1 to 15 nodes; a lock needs N/2+1 of them. An odd count is best.
   std::vector<std::string> nodes;
 
-  /// Deadline for TCP connect plus handshake (AUTH, SELECT). Default 1 s.
+  /// Credentials for nodes whose URI names none: AUTH with `user` (empty: the default
+  /// user) and the password from exactly one of `password`, the first line of the file
+  /// `password_file`, or the environment variable named by `password_env` (both read
+  /// when the client is constructed). A URI's own credentials win. Passwords never appear
+  /// in any message, event or diagnostic.
+  std::string user;
+  std::string password;
+  std::string password_file;
+  std::string password_env;
+  /// TLS settings for `rediss://` nodes.
+  tls_options tls;
+
+  /// Deadline for TCP connect plus handshake (TLS, AUTH, SELECT, ...). Default 1 s.
   std::chrono::milliseconds connect_timeout = 1000ms;
   /// Longest wait for one node's reply to one request; the deadline of a lock request is
   /// the smaller of this and the time left in the lock's TTL. Keep it small compared with
@@ -105,12 +142,14 @@ struct node_uri {
   std::string user;      ///< empty: AUTH with password only (or no AUTH)
   std::string password;  ///< empty: no AUTH
   int db = 0;
+  bool tls = false;  ///< rediss://
 
   /// "host:port", never the credentials: safe to print.
   std::string display() const;
 };
 
-/// Parses `redis://[user:password@]host:port[/db]` (host may be `[v6addr]`).
+/// Parses `redis://[user:password@]host:port[/db]` or the same with `rediss://` (TLS);
+/// host may be `[v6addr]`.
 /// Returns false and sets `why` to a message (without the password) on error.
 bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why);
 

@@ -24,7 +24,7 @@ enum class error {
   node_unavailable,    ///< not connected to the node (connecting, backing off or unresponsive)
   connection_lost,     ///< the connection closed while the request was in flight
   connect_failed,      ///< TCP connect or the handshake failed or timed out
-  auth_failed,         ///< the server refused AUTH or SELECT
+  auth_failed,         ///< the server refused AUTH or SELECT, or a handshake command (ACL)
   protocol_error,      ///< the server sent bytes that are not valid RESP
   server_error,        ///< the server answered with an error reply (text in diagnostics)
   unexpected_reply,    ///< a well-formed reply of a type the command cannot return
@@ -34,6 +34,8 @@ enum class error {
   invalid_config,      ///< the configuration is invalid (text in the exception / diagnostics)
   invalid_argument,    ///< an argument is invalid (empty resource, TTL out of range, ...)
   shut_down,           ///< the client was shut down
+  // Added later (values are stable)
+  tls_failed,          ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
 };
 
 /// The "redlock" error category.

@@ -19,6 +19,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "client/arithmetic.hpp"
@@ -44,6 +48,38 @@ constexpr auto max_ttl = std::chrono::milliseconds{24h};
   throw boost::system::system_error(error::invalid_config, what);
 }
 
+// The password for nodes whose URI has none, from the one source the config names.
+std::string config_password(const config& c) {
+  const int sources = int{!c.password.empty()} + int{!c.password_file.empty()} +
+                      int{!c.password_env.empty()};
+  if (sources > 1)
+    bad_config("set at most one of config.password, config.password_file and config.password_env");
+  if (!c.password_file.empty()) {
+    std::ifstream in(c.password_file);
+    if (!in)
+      bad_config(fmt::format("config.password_file: cannot read \"{}\": {}", c.password_file,
+                             std::strerror(errno)));
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty())
+      bad_config(fmt::format("config.password_file: the first line of \"{}\" is empty",
+                             c.password_file));
+    return line;
+  }
+  if (!c.password_env.empty()) {
+    const char* v = std::getenv(c.password_env.c_str());
+    if (v == nullptr || *v == '\0')
+      bad_config(fmt::format("config.password_env: the environment variable {} is not set or is "
+                             "empty",
+                             c.password_env));
+    return v;
+  }
+  if (!c.user.empty() && c.password.empty())
+    bad_config("config.user needs a password (config.password, password_file or password_env)");
+  return c.password;
+}
+
 }  // namespace
 
 std::vector<node_uri> validate(const config& c) {
@@ -62,6 +98,13 @@ std::vector<node_uri> validate(const config& c) {
                                "must count once",
                                j, i, u.display()));
     out.push_back(std::move(u));
+  }
+  if (const std::string password = config_password(c); !password.empty()) {
+    for (auto& u : out) {
+      if (!u.password.empty()) continue;  // the URI's own credentials win
+      u.user = c.user;
+      u.password = password;
+    }
   }
   auto positive = [](std::chrono::milliseconds d, const char* name) {
     if (d <= std::chrono::milliseconds::zero())
@@ -92,8 +135,15 @@ client_state::client_state(asio::any_io_executor ex, config c)
   static const std::vector<const script*> preload{
       &release_script,       &extend_script,      &batch_extend_script, &fence_acquire_script,
       &fence_raise_script,   &claim_script,       &settle_script};
+  std::shared_ptr<tls_settings> tls;
+  if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
+    std::string why;
+    tls = make_tls_settings(cfg.tls, why);
+    if (!tls) bad_config(why);
+  }
   for (std::size_t i = 0; i < uris.size(); ++i)
-    nodes.push_back(std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload));
+    nodes.push_back(
+        std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload, tls));
 }
 
 void client_state::release_detached(std::string_view key, std::string_view token,
@@ -298,7 +348,8 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
           m += errors_[i].message();
           if (errors_[i] == error::server_error) m += fmt::format(" \"{}\"", server_text_[i]);
           if (errors_[i] == error::node_held_back) m += fmt::format(": {}", server_text_[i]);
-          if ((errors_[i] == error::node_unavailable || errors_[i] == error::connection_lost) &&
+          // Why the connection is not usable (refused, TLS, ACL, ...), when it is not.
+          if (errors_[i] != error::server_error && errors_[i] != error::node_held_back &&
               !node.last_problem().empty())
             m += fmt::format(" [{}]", node.last_problem());
           break;

@@ -2,10 +2,18 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <utility>
 
 #include "redlock/error.hpp"
@@ -28,10 +36,81 @@ bool is_noscript(const resp::reply& r) {
 
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
+bool is_ssl_reason(const error_code& ec, int reason) {
+  return ec.category() == asio::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == reason;
+}
+
 }  // namespace
 
+// ---- TLS ---------------------------------------------------------------------------
+
+struct tls_settings {
+  asio::ssl::context ctx{asio::ssl::context::tls_client};
+  bool verify = true;
+  std::string server_name;
+};
+
+struct connection::tls_stream {
+  tls_stream(strand_type& strand, asio::ssl::context& ctx) : stream(strand, ctx) {}
+  asio::ssl::stream<asio::ip::tcp::socket> stream;
+};
+
+std::shared_ptr<tls_settings> make_tls_settings(const tls_options& o, std::string& why) {
+  auto t = std::make_shared<tls_settings>();
+  t->verify = o.verify;
+  t->server_name = o.server_name;
+  SSL_CTX_set_min_proto_version(t->ctx.native_handle(), TLS1_2_VERSION);
+  error_code ec;
+  if (!o.ca_file.empty()) {
+    t->ctx.load_verify_file(o.ca_file, ec);
+    if (ec) {
+      why = "config.tls.ca_file: cannot load CA certificates from \"" + o.ca_file + "\": " + ec.message();
+      return nullptr;
+    }
+  }
+  if (!o.ca_dir.empty()) {
+    if (!std::filesystem::is_directory(o.ca_dir, ec)) {
+      why = "config.tls.ca_dir: \"" + o.ca_dir + "\" is not a directory";
+      return nullptr;
+    }
+    t->ctx.add_verify_path(o.ca_dir, ec);
+    if (ec) {
+      why = "config.tls.ca_dir: cannot use \"" + o.ca_dir + "\": " + ec.message();
+      return nullptr;
+    }
+  }
+  if (o.verify && o.ca_file.empty() && o.ca_dir.empty()) {
+    t->ctx.set_default_verify_paths(ec);
+    if (ec) {
+      why = "config.tls: cannot load the system's trusted CA certificates: " + ec.message();
+      return nullptr;
+    }
+  }
+  if (o.cert_file.empty() != o.key_file.empty()) {
+    why = "config.tls.cert_file and config.tls.key_file go together: set both (mutual TLS) or "
+          "neither";
+    return nullptr;
+  }
+  if (!o.cert_file.empty()) {
+    t->ctx.use_certificate_chain_file(o.cert_file, ec);
+    if (ec) {
+      why = "config.tls.cert_file: cannot load \"" + o.cert_file + "\": " + ec.message();
+      return nullptr;
+    }
+    t->ctx.use_private_key_file(o.key_file, asio::ssl::context::pem, ec);
+    if (ec || SSL_CTX_check_private_key(t->ctx.native_handle()) != 1) {
+      why = "config.tls.key_file: cannot load \"" + o.key_file + "\" or it does not match the "
+            "certificate" + (ec ? ": " + ec.message() : std::string{});
+      return nullptr;
+    }
+  }
+  t->ctx.set_verify_mode(o.verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
+  return t;
+}
+
 connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
-                       const std::vector<const script*>* preload)
+                       const std::vector<const script*>* preload,
+                       std::shared_ptr<tls_settings> tls)
     : strand_(std::move(strand)),
       uri_(std::move(uri)),
       cfg_(cfg),
@@ -39,10 +118,15 @@ connection::connection(strand_type strand, node_uri uri, const config& cfg, std:
       preload_(preload),
       resolver_(strand_),
       socket_(strand_),
+      tls_settings_(uri_.tls ? std::move(tls) : nullptr),
       deadline_timer_(strand_),
       conn_timer_(strand_),
       probe_timer_(strand_),
       rng_(static_cast<std::uint_fast32_t>(std::random_device{}() ^ (id * 2654435761u))) {}
+
+connection::~connection() = default;
+
+asio::ip::tcp::socket& connection::tcp() { return tls_ ? tls_->stream.next_layer() : socket_; }
 
 void connection::start() {
   if (state_ == state::idle) connect();
@@ -58,32 +142,86 @@ void connection::connect() {
   conn_timer_.expires_after(cfg_.connect_timeout);
   conn_timer_.async_wait([self, gen](error_code ec) {
     if (ec || gen != self->generation_) return;
-    if (self->state_ == state::connecting || self->state_ == state::handshaking)
+    if (self->tls_handshaking_)
+      self->fail_connection(error::tls_failed,
+                            "no TLS handshake within the connect timeout (" +
+                                ms_text(self->cfg_.connect_timeout) +
+                                "): is the port plain TCP? use redis://");
+    else if (self->state_ == state::connecting || self->state_ == state::handshaking)
       self->fail_connection(error::connect_failed,
                             "no connection and handshake within the connect timeout (" +
                                 ms_text(self->cfg_.connect_timeout) + ")");
   });
+
+  if (tls_settings_) tls_ = std::make_shared<tls_stream>(strand_, tls_settings_->ctx);
 
   resolver_.async_resolve(
       uri_.host, std::to_string(uri_.port),
       [self, gen](error_code ec, asio::ip::tcp::resolver::results_type results) {
         if (gen != self->generation_) return;
         if (ec) return self->fail_connection(error::connect_failed, "resolve: " + ec.message());
-        asio::async_connect(self->socket_, results,
+        asio::async_connect(self->tcp(), results,
                             [self, gen](error_code ec, const asio::ip::tcp::endpoint&) {
                               if (gen != self->generation_) return;
                               if (ec)
                                 return self->fail_connection(error::connect_failed,
                                                              "connect: " + ec.message());
-                              self->on_connected();
+                              self->on_tcp_connected();
                             });
       });
 }
 
-void connection::on_connected() {
+void connection::on_tcp_connected() {
   error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+  tcp().set_option(asio::ip::tcp::no_delay(true), ignored);
+  tcp().set_option(asio::socket_base::keep_alive(true), ignored);
+  if (!tls_) return on_connected();
+
+  // The certificate must name the host we asked for (or the configured name): OpenSSL
+  // checks it with the chain. SNI carries host names only, never addresses.
+  SSL* ssl = tls_->stream.native_handle();
+  const std::string& name = tls_settings_->server_name.empty() ? uri_.host : tls_settings_->server_name;
+  error_code not_ip;
+  asio::ip::make_address(name, not_ip);
+  if (not_ip) SSL_set_tlsext_host_name(ssl, name.c_str());
+  if (tls_settings_->verify) {
+    if (not_ip)
+      SSL_set1_host(ssl, name.c_str());
+    else
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
+  }
+  const auto gen = generation_;
+  tls_handshaking_ = true;
+  tls_->stream.async_handshake(
+      asio::ssl::stream_base::client,
+      [self = shared_from_this(), gen, keep = tls_, name](error_code ec) {
+        if (gen != self->generation_) return;
+        self->tls_handshaking_ = false;
+        if (ec) return self->fail_connection(error::tls_failed, self->tls_problem(ec, name));
+        if (!self->tls_settings_->verify && self->on_event)
+          self->on_event(*self, node_event::kind::tls_unverified,
+                         "TLS without certificate verification (config.tls.verify is off): "
+                         "the server was not authenticated");
+        self->on_connected();
+      });
+}
+
+std::string connection::tls_problem(const error_code& ec, const std::string& name) {
+  const long verdict = SSL_get_verify_result(tls_->stream.native_handle());
+  if (tls_settings_->verify && verdict != X509_V_OK) {
+    std::string why = std::string{"TLS: the server's certificate was refused: "} +
+                      X509_verify_cert_error_string(verdict);
+    if (verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH)
+      why += " (expected \"" + name + "\")";
+    return why;
+  }
+  std::string why = "TLS handshake failed: " + ec.message();
+  if (is_ssl_reason(ec, SSL_R_WRONG_VERSION_NUMBER) || is_ssl_reason(ec, SSL_R_PACKET_LENGTH_TOO_LONG))
+    why += " (is the port plain TCP? use redis://)";
+  return why;
+}
+
+void connection::on_connected() {
   state_ = state::handshaking;
   reader_.reset();
 
@@ -280,8 +418,9 @@ void connection::fail_connection(error_code ec, std::string problem) {
   const bool was_ready = state_ == state::ready;
   last_problem_ = std::move(problem);
   ++generation_;
+  tls_handshaking_ = false;
   error_code ignored;
-  socket_.close(ignored);
+  tcp().close(ignored);
   resolver_.cancel();
   conn_timer_.cancel();
   probe_timer_.cancel();
@@ -347,7 +486,7 @@ void connection::close() {
   state_ = state::closed;
   ++generation_;
   error_code ignored;
-  socket_.close(ignored);
+  tcp().close(ignored);
   resolver_.cancel();
   conn_timer_.cancel();
   probe_timer_.cancel();
@@ -395,18 +534,25 @@ void connection::check_drained() {
 void connection::start_read() {
   auto space = reader_.prepare(read_chunk);
   const auto gen = generation_;
-  socket_.async_read_some(asio::buffer(space.data(), space.size()),
-                          [self = shared_from_this(), gen](error_code ec, std::size_t n) {
-                            if (gen != self->generation_) return;
-                            self->on_read(ec, n);
-                          });
+  auto done = [self = shared_from_this(), gen](error_code ec, std::size_t n) {
+    if (gen != self->generation_) return;
+    self->on_read(ec, n);
+  };
+  const auto buffer = asio::buffer(space.data(), space.size());
+  if (!tls_) return socket_.async_read_some(buffer, std::move(done));
+  // The stream is kept alive until its operation ends, even if a reconnect replaced it.
+  tls_->stream.async_read_some(buffer, [done = std::move(done), keep = tls_](
+                                           error_code ec, std::size_t n) { done(ec, n); });
 }
 
 void connection::on_read(error_code ec, std::size_t n) {
   if (ec) {
-    return fail_connection(error::connection_lost,
-                           ec == asio::error::eof ? std::string{"the server closed the connection"}
-                                                  : "read: " + ec.message());
+    // A TLS port drops a client that speaks plain RESP to it without a word.
+    const bool tls_port_hint = state_ == state::handshaking && handshake_next_ == 0 && !uri_.tls;
+    const std::string hint = tls_port_hint ? " (is it a TLS port? use rediss://)" : "";
+    if (ec != asio::error::eof && ec != asio::ssl::error::stream_truncated)
+      return fail_connection(error::connection_lost, "read: " + ec.message() + hint);
+    return fail_connection(error::connection_lost, "the server closed the connection" + hint);
   }
   reader_.commit(n);
   const auto gen = generation_;
@@ -533,15 +679,17 @@ void connection::flush() {
   writing_ = true;
   std::swap(wbuf_, wbuf_writing_);
   const auto gen = generation_;
-  asio::async_write(socket_, asio::buffer(wbuf_writing_),
-                    [self = shared_from_this(), gen](error_code ec, std::size_t) {
-                      self->writing_ = false;
-                      self->wbuf_writing_.clear();
-                      if (self->state_ == state::closed) return;
-                      if (gen != self->generation_) return self->flush();
-                      if (ec) return self->fail_connection(error::connection_lost, "write: " + ec.message());
-                      self->flush();
-                    });
+  auto done = [self = shared_from_this(), gen](error_code ec, std::size_t) {
+    self->writing_ = false;
+    self->wbuf_writing_.clear();
+    if (self->state_ == state::closed) return;
+    if (gen != self->generation_) return self->flush();
+    if (ec) return self->fail_connection(error::connection_lost, "write: " + ec.message());
+    self->flush();
+  };
+  if (!tls_) return asio::async_write(socket_, asio::buffer(wbuf_writing_), std::move(done));
+  asio::async_write(tls_->stream, asio::buffer(wbuf_writing_),
+                    [done = std::move(done), keep = tls_](error_code ec, std::size_t n) { done(ec, n); });
 }
 
 // ---- deadlines ---------------------------------------------------------------------

@@ -49,6 +49,13 @@ struct node_status {
   std::uint64_t session = 0;  ///< bumped at every successful handshake
 };
 
+/// A client's TLS configuration (an OpenSSL context), shared by its rediss:// connections.
+/// Opaque here so that only connection.cpp includes the SSL headers.
+struct tls_settings;
+/// Builds it from the config (reads the CA, certificate and key files). On failure returns
+/// null and sets `why` to a message that names the file or setting.
+std::shared_ptr<tls_settings> make_tls_settings(const tls_options& opts, std::string& why);
+
 /// A Lua script run by EVALSHA; `sha` is the SHA1 of `body` (checked by a test).
 struct script {
   std::string_view body;
@@ -85,8 +92,11 @@ class connection : public std::enable_shared_from_this<connection> {
  public:
   /// `preload`: scripts loaded at every handshake (SCRIPT LOAD), so that EVALSHA is
   /// answered NOSCRIPT only after a SCRIPT FLUSH. Must outlive the connection.
+  /// `tls` is required when uri.tls is set and ignored otherwise.
   connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
-             const std::vector<const script*>* preload = nullptr);
+             const std::vector<const script*>* preload = nullptr,
+             std::shared_ptr<tls_settings> tls = nullptr);
+  ~connection();
 
   /// Starts connecting (and reconnecting after failures) until close().
   void start();
@@ -134,7 +144,10 @@ class connection : public std::enable_shared_from_this<connection> {
   };
 
   void connect();
+  void on_tcp_connected();
   void on_connected();
+  asio::ip::tcp::socket& tcp();
+  std::string tls_problem(const error_code& ec, const std::string& name);
   void on_handshake_reply(const resp::reply& r);
   void on_time_reply(const resp::reply& r, boot_clock::time_point sent);
   void schedule_clock_probe();
@@ -163,7 +176,10 @@ class connection : public std::enable_shared_from_this<connection> {
   const std::vector<const script*>* preload_;
 
   asio::ip::tcp::resolver resolver_;
-  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::socket socket_;  // plain connections
+  struct tls_stream;                // rediss://: a TLS stream with its own socket,
+  std::shared_ptr<tls_settings> tls_settings_;
+  std::shared_ptr<tls_stream> tls_;  // made anew for every connection attempt
   boot_timer deadline_timer_;  // earliest request deadline
   boot_timer conn_timer_;      // connect/handshake deadline, reconnect back-off
   boot_clock::time_point armed_for_ = boot_clock::time_point::max();
@@ -176,6 +192,7 @@ class connection : public std::enable_shared_from_this<connection> {
   bool writing_ = false;
   bool flush_scheduled_ = false;
   bool reading_ = false;
+  bool tls_handshaking_ = false;
   std::uint64_t generation_ = 0;  // bumped per socket, so stale handlers know
   std::vector<step> handshake_steps_;
   std::size_t handshake_next_ = 0;

@@ -24,13 +24,17 @@ std::string node_uri::display() const {
 
 bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
   out = node_uri{};
-  constexpr std::string_view scheme = "redis://";
-  if (uri.substr(0, scheme.size()) != scheme) {
-    why = uri.substr(0, 8) == "rediss:/" ? "TLS (rediss://) is not supported yet"
-                                          : "a node URI must start with redis://";
+  constexpr std::string_view plain = "redis://", tls = "rediss://";
+  std::string_view rest;
+  if (uri.substr(0, plain.size()) == plain) {
+    rest = uri.substr(plain.size());
+  } else if (uri.substr(0, tls.size()) == tls) {
+    rest = uri.substr(tls.size());
+    out.tls = true;
+  } else {
+    why = "a node URI must start with redis:// or rediss:// (TLS)";
     return false;
   }
-  std::string_view rest = uri.substr(scheme.size());
 
   // Credentials end at the last '@' (a password may contain '@').
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {

@@ -53,7 +53,16 @@ BOOST_AUTO_TEST_CASE(bad_uris_are_refused_with_a_reason_that_hides_the_password)
   parse_bad("redis://user:@h:1");
   auto why = parse_bad("redis://user:hunter2@:1");
   BOOST_TEST(why.find("hunter2") == std::string::npos);
-  BOOST_TEST(parse_bad("rediss://h:1").find("TLS") != std::string::npos);
+  BOOST_TEST(parse_bad("rediss:/h:1").find("rediss://") != std::string::npos);
+  BOOST_TEST(parse_bad("rediss://").find("no host") != std::string::npos);
+  node_uri tls;
+  std::string tls_why;
+  BOOST_TEST(parse_node_uri("rediss://u:pw@h:7/2", tls, tls_why));
+  BOOST_TEST(tls.tls);
+  BOOST_TEST(tls.host == "h");
+  BOOST_TEST(tls.port == 7);
+  BOOST_TEST(tls.db == 2);
+  BOOST_TEST(tls.display() == "h:7");
 }
 
 BOOST_AUTO_TEST_CASE(errors_have_a_category_and_readable_messages) {
