@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,36 @@ const script extend_script{
 namespace {
 
 constexpr auto max_ttl = std::chrono::milliseconds{24h};
+
+}  // namespace
+
+// Redis reports an ACL refusal inside a script by the script's SHA1, not by the command
+// ("The user executing the script can't run this command or subcommand script: <sha>"):
+// names the commands that script runs, so that the missing permission can be found.
+std::string acl_hint(std::string_view server_text) {
+  if (server_text.find("can't run this command") == std::string_view::npos) return {};
+  static const script* const scripts[] = {
+      &release_script,      &extend_script,     &batch_extend_script, &fence_acquire_script,
+      &fence_raise_script,  &fence_read_script, &fence_repair_script, &claim_script,
+      &settle_script};
+  for (const script* sc : scripts) {
+    if (server_text.find(sc->sha) == std::string_view::npos) continue;
+    std::string names = " ";
+    for (std::string_view body = sc->body;;) {
+      const auto at = body.find("call(\"");
+      if (at == std::string_view::npos) break;
+      body.remove_prefix(at + 6);
+      std::string name{body.substr(0, body.find('"'))};
+      for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      if (names.find(" " + name + " ") == std::string::npos) names += name + " ";
+    }
+    names.pop_back();
+    return fmt::format(" [the script runs{}; the ACL user needs every one of them]", names);
+  }
+  return {};
+}
+
+namespace {
 
 [[noreturn]] void bad_config(const std::string& what) {
   throw boost::system::system_error(error::invalid_config, what);
@@ -346,7 +377,8 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
         case vote::held: m += "held by another owner"; break;
         case vote::failed:
           m += errors_[i].message();
-          if (errors_[i] == error::server_error) m += fmt::format(" \"{}\"", server_text_[i]);
+          if (errors_[i] == error::server_error)
+            m += fmt::format(" \"{}\"{}", server_text_[i], acl_hint(server_text_[i]));
           if (errors_[i] == error::node_held_back) m += fmt::format(": {}", server_text_[i]);
           // Why the connection is not usable (refused, TLS, ACL, ...), when it is not.
           if (errors_[i] != error::server_error && errors_[i] != error::node_held_back &&
@@ -574,6 +606,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
         if (unmarked_yes_ > 0) {
           s_->start_fence_repair(opts_.ttl);
           extra_ = "; fence counters are being repaired on nodes that lost them";
+          if (!s_->repair_problem.empty())
+            extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
         }
         return fail_attempt(failure_reason());
     }
@@ -657,9 +691,11 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
   // Undo whatever this attempt may have taken: every node the SET was sent to that said
-  // yes, has not answered yet, or lost its reply. Nodes that answered "held" or an error
-  // did not set our token. The release is queued behind the SET on each connection, so
-  // it runs after it.
+  // yes, has not answered yet, or lost its reply. Nodes that answered "held" did not set
+  // our token, nor did a plain SET answered with an error; the fenced script may have
+  // failed after its SET (an ACL user without EXISTS or HINCRBY), so an error there is
+  // undone too. The release is queued behind the SET on each connection, so it runs
+  // after it.
   void release_attempt() {
     std::array<bool, max_nodes> mask{};
     bool any = false;
@@ -669,7 +705,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
           (votes_[i] == vote::yes || votes_[i] == vote::pending ||
            (votes_[i] == vote::failed &&
             (errors_[i] == error::node_timeout || errors_[i] == error::connection_lost ||
-             errors_[i] == error::node_held_back)));
+             errors_[i] == error::node_held_back ||
+             (opts_.fenced && errors_[i] == error::server_error))));
       mask[i] = maybe_set;
       any = any || maybe_set;
     }

@@ -29,6 +29,10 @@ inline constexpr std::size_t max_resource_bytes = 64u << 10;
 
 /// compare-and-delete and compare-and-pexpire. The SHA1 constants are checked against
 /// SCRIPT LOAD by a test.
+/// For an ACL refusal inside one of our scripts (reported by Redis with the script's
+/// SHA1 only): " [the script runs GET PEXPIRE; ...]", else "".
+std::string acl_hint(std::string_view server_text);
+
 extern const script release_script;
 extern const script extend_script;
 extern const script fence_acquire_script;  // SET NX PX GET, then HINCRBY where marked
@@ -68,6 +72,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::array<bool, max_nodes> duplicate{};  // repeats an earlier node's run id
   std::array<std::size_t, max_nodes> duplicate_of{};
   bool repair_running = false;
+  /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
+  std::string repair_problem;
   /// Local waiters per key, in arrival order (the head polls; releases wake it).
   std::unordered_map<std::string, std::deque<waiter*>> waiters;
   /// Wakes the first local waiter for `key` (after a local release). On the strand.

@@ -142,9 +142,13 @@ class fence_repair_op final : public request_sink {
 
   void on_reply(std::size_t i, error_code ec, const resp::reply* r) override {
     --outstanding_;
+    const std::size_t node = i >= max_nodes ? i - max_nodes : i;
+    if (!ec && (*r)[0].is_error())
+      failed_ = fmt::format("node {}: \"{}\"{}", node, (*r)[0].text, acl_hint((*r)[0].text));
+    else if (ec)
+      failed_ = fmt::format("node {}: {}", node, ec.message());
     if (i >= max_nodes) {
       // A repair write: success marks the node.
-      const std::size_t node = i - max_nodes;
       if (!ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
         s_->nodes[node]->set_fence_marked();
     } else if (!ec) {
@@ -204,6 +208,11 @@ class fence_repair_op final : public request_sink {
 
   void done() {
     s_->repair_running = false;
+    // A repair that had nothing to write keeps the last failure's text.
+    if (!failed_.empty())
+      s_->repair_problem = std::move(failed_);
+    else if (phase_ == 1)
+      s_->repair_problem.clear();
     delete this;
   }
 
@@ -216,6 +225,7 @@ class fence_repair_op final : public request_sink {
   std::string write_;
   std::size_t outstanding_ = 0;
   int phase_ = 0;
+  std::string failed_;  // the last node error, for diagnostics
 };
 
 }  // namespace

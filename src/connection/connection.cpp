@@ -289,9 +289,31 @@ std::string_view info_field(std::string_view info, std::string_view name) {
 
 }  // namespace
 
+std::string_view connection::step_command(step st) {
+  switch (st) {
+    case step::auth: return "AUTH";
+    case step::select: return "SELECT";
+    case step::info: return "INFO";
+    case step::role: return "ROLE";
+    case step::marker: return "EXISTS";
+    case step::load: return "SCRIPT LOAD";
+    case step::time: return "TIME";
+  }
+  return "?";
+}
+
 void connection::on_handshake_reply(const resp::reply& r) {
   const step st = handshake_steps_[handshake_next_++];
   const resp::node& top = r[0];
+  // An ACL user must be allowed every command of the handshake but the fence marker's
+  // EXISTS (needed only by fencing, which then fails with its own NOPERM): a node whose
+  // restarts, role or clock cannot be read must not vote, and without SCRIPT LOAD no
+  // lock could be released. The error names the command and keeps the server's text.
+  if (top.is_error() && top.text.substr(0, 6) == "NOPERM" && st != step::marker &&
+      st != step::auth && st != step::select)
+    return fail_connection(error::auth_failed, "the ACL user may not run " +
+                                                   std::string{step_command(st)} + ": " +
+                                                   std::string{top.text});
   switch (st) {
     case step::auth:
     case step::select:
@@ -324,7 +346,7 @@ void connection::on_handshake_reply(const resp::reply& r) {
       pending_status_.fence_marked = top.kind == resp::type::integer && top.integer == 1;
       break;
     case step::load:
-      break;  // best effort: if refused (ACL), EVALSHA still falls back on NOSCRIPT
+      break;
     case step::time: {
       const auto sent = clock_sent_.empty() ? boot_clock::now() : clock_sent_.front();
       if (!clock_sent_.empty()) clock_sent_.pop_front();

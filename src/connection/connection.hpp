@@ -149,6 +149,7 @@ class connection : public std::enable_shared_from_this<connection> {
   asio::ip::tcp::socket& tcp();
   std::string tls_problem(const error_code& ec, const std::string& name);
   void on_handshake_reply(const resp::reply& r);
+  static std::string_view step_command(step st);
   void on_time_reply(const resp::reply& r, boot_clock::time_point sent);
   void schedule_clock_probe();
   void become_ready();
