@@ -3,6 +3,8 @@
 // A workload is a function that measures one thing and emits one JSON line per
 // configuration it ran; the table in main.cpp names them.
 
+#include <sys/types.h>
+
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
@@ -32,6 +34,9 @@ struct options {
   std::vector<std::string> only;
   /// External nodes (redis:// URIs); empty: the bench starts its own.
   std::vector<std::string> nodes;
+  /// The pids of the external nodes' servers, in the same order (or empty): lets w4
+  /// freeze them.
+  std::vector<pid_t> node_pids;
   /// Measured time of each timed phase (w1, w2, w4's two phases, raw, fenced; extend
   /// rounds it up to whole renewal intervals).
   seconds_f duration{10.0};

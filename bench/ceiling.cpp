@@ -183,7 +183,8 @@ ceiling_result measure_ceiling(const bench_context& ctx, const std::vector<std::
   return out;
 }
 
-rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri) {
+rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri,
+                               std::optional<double> rtt_hint_us) {
   try {
     const auto nodes = parse_all({uri});
     const std::vector<std::string> set{"SET",
@@ -192,10 +193,12 @@ rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri)
                                        "NX",
                                        "PX",
                                        std::to_string(ctx.opts.ttl.count())};
-    // About two seconds at a 50 us round trip; fewer with a short --duration.
+    // About two seconds (fewer with a short --duration), at the round trip measured or,
+    // at the least, 50 us.
     const double seconds = std::min(ctx.opts.duration.count(), 2.0);
+    const double rtt_us = std::max(rtt_hint_us.value_or(0), 50.0);
     const auto requests =
-        std::max<std::uint64_t>(2000, static_cast<std::uint64_t>(seconds * 20000));
+        std::max<std::uint64_t>(200, static_cast<std::uint64_t>(seconds * 1e6 / rtt_us));
     const auto rows =
         run_together({benchmark_argv(nodes.front(), 1, 1, requests, set)}, seconds_f{60});
     return {rows.front().p50_ms * 1000.0, rows.front().p99_ms * 1000.0};

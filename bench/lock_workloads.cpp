@@ -3,12 +3,18 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <fstream>
+#include <thread>
 #include <tuple>
 
 #include "cycles.hpp"
@@ -57,8 +63,8 @@ void run_w2(bench_context& ctx) {
 
   // The yardsticks: one SET NX PX round trip to one node, from redis-benchmark (a C
   // client, one request at a time) and through our own connection layer.
-  const auto rtt = redis_benchmark_rtt(ctx, uris.front());
   const auto conn_p50 = connection_set_p50_us(ctx, uris.front());
+  const auto rtt = redis_benchmark_rtt(ctx, uris.front(), conn_p50);
 
   json_line l = cycle_line("w2", uris.size(), 1, r, ctx.opts.ttl);
   l.add("rtt_set_p50_us", rtt.p50_us);
@@ -197,42 +203,64 @@ void run_w3(bench_context& ctx) {
 
 namespace {
 
-// Frozen servers are always thawed, whichever way the workload ends.
+// Frozen servers are always thawed, whichever way the workload ends. By pid, so that w4
+// can also freeze servers it did not start (--node-pids).
 class freeze_guard {
  public:
-  freeze_guard(test::redis_fleet& fleet, std::size_t first, std::size_t count)
-      : fleet_(fleet), first_(first), count_(count) {
-    for (std::size_t i = first_; i < first_ + count_; ++i) fleet_[i].freeze();
+  explicit freeze_guard(std::vector<pid_t> pids) : pids_(std::move(pids)) {
+    for (const pid_t pid : pids_) freeze(pid);
   }
   ~freeze_guard() {
-    for (std::size_t i = first_; i < first_ + count_; ++i) {
-      try {
-        fleet_[i].thaw();
-      } catch (...) {
-        // A server that died meanwhile has nothing left to thaw.
-      }
-    }
+    // A server that died meanwhile has nothing left to thaw.
+    for (const pid_t pid : pids_) ::kill(pid, SIGCONT);
   }
   freeze_guard(const freeze_guard&) = delete;
   freeze_guard& operator=(const freeze_guard&) = delete;
 
  private:
-  test::redis_fleet& fleet_;
-  std::size_t first_;
-  std::size_t count_;
+  // SIGSTOP takes effect asynchronously, and a server that is not our child cannot be
+  // waited for: watch its state in /proc until it reads "stopped".
+  static void freeze(pid_t pid) {
+    if (::kill(pid, SIGSTOP) != 0)
+      throw std::runtime_error(
+          fmt::format("w4: cannot stop pid {}: {}", pid, std::strerror(errno)));
+    const auto end = bench_clock::now() + std::chrono::seconds{5};
+    while (process_state(pid) != 'T') {
+      if (bench_clock::now() > end)
+        throw std::runtime_error(fmt::format("w4: pid {} did not stop within 5 s", pid));
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+  }
+  // The state letter of /proc/PID/stat ("pid (comm) S ..."); 0 if unreadable.
+  static char process_state(pid_t pid) {
+    std::ifstream stat{fmt::format("/proc/{}/stat", pid)};
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '\0';
+  }
+
+  std::vector<pid_t> pids_;
 };
 
 }  // namespace
 
 void run_w4(bench_context& ctx) {
-  test::redis_fleet* fleet = ctx.own_fleet(degraded_fleet_size);
-  if (!fleet) {
+  std::vector<std::string> uris;
+  std::vector<pid_t> pids;
+  if (test::redis_fleet* fleet = ctx.own_fleet(degraded_fleet_size)) {
+    uris = fleet->uris();
+    for (std::size_t i = 0; i < fleet->size(); ++i) pids.push_back((*fleet)[i].pid());
+  } else if (ctx.opts.node_pids.size() == degraded_fleet_size) {
+    uris = ctx.opts.nodes;
+    pids = ctx.opts.node_pids;
+  } else {
     fmt::print(stderr,
-               "w4 skipped: it freezes servers, so it needs the bench's own nodes "
-               "(run without --nodes)\n");
+               "w4 skipped: it freezes servers, so it needs the bench's own nodes (run "
+               "without --nodes) or {} --nodes with their --node-pids\n",
+               degraded_fleet_size);
     return;
   }
-  const auto uris = fleet->uris();
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
   wait_until_lockable(io, c, ctx);
@@ -240,7 +268,7 @@ void run_w4(bench_context& ctx) {
   cycle_result healthy = run_cycles(io, c, timed_plan(ctx, "w4", 1));
   cycle_result degraded;
   {
-    freeze_guard frozen{*fleet, degraded_fleet_size - frozen_nodes, frozen_nodes};
+    freeze_guard frozen{std::vector<pid_t>(pids.end() - frozen_nodes, pids.end())};
     // No warm-up: the first attempts after the freeze are part of what w4 measures.
     cycle_plan plan = timed_plan(ctx, "w4", 1);
     plan.warmup = seconds_f{0};

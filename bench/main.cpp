@@ -57,7 +57,10 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --only NAME[,NAME...]   run only these workloads (see --list)
   --list                  print the workloads and exit
   --nodes URI[,URI...]    use these redis:// nodes instead of starting our own
-                          (w4 is then skipped: it must freeze the servers)
+                          (w4 is then skipped unless --node-pids is given)
+  --node-pids PID[,PID...]
+                          the --nodes servers' pids, in order: w4 then freezes the last
+                          two of five (SIGSTOP), as it does its own nodes
   --duration S            measured seconds of each timed phase (default 10; quick 1.5)
   --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
   --contention-duration S w3's measured seconds (default 10; quick 2)
@@ -162,6 +165,10 @@ parsed parse_args(std::span<char*> args) {
         std::string why;
         if (!parse_node_uri(uri, u, why)) usage_error(fmt::format("--nodes: {}", why));
       }
+    } else if (flag == "--node-pids") {
+      o.node_pids.clear();
+      for (const auto& pid : split(value()))
+        o.node_pids.push_back(static_cast<pid_t>(parse_count(flag, pid)));
     } else if (flag == "--duration") {
       o.duration = seconds_f{parse_seconds(flag, value())};
     } else if (flag == "--warmup") {
@@ -196,6 +203,8 @@ parsed parse_args(std::span<char*> args) {
       usage_error(fmt::format("unknown option \"{}\" (see --help)", flag));
     }
   }
+  if (!o.node_pids.empty() && o.node_pids.size() != o.nodes.size())
+    usage_error("--node-pids: one pid per --nodes URI");
   return p;
 }
 

@@ -79,7 +79,10 @@ struct rtt_result {
   std::optional<double> p50_us;
   std::optional<double> p99_us;
 };
-rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri);
+/// `rtt_hint_us`, a round trip measured already (if any), sizes the run to about two
+/// seconds also where round trips are milliseconds (nodes in network namespaces).
+rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri,
+                               std::optional<double> rtt_hint_us);
 
 /// p50 of one SET NX PX round trip to one node through our connection layer.
 std::optional<double> connection_set_p50_us(const bench_context& ctx, const std::string& uri);
