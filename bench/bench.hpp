@@ -32,11 +32,13 @@ struct options {
   bool quick = false;
   /// Workload names to run, in table order; empty: all of them.
   std::vector<std::string> only;
-  /// External nodes (redis:// URIs); empty: the bench starts its own.
+  /// External nodes (redis:// or rediss:// URIs); empty: the bench starts its own.
   std::vector<std::string> nodes;
   /// The pids of the external nodes' servers, in the same order (or empty): lets w4
   /// freeze them.
   std::vector<pid_t> node_pids;
+  /// CA file for rediss:// nodes (config::tls::ca_file; empty: the system's store).
+  std::string tls_ca;
   /// Measured time of each timed phase (w1, w2, w4's two phases, raw, fenced; extend
   /// rounds it up to whole renewal intervals).
   seconds_f duration{10.0};

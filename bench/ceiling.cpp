@@ -20,7 +20,8 @@ constexpr std::string_view ceiling_key = "redlock-bench:ceiling:__rand_int__";
 constexpr std::string_view ceiling_value = "0123456789abcdef0123456789abcdef01234567";
 constexpr std::uint64_t probe_requests = 20000;
 
-std::vector<std::string> benchmark_argv(const node_uri& u, int clients, int pipeline,
+std::vector<std::string> benchmark_argv(const bench_context& ctx, const node_uri& u, int clients,
+                                        int pipeline,
                                         std::uint64_t requests,
                                         const std::vector<std::string>& command) {
   // env searches PATH, so that a missing redis-benchmark is an exit code, not a throw.
@@ -29,6 +30,10 @@ std::vector<std::string> benchmark_argv(const node_uri& u, int clients, int pipe
   if (!u.user.empty()) argv.insert(argv.end(), {"--user", u.user});
   if (!u.password.empty()) argv.insert(argv.end(), {"-a", u.password});
   if (u.db != 0) argv.insert(argv.end(), {"--dbnum", std::to_string(u.db)});
+  if (u.tls) {
+    argv.push_back("--tls");
+    if (!ctx.opts.tls_ca.empty()) argv.insert(argv.end(), {"--cacert", ctx.opts.tls_ca});
+  }
   argv.insert(argv.end(), {"-c", std::to_string(clients), "-P", std::to_string(pipeline), "-n",
                            std::to_string(requests), "-r", "1000000", "-q", "--csv"});
   argv.insert(argv.end(), command.begin(), command.end());
@@ -128,7 +133,7 @@ std::vector<double> rates_together(const bench_context& ctx, const std::vector<n
   std::vector<std::vector<std::string>> argvs;
   for (const auto& u : nodes)
     argvs.push_back(
-        benchmark_argv(u, ctx.opts.ceiling_clients, ctx.opts.ceiling_pipeline, requests, command));
+        benchmark_argv(ctx, u, ctx.opts.ceiling_clients, ctx.opts.ceiling_pipeline, requests, command));
   const auto rows = run_together(argvs, ctx.opts.ceiling_duration * 10 + seconds_f{30});
   std::vector<double> rates;
   for (const auto& r : rows) rates.push_back(r.rps);
@@ -200,7 +205,7 @@ rtt_result redis_benchmark_rtt(const bench_context& ctx, const std::string& uri,
     const auto requests =
         std::max<std::uint64_t>(200, static_cast<std::uint64_t>(seconds * 1e6 / rtt_us));
     const auto rows =
-        run_together({benchmark_argv(nodes.front(), 1, 1, requests, set)}, seconds_f{60});
+        run_together({benchmark_argv(ctx, nodes.front(), 1, 1, requests, set)}, seconds_f{60});
     return {rows.front().p50_ms * 1000.0, rows.front().p99_ms * 1000.0};
   } catch (const std::exception& e) {
     fmt::print(stderr, "w2: no round-trip yardstick: {}\n", e.what());

@@ -56,11 +56,12 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --quick                 short runs (about 30 s in all), for a smoke test
   --only NAME[,NAME...]   run only these workloads (see --list)
   --list                  print the workloads and exit
-  --nodes URI[,URI...]    use these redis:// nodes instead of starting our own
+  --nodes URI[,URI...]    use these redis:// or rediss:// nodes instead of starting our own
                           (w4 is then skipped unless --node-pids is given)
   --node-pids PID[,PID...]
                           the --nodes servers' pids, in order: w4 then freezes the last
                           two of five (SIGSTOP), as it does its own nodes
+  --tls-ca FILE           trusted CA for rediss:// nodes (bench/tls.sh uses it)
   --duration S            measured seconds of each timed phase (default 10; quick 1.5)
   --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
   --contention-duration S w3's measured seconds (default 10; quick 2)
@@ -169,6 +170,8 @@ parsed parse_args(std::span<char*> args) {
       o.node_pids.clear();
       for (const auto& pid : split(value()))
         o.node_pids.push_back(static_cast<pid_t>(parse_count(flag, pid)));
+    } else if (flag == "--tls-ca") {
+      o.tls_ca = value();
     } else if (flag == "--duration") {
       o.duration = seconds_f{parse_seconds(flag, value())};
     } else if (flag == "--warmup") {

@@ -166,7 +166,9 @@ std::string bench_context::key_prefix(std::string_view workload) const {
 }
 
 config bench_context::client_config(std::vector<std::string> uris) const {
-  return config{.nodes = std::move(uris), .node_timeout = opts.node_timeout};
+  config cfg{.nodes = std::move(uris), .node_timeout = opts.node_timeout};
+  cfg.tls.ca_file = opts.tls_ca;
+  return cfg;
 }
 
 void bench_context::emit(json_line line, std::string_view human) {

@@ -7,6 +7,8 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 
+#include <boost/system/system_error.hpp>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
@@ -108,6 +110,18 @@ std::shared_ptr<tls_settings> make_tls_settings(const tls_options& o, std::strin
   return t;
 }
 
+namespace {
+
+// For connections made without the client's shared settings (tools, the bench).
+std::shared_ptr<tls_settings> tls_settings_or_throw(const tls_options& opts) {
+  std::string why;
+  auto t = make_tls_settings(opts, why);
+  if (!t) throw boost::system::system_error(error::invalid_config, why);
+  return t;
+}
+
+}  // namespace
+
 connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
                        const std::vector<const script*>* preload,
                        std::shared_ptr<tls_settings> tls)
@@ -118,11 +132,46 @@ connection::connection(strand_type strand, node_uri uri, const config& cfg, std:
       preload_(preload),
       resolver_(strand_),
       socket_(strand_),
-      tls_settings_(uri_.tls ? std::move(tls) : nullptr),
+      tls_settings_(uri_.tls ? (tls ? std::move(tls) : tls_settings_or_throw(cfg.tls)) : nullptr),
       deadline_timer_(strand_),
       conn_timer_(strand_),
       probe_timer_(strand_),
       rng_(static_cast<std::uint_fast32_t>(std::random_device{}() ^ (id * 2654435761u))) {}
+
+ssl_ctx_st* native_context(tls_settings& t) { return t.ctx.native_handle(); }
+
+namespace {
+
+const std::string& peer_name(const tls_settings& t, const node_uri& uri) {
+  return t.server_name.empty() ? uri.host : t.server_name;
+}
+
+}  // namespace
+
+void prepare_tls_peer(SSL* ssl, const tls_settings& t, const node_uri& uri) {
+  // The certificate must name the host we asked for (or the configured name): OpenSSL
+  // checks it with the chain. SNI carries host names only, never addresses.
+  const std::string& name = peer_name(t, uri);
+  error_code not_ip;
+  asio::ip::make_address(name, not_ip);
+  if (not_ip) SSL_set_tlsext_host_name(ssl, name.c_str());
+  if (!t.verify) return;
+  if (not_ip)
+    SSL_set1_host(ssl, name.c_str());
+  else
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
+}
+
+std::string tls_failure_text(SSL* ssl, const tls_settings& t, const node_uri& uri,
+                             std::string fallback) {
+  const long verdict = SSL_get_verify_result(ssl);
+  if (!t.verify || verdict == X509_V_OK) return fallback;
+  std::string why = std::string{"TLS: the server's certificate was refused: "} +
+                    X509_verify_cert_error_string(verdict);
+  if (verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH)
+    why += " (expected \"" + peer_name(t, uri) + "\")";
+  return why;
+}
 
 connection::~connection() = default;
 
@@ -177,27 +226,15 @@ void connection::on_tcp_connected() {
   tcp().set_option(asio::socket_base::keep_alive(true), ignored);
   if (!tls_) return on_connected();
 
-  // The certificate must name the host we asked for (or the configured name): OpenSSL
-  // checks it with the chain. SNI carries host names only, never addresses.
-  SSL* ssl = tls_->stream.native_handle();
-  const std::string& name = tls_settings_->server_name.empty() ? uri_.host : tls_settings_->server_name;
-  error_code not_ip;
-  asio::ip::make_address(name, not_ip);
-  if (not_ip) SSL_set_tlsext_host_name(ssl, name.c_str());
-  if (tls_settings_->verify) {
-    if (not_ip)
-      SSL_set1_host(ssl, name.c_str());
-    else
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
-  }
+  prepare_tls_peer(tls_->stream.native_handle(), *tls_settings_, uri_);
   const auto gen = generation_;
   tls_handshaking_ = true;
   tls_->stream.async_handshake(
       asio::ssl::stream_base::client,
-      [self = shared_from_this(), gen, keep = tls_, name](error_code ec) {
+      [self = shared_from_this(), gen, keep = tls_](error_code ec) {
         if (gen != self->generation_) return;
         self->tls_handshaking_ = false;
-        if (ec) return self->fail_connection(error::tls_failed, self->tls_problem(ec, name));
+        if (ec) return self->fail_connection(error::tls_failed, self->tls_problem(ec));
         if (!self->tls_settings_->verify && self->on_event)
           self->on_event(*self, node_event::kind::tls_unverified,
                          "TLS without certificate verification (config.tls.verify is off): "
@@ -206,19 +243,11 @@ void connection::on_tcp_connected() {
       });
 }
 
-std::string connection::tls_problem(const error_code& ec, const std::string& name) {
-  const long verdict = SSL_get_verify_result(tls_->stream.native_handle());
-  if (tls_settings_->verify && verdict != X509_V_OK) {
-    std::string why = std::string{"TLS: the server's certificate was refused: "} +
-                      X509_verify_cert_error_string(verdict);
-    if (verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH)
-      why += " (expected \"" + name + "\")";
-    return why;
-  }
+std::string connection::tls_problem(const error_code& ec) {
   std::string why = "TLS handshake failed: " + ec.message();
   if (is_ssl_reason(ec, SSL_R_WRONG_VERSION_NUMBER) || is_ssl_reason(ec, SSL_R_PACKET_LENGTH_TOO_LONG))
     why += " (is the port plain TCP? use redis://)";
-  return why;
+  return tls_failure_text(tls_->stream.native_handle(), *tls_settings_, uri_, std::move(why));
 }
 
 void connection::on_connected() {

@@ -29,6 +29,9 @@
 #include "redlock/config.hpp"
 #include "resp/resp.hpp"
 
+struct ssl_st;      // OpenSSL's SSL
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+
 namespace redlock::detail {
 
 namespace asio = boost::asio;
@@ -55,6 +58,15 @@ struct tls_settings;
 /// Builds it from the config (reads the CA, certificate and key files). On failure returns
 /// null and sets `why` to a message that names the file or setting.
 std::shared_ptr<tls_settings> make_tls_settings(const tls_options& opts, std::string& why);
+
+/// For blocking tools that do their own I/O (the CLI's probe): the settings' OpenSSL
+/// context, and the per-connection setup and failure text the connection itself uses.
+ssl_ctx_st* native_context(tls_settings& t);
+/// SNI and the name or address the certificate must carry, on a new SSL object.
+void prepare_tls_peer(ssl_st* ssl, const tls_settings& t, const node_uri& uri);
+/// Why a handshake failed: the certificate verdict if there is one, else `fallback`.
+std::string tls_failure_text(ssl_st* ssl, const tls_settings& t, const node_uri& uri,
+                             std::string fallback);
 
 /// A Lua script run by EVALSHA; `sha` is the SHA1 of `body` (checked by a test).
 struct script {
@@ -92,7 +104,8 @@ class connection : public std::enable_shared_from_this<connection> {
  public:
   /// `preload`: scripts loaded at every handshake (SCRIPT LOAD), so that EVALSHA is
   /// answered NOSCRIPT only after a SCRIPT FLUSH. Must outlive the connection.
-  /// `tls` is required when uri.tls is set and ignored otherwise.
+  /// `tls`: the client's shared TLS settings, used when uri.tls is set; when null they
+  /// are made from cfg.tls (throws system_error(invalid_config) if they cannot be).
   connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
              const std::vector<const script*>* preload = nullptr,
              std::shared_ptr<tls_settings> tls = nullptr);
@@ -147,7 +160,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_tcp_connected();
   void on_connected();
   asio::ip::tcp::socket& tcp();
-  std::string tls_problem(const error_code& ec, const std::string& name);
+  std::string tls_problem(const error_code& ec);
   void on_handshake_reply(const resp::reply& r);
   static std::string_view step_command(step st);
   void on_time_reply(const resp::reply& r, boot_clock::time_point sent);

@@ -9,7 +9,11 @@
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sys/wait.h>
+
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "async_helpers.hpp"
@@ -49,6 +53,7 @@ std::uint16_t free_port() {
 struct tls_options_for_servers {
   std::string cert = "server";  // server.crt / server.key
   bool auth_clients = false;    // demand a client certificate
+  std::string password;         // requirepass, if not empty
 };
 
 // Three redis-servers with a TLS port each (beside the plain one).
@@ -57,10 +62,12 @@ class tls_fleet {
   tls_fleet(const certs& c, tls_options_for_servers o = {}) {
     for (int i = 0; i < 3; ++i) {
       const auto port = free_port();
-      servers_.push_back(std::make_unique<redlock::test::redis_server>(std::vector<std::string>{
-          "--tls-port", std::to_string(port), "--tls-cert-file", c(o.cert + ".crt"),
-          "--tls-key-file", c(o.cert + ".key"), "--tls-ca-cert-file", c("ca.crt"),
-          "--tls-auth-clients", o.auth_clients ? "yes" : "no"}));
+      std::vector<std::string> args{"--tls-port", std::to_string(port), "--tls-cert-file",
+                                    c(o.cert + ".crt"), "--tls-key-file", c(o.cert + ".key"),
+                                    "--tls-ca-cert-file", c("ca.crt"), "--tls-auth-clients",
+                                    o.auth_clients ? "yes" : "no"};
+      if (!o.password.empty()) args.insert(args.end(), {"--requirepass", o.password});
+      servers_.push_back(std::make_unique<redlock::test::redis_server>(args));
       tls_ports_.push_back(port);
     }
   }
@@ -146,6 +153,29 @@ std::string config_error(const redlock::config& cfg) {
 
 bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
+}
+
+struct cli_run {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// `env redlock args...` through the shell, output captured in a file of `c`'s directory.
+cli_run run_cli(const certs& c, const std::string& env, const std::vector<std::string>& args) {
+  std::string cmd = env + " " REDLOCK_CLI_PATH;
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " >'" + c("cli.out") + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  cli_run out{WIFEXITED(status) ? WEXITSTATUS(status) : -1, {}};
+  std::ifstream in{c("cli.out")};
+  out.output.assign(std::istreambuf_iterator<char>{in}, {});
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& uris) {
+  std::string out;
+  for (const auto& u : uris) out += (out.empty() ? "" : ",") + u;
+  return out;
 }
 
 }  // namespace
@@ -287,4 +317,39 @@ BOOST_AUTO_TEST_CASE(unreadable_tls_files_are_configuration_errors_that_name_the
   cfg.nodes = {"redis://127.0.0.1:1"};
   asio::io_context io;
   BOOST_CHECK_NO_THROW((redlock::client{io.get_executor(), cfg}));
+}
+
+BOOST_AUTO_TEST_CASE(the_cli_speaks_tls_and_reads_passwords_from_a_file_or_the_environment) {
+  certs c;
+  const std::string secret = "Cli-S3cret";
+  tls_fleet fleet{c, {.password = secret}};
+  const std::string nodes = joined(fleet.uris());
+  // The servers just started: `run` waits (--wait) until the restart guard of its 1 s
+  // TTL lets them vote.
+  {
+    std::ofstream{c("pw")} << secret << "\n";
+  }
+  auto run = run_cli(c, "", {"run", "--nodes", nodes, "--tls-ca", c("ca.crt"), "--password-file",
+                             c("pw"), "--ttl", "1000", "--wait", "10000", "cli-tls", "--", "true"});
+  BOOST_TEST(run.code == 0, run.output);
+  auto nodes_ok = run_cli(c, "REDLOCK_PASSWORD=" + secret,
+                          {"nodes", "--nodes", nodes, "--tls-ca", c("ca.crt")});
+  BOOST_TEST(nodes_ok.code == 0, nodes_ok.output);
+  BOOST_TEST(!contains(nodes_ok.output, secret), nodes_ok.output);
+  // A wrong password shows as the server's refusal, never as the password itself.
+  auto wrong = run_cli(c, "REDLOCK_PASSWORD=Wr0ng-cli-pw",
+                       {"nodes", "--nodes", nodes, "--tls-ca", c("ca.crt")});
+  BOOST_TEST(wrong.code == 69, wrong.output);
+  BOOST_TEST(contains(wrong.output, "WRONGPASS"), wrong.output);
+  BOOST_TEST(!contains(wrong.output, "Wr0ng-cli-pw"), wrong.output);
+  // An untrusted CA: every node is down with the reason; --tls-insecure connects, warned.
+  auto refused = run_cli(c, "REDLOCK_PASSWORD=" + secret,
+                         {"status", "--nodes", nodes, "--tls-ca", c("other-ca.crt"), "cli-tls"});
+  BOOST_TEST(refused.code == 69, refused.output);
+  BOOST_TEST(contains(refused.output, "certificate was refused"), refused.output);
+  auto insecure = run_cli(c, "REDLOCK_PASSWORD=" + secret,
+                          {"run", "--nodes", nodes, "--tls-ca", c("other-ca.crt"), "--tls-insecure",
+                           "--ttl", "1000", "--wait", "10000", "cli-tls", "--", "true"});
+  BOOST_TEST(insecure.code == 0, insecure.output);
+  BOOST_TEST(contains(insecure.output, "warning"), insecure.output);
 }

@@ -1,17 +1,42 @@
 // `redlock status` and `redlock nodes`: read-only views of the fleet, one node at a time,
 // through a small blocking client (probe.hpp).
 
+#include <boost/system/system_error.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 
+#include "client/client_state.hpp"
 #include "commands.hpp"
 #include "probe.hpp"
+#include "redlock/error.hpp"
 
 namespace redlock::cli {
 namespace {
 
 using namespace std::chrono_literals;
+
+// The nodes with their credentials resolved as the lock client resolves them, and the
+// TLS settings for rediss:// ones. Throws system_error(invalid_config).
+struct resolved_nodes {
+  std::vector<node_uri> uris;
+  std::shared_ptr<detail::tls_settings> tls;
+};
+
+resolved_nodes resolve(const common_options& o) {
+  resolved_nodes r{detail::validate(client_config(o)), nullptr};
+  if (std::any_of(r.uris.begin(), r.uris.end(), [](const node_uri& u) { return u.tls; })) {
+    std::string why;
+    r.tls = detail::make_tls_settings(o.tls, why);
+    if (!r.tls) throw boost::system::system_error(error::invalid_config, why);
+    if (!o.tls.verify)
+      fmt::print(stderr, "redlock: warning: --tls-insecure: the servers' certificates are not "
+                         "verified\n");
+  }
+  return r;
+}
 
 std::string info_field(const std::string& info, const std::string& name) {
   const std::string key = name + ":";
@@ -54,12 +79,11 @@ int status_command(const status_options& o) {
              "ttl_ms", "fence");
   std::size_t reachable = 0, holding = 0;
   std::map<std::string, std::size_t> holders;
-  for (std::size_t i = 0; i < o.common.nodes.size(); ++i) {
-    node_uri u;
-    std::string why;
-    parse_node_uri(o.common.nodes[i], u, why);
+  const auto nodes = resolve(o.common);
+  for (std::size_t i = 0; i < nodes.uris.size(); ++i) {
+    const node_uri& u = nodes.uris[i];
     probe p{1000ms};
-    if (!p.connect(u)) {
+    if (!p.connect(u, nodes.tls.get())) {
       fmt::print("{:<4} {:<24} {:<10} {}\n", i, u.display(), "down", p.error());
       continue;
     }
@@ -94,12 +118,11 @@ int nodes_command(const common_options& o) {
   std::vector<std::string> warnings;
   fmt::print("{:<4} {:<24} {:<6} {:>8} {:<8} {:>10} {:<7} {:<10} {:<10} {}\n", "node", "address",
              "state", "rtt_us", "version", "uptime_s", "role", "appendonly", "appendfsync", "save");
-  for (std::size_t i = 0; i < o.nodes.size(); ++i) {
-    node_uri u;
-    std::string why;
-    parse_node_uri(o.nodes[i], u, why);
+  const auto nodes = resolve(o);
+  for (std::size_t i = 0; i < nodes.uris.size(); ++i) {
+    const node_uri& u = nodes.uris[i];
     probe p{1000ms};
-    if (!p.connect(u)) {
+    if (!p.connect(u, nodes.tls.get())) {
       fmt::print("{:<4} {:<24} {:<6} {}\n", i, u.display(), "down", p.error());
       warnings.push_back(fmt::format("node {} ({}) is unreachable: {}", i, u.display(), p.error()));
       continue;

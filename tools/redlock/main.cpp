@@ -20,7 +20,16 @@ Commands:
   nodes                                  check the nodes and the safety of the setup
 
 Every command takes --nodes URI,URI,... (default: $REDLOCK_NODES) with URIs
-redis://[user:password@]host:port[/db], and --help. See docs/cli.md.
+redis://[user:password@]host:port[/db] or rediss://... (TLS), and --help.
+Credentials and TLS, for every command:
+  --user NAME             ACL user for nodes whose URI names none
+  --password-file FILE    password from the file's first line (else $REDLOCK_PASSWORD)
+  --tls-ca FILE           trusted CA certificates (default: the system's)
+  --tls-ca-dir DIR        trusted CA directory (openssl rehash layout)
+  --tls-cert FILE         client certificate, with --tls-key FILE (mutual TLS)
+  --tls-server-name NAME  name the servers' certificates must carry
+  --tls-insecure          do not verify the servers' certificates (warned on stderr)
+See docs/cli.md and docs/deployment.md.
 )";
 
 constexpr const char* run_help = R"(usage: redlock run [--nodes URI,...] [--ttl MS] [--wait MS | --nonblock]

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -81,8 +82,26 @@ class cursor {
   std::size_t i_ = 0;
 };
 
-// --nodes and --verbose, shared by every subcommand. Returns true if it consumed `a`.
+bool flag_value(cursor& c, const std::string& a, const std::string& flag, std::string& out);
+
+// --nodes, --verbose, TLS and credentials, shared by every subcommand. Returns true if
+// it consumed `a`.
 bool common_flag(cursor& c, const std::string& a, common_options& o, bool& nodes_given) {
+  const std::pair<const char*, std::string*> paths[] = {
+      {"--tls-ca", &o.tls.ca_file},          {"--tls-ca-dir", &o.tls.ca_dir},
+      {"--tls-cert", &o.tls.cert_file},      {"--tls-key", &o.tls.key_file},
+      {"--tls-server-name", &o.tls.server_name}, {"--user", &o.user},
+      {"--password-file", &o.password_file}};
+  for (const auto& [flag, field] : paths) {
+    if (flag_value(c, a, flag, *field)) {
+      if (field->empty()) throw usage_error{std::string{flag} + " needs a non-empty value"};
+      return true;
+    }
+  }
+  if (a == "--tls-insecure") {
+    o.tls.verify = false;
+    return true;
+  }
   if (a == "--nodes") {
     o.nodes = parse_node_list(c.value_of("--nodes"), "--nodes");
     nodes_given = true;
@@ -121,6 +140,22 @@ bool flag_value(cursor& c, const std::string& a, const std::string& flag, std::s
 }
 
 }  // namespace
+
+config client_config(const common_options& o) {
+  config cfg{.nodes = o.nodes};
+  cfg.tls = o.tls;
+  cfg.user = o.user;
+  cfg.password_file = o.password_file;
+  if (o.password_file.empty())
+    if (const char* env = std::getenv("REDLOCK_PASSWORD"); env && *env)
+      cfg.password_env = "REDLOCK_PASSWORD";
+  cfg.on_event = [](const node_event& e) {
+    if (e.what == node_event::kind::tls_unverified)
+      std::fprintf(stderr, "redlock: warning: node %zu (%s): %s\n", e.node, e.address.c_str(),
+                   e.message.c_str());
+  };
+  return cfg;
+}
 
 run_options parse_run(const std::vector<std::string>& args) {
   run_options o;

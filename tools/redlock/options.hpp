@@ -31,7 +31,13 @@ struct usage_error {
 struct common_options {
   std::vector<std::string> nodes;  // URIs, validated
   bool verbose = false;
+  tls_options tls;            // --tls-*
+  std::string user;           // --user
+  std::string password_file;  // --password-file; else $REDLOCK_PASSWORD if set
 };
+
+/// A client configuration with the nodes, TLS settings and credentials of `o`.
+config client_config(const common_options& o);
 
 struct run_options {
   common_options common;

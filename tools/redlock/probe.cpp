@@ -11,22 +11,85 @@
 #include <cerrno>
 #include <cstring>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "connection/connection.hpp"
 #include "resp/resp.hpp"
 
 namespace redlock::cli {
 
 probe::~probe() {
+  if (ssl_) SSL_free(ssl_);
   if (fd_ >= 0) ::close(fd_);
 }
 
 bool probe::fail(std::string why) {
   error_ = std::move(why);
+  if (ssl_) SSL_free(ssl_);
+  ssl_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   return false;
 }
 
-bool probe::connect(const node_uri& uri) {
+bool probe::wait_for_tls(int rc, int timeout_ms) {
+  const int e = SSL_get_error(ssl_, rc);
+  const short events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+  if (events == 0) return false;
+  pollfd p{fd_, events, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+bool probe::start_tls(const node_uri& uri, detail::tls_settings& tls) {
+  ssl_ = SSL_new(detail::native_context(tls));
+  if (!ssl_ || SSL_set_fd(ssl_, fd_) != 1) return fail("TLS: cannot set up a session");
+  detail::prepare_tls_peer(ssl_, tls, uri);
+  for (;;) {
+    ERR_clear_error();
+    const int rc = SSL_connect(ssl_);
+    if (rc == 1) return true;
+    if (wait_for_tls(rc, static_cast<int>(timeout_.count()))) continue;
+    char reason[256] = "no TLS handshake in time";
+    if (const unsigned long e = ERR_peek_error()) ERR_error_string_n(e, reason, sizeof reason);
+    return fail(detail::tls_failure_text(ssl_, tls, uri,
+                                         std::string{"TLS handshake failed: "} + reason));
+  }
+}
+
+long probe::send_some(const char* data, std::size_t n, int timeout_ms) {
+  if (!ssl_) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, timeout_ms) != 1) return fail("write timed out"), -1;
+    const ssize_t k = ::send(fd_, data, n, MSG_NOSIGNAL);
+    if (k <= 0) return fail(std::string{"write: "} + std::strerror(errno)), -1;
+    return k;
+  }
+  for (;;) {
+    const int k = SSL_write(ssl_, data, static_cast<int>(n));
+    if (k > 0) return k;
+    if (!wait_for_tls(k, timeout_ms)) return fail("TLS write failed or timed out"), -1;
+  }
+}
+
+long probe::recv_some(char* data, std::size_t n, int timeout_ms) {
+  if (!ssl_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) != 1) return fail("no reply in time"), -1;
+    const ssize_t k = ::recv(fd_, data, n, 0);
+    if (k <= 0) return fail(k == 0 ? "the server closed the connection" : std::strerror(errno)), -1;
+    return k;
+  }
+  for (;;) {
+    const int k = SSL_read(ssl_, data, static_cast<int>(n));
+    if (k > 0) return k;
+    if (SSL_get_error(ssl_, k) == SSL_ERROR_ZERO_RETURN)
+      return fail("the server closed the connection"), -1;
+    if (!wait_for_tls(k, timeout_ms)) return fail("TLS read failed or no reply in time"), -1;
+  }
+}
+
+bool probe::connect(const node_uri& uri, detail::tls_settings* tls) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
@@ -59,6 +122,10 @@ bool probe::connect(const node_uri& uri) {
   if (fd_ < 0) return fail("connect: " + last);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (uri.tls) {
+    if (!tls) return fail("rediss:// without TLS settings");
+    if (!start_tls(uri, *tls)) return false;
+  }
   if (!uri.password.empty()) {
     auto r = uri.user.empty() ? command({"AUTH", uri.password})
                               : command({"AUTH", uri.user, uri.password});
@@ -120,10 +187,8 @@ std::optional<value> probe::command(const std::vector<std::string>& args) {
     return static_cast<int>(std::max<std::int64_t>(0, ms.count()));
   };
   for (std::size_t sent = 0; sent < out.size();) {
-    pollfd p{fd_, POLLOUT, 0};
-    if (::poll(&p, 1, left()) != 1) return fail("write timed out"), std::nullopt;
-    const ssize_t n = ::send(fd_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return fail(std::string{"write: "} + std::strerror(errno)), std::nullopt;
+    const long n = send_some(out.data() + sent, out.size() - sent, left());
+    if (n <= 0) return std::nullopt;
     sent += static_cast<std::size_t>(n);
   }
   resp::reply reply;
@@ -137,11 +202,9 @@ std::optional<value> probe::command(const std::vector<std::string>& args) {
     }
     if (r.status != resp::parse_status::incomplete)
       return fail(std::string{"protocol error: "} + resp::to_string(r.status)), std::nullopt;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, left()) != 1) return fail("no reply in time"), std::nullopt;
     char chunk[16384];
-    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
-    if (n <= 0) return fail(n == 0 ? "the server closed the connection" : std::strerror(errno)), std::nullopt;
+    const long n = recv_some(chunk, sizeof chunk, left());
+    if (n <= 0) return std::nullopt;
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
 }

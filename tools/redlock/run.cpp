@@ -54,6 +54,12 @@ int exit_code_for(error_code ec) {
   return exit_software;
 }
 
+config run_config(const run_options& o) {
+  config cfg = client_config(o.common);
+  cfg.max_ttl = o.max_ttl;
+  return cfg;
+}
+
 class runner {
  public:
   runner(asio::io_context& io, const run_options& o)
@@ -62,7 +68,7 @@ class runner {
         signals_(io, SIGINT, SIGTERM, SIGCHLD),
         kill_timer_(io),
         exited_(io, asio::steady_timer::time_point::max()),
-        locks_(io.get_executor(), config{.nodes = o.common.nodes, .max_ttl = o.max_ttl}) {}
+        locks_(io.get_executor(), run_config(o)) {}
 
   asio::awaitable<int> run() {
     watch_signals();
