@@ -7,8 +7,9 @@
 #
 # BUILD_DIR (default: build) holds test/redlock-netns and bench/redlock-bench. The link
 # is set by the environment: RTT_MS (default 10), JITTER_MS (0), LOSS_PERCENT (0), and
-# DELAY (auto: netem where the kernel has it, else the user-space proxy). JSON lines go
-# to stdout, the bench's summary and the fleet's description to stderr.
+# DELAY (auto: netem where the kernel has it, else the user-space proxy); WORKLOADS
+# (default "w2 w4") picks the runs. JSON lines go to stdout, the bench's summary and the
+# fleet's description to stderr.
 #
 # w2 runs on 3 nodes (its definition), w4 on 5 with 2 frozen; each gets a fresh fleet,
 # and waits out the restart guard (one TTL) before it measures.
@@ -23,8 +24,13 @@ done
 link=(--rtt-ms "${RTT_MS:-10}" --jitter-ms "${JITTER_MS:-0}" --loss-percent "${LOSS_PERCENT:-0}"
       --delay "${DELAY:-auto}")
 # The bench's flags reach the inner shell as its positional parameters.
-"$netns" --nodes 3 "${link[@]}" -- \
-  sh -c 'exec "$0" --nodes "$REDLOCK_NODES" --only w2 "$@"' "$bench" "$@"
-"$netns" --nodes 5 "${link[@]}" -- \
-  sh -c 'exec "$0" --nodes "$REDLOCK_NODES" --node-pids "$REDLOCK_NODE_PIDS" --only w4 "$@"' \
-  "$bench" "$@"
+for w in ${WORKLOADS:-w2 w4}; do
+  case $w in
+    w2) "$netns" --nodes 3 "${link[@]}" -- \
+          sh -c 'exec "$0" --nodes "$REDLOCK_NODES" --only w2 "$@"' "$bench" "$@" ;;
+    w4) "$netns" --nodes 5 "${link[@]}" -- \
+          sh -c 'exec "$0" --nodes "$REDLOCK_NODES" --node-pids "$REDLOCK_NODE_PIDS" --only w4 "$@"' \
+          "$bench" "$@" ;;
+    *) echo "$0: WORKLOADS: only w2 and w4" >&2; exit 64 ;;
+  esac
+done
