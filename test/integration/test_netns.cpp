@@ -62,8 +62,9 @@ struct netns_nodes {
   redlock::client make_client() {
     redlock::config cfg = redlock::test::fast_config(fleet->uris());
     cfg.connect_timeout = 2s;
-    // A loss stall (200 ms) plus the slowest round trip: a stalled reply is late, not lost.
-    cfg.node_timeout = 400ms;
+    // Two loss stalls (200 ms each: request and reply) plus the slowest round trip: a
+    // stalled reply is late, not lost (docs/performance.md, "Over a network").
+    cfg.node_timeout = 500ms;
     cfg.retry_delay = 20ms;
     return redlock::client{io.get_executor(), std::move(cfg)};
   }
@@ -117,21 +118,24 @@ BOOST_AUTO_TEST_CASE(validity_counts_the_majority_round_trip_and_holders_outlive
                  "elapsed " << elapsed.count() << " ns < floor " << floor.count() << " ns");
       BOOST_TEST((lk.validity() <= ttl - drift - floor));
 
-      int holders = 0;
+      int holders = 0, set_in_time = 0;
       for (std::size_t i = 0; i < fleet->size(); ++i) {
-        // A node outside the winning majority may not have the key yet.
+        // A node outside the winning majority may not have the key yet, or may have
+        // set it late (a loss stall on its link).
         const node_view v = look(*fleet, i, lk);
         if (!v.holds) continue;
         ++holders;
         // The node's expiry lies in [asked + pttl, answered + pttl + 1 ms) (PTTL counts
         // whole milliseconds). It must come after the client's deadline (safety), by at
-        // least the drift (the deadline was not taken from a late start), and not after
-        // the reply reached us plus the TTL (the node was not given more).
+        // least the drift (the deadline was not taken from a late start).
         BOOST_TEST((v.asked + v.pttl >= lk.deadline()), "node " << i << " expires too soon");
         BOOST_TEST((v.answered + v.pttl + 1ms >= lk.deadline() + drift), "node " << i);
-        BOOST_TEST((v.asked + v.pttl <= after + ttl + 1ms), "node " << i);
+        // The majority that said yes set the key before we heard it, with the TTL asked:
+        // it expires no later than the lock's completion plus the TTL.
+        if (v.asked + v.pttl <= after + ttl + 1ms) ++set_in_time;
       }
       BOOST_TEST(holders >= 3);
+      BOOST_TEST(set_in_time >= 3);
 
       // Extension: the same arithmetic from the extension's own start.
       const auto extend_before = boot_clock::now();
