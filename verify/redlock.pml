@@ -23,20 +23,20 @@
  *   - nodes that restart empty (key, counter and marker lost), and pauses: any process
  *     may be delayed between any two of its steps while the clock advances.
  *
- * Switches (-D...):
- *   UNFENCED      plain locks: no counters, no second round, no repair
- *   EARLY_EXPIRY  a key may vanish at any moment (node clock jumps, eviction: the
- *                 timing assumptions fail). ME and the order of tokens are then not
- *                 claimed and not checked; UNIQUE still is
- *   FRESH         the fleet starts with no node marked (first use)
- *   negative variants, each removing one rule: NO_DRIFT (validity without the drift
- *   term), NO_WRITEBACK, NO_OWNER_CHECK, NO_GUARD, NO_LOST_CHECK, NO_MARKER;
- *   REPAIR_ACROSS_RESTART and REPAIR_BEFORE_GUARD (REPAIR_AS_IMPLEMENTED: both), the
- *   repair as src/client/fencing.cpp does it at 1aa2f66; MAJORITY_LOSS lets a majority
- *   of nodes lose their counters at once (outside the assumptions), FRESH_NEEDS_ALL the
- *   fix that would make fenced locks fail rather than mint a lower token then
- *   bounds: N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
- *   last one), EXTS, REPAIRS, REPAIRERS, RESTARTS, QCAP, LATE (see below)
+ * Switches (-D...), all described in verify/README.md:
+ *   variants    UNFENCED (plain locks: no counters, no second round, no repair),
+ *               EARLY_EXPIRY (a key may vanish at any moment: clock jumps, eviction;
+ *               only UNIQUE is checked, and it fails), MAJORITY_LOSS
+ *   start       FRESH (no node marked), PARTIAL (the last node never marked), SPREAD
+ *               (counters 1 on a majority, 0 elsewhere, last token 1), UNREPAIRED
+ *               (node 0 restarted earlier and is not repaired yet)
+ *   one rule removed, each must fail: NO_DRIFT, NO_WRITEBACK, NO_MARKER, NO_GUARD,
+ *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS; NO_OWNER_CHECK (holds on its own)
+ *   the repair  REPAIR_AS_IMPLEMENTED (src/client/fencing.cpp up to 0e85438), or its
+ *               parts REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART, REPAIR_FRESH_MAJORITY
+ *   bounds      N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
+ *               last one), EXTS, REPAIRS, REPAIRERS, RESTARTS (RESTART_NODE0: all hit
+ *               node 0), QCAP, LATE, NO_FAST_CLOCKS, REPAIR_FIRST
  *
  * Node clocks: a key set at t with TTL expires at t + TTL, or up to DRIFT ticks earlier
  * (a node clock running fast); the client's validity is start + TTL - DRIFT.
@@ -47,9 +47,13 @@
  *   FENCE  timed runs: each fencing token handed out is greater than every token
  *          handed out before it (so a paused holder cannot obtain a token after
  *          another client held the lock)
- *   UNIQUE no fencing token is handed out twice
+ *   UNIQUE no fencing token is handed out twice (implied by FENCE; checked on its own
+ *          only under EARLY_EXPIRY)
  *   LSL    lost stays lost: an extension never succeeds after the lock's deadline has
  *          passed or after a majority was found not to hold it
+ *   PROGRESS a repair that heard from every node leaves out no unmarked node that was
+ *          connected and past its restart guard since before the repair began (so once
+ *          faults stop, the next repair restores every node's marker)
  *   no invalid end state: every client ends its rounds (no deadlock)
  */
 
@@ -168,18 +172,30 @@ bit  rvalid[CN];        /* the repair's read went over the connection still up *
 byte cpend[C];          /* nodes the client's round waits for */
 byte nlate;             /* requests in flight that nobody waits for */
 byte rpend[C];          /* nodes the repair waits for */
+#ifdef REPAIR_FIRST
+bit  repaired[C];       /* the client's repairs are over */
+#endif
 
 /* ---- ghosts for the properties ------------------------------------------------------- */
 bit  held[C];           /* the client holds a lock it believes valid ... */
 byte dl[C];             /* ... until this deadline */
 bit  lost[C];           /* the lock was declared lost */
 byte lastT;             /* the last fencing token handed out */
-int  given;             /* the fencing tokens handed out, as a bit set */
+#ifdef EARLY_EXPIRY
+int  given;             /* the fencing tokens handed out, as a bit set (in timed runs
+                           FENCE implies UNIQUE, and the set would only split states) */
+#endif
 
 #ifdef NO_GUARD
 #define VOTES(c, i) (1)
 #else
 #define VOTES(c, i) (now >= vheld[(c) * N + (i)])
+#endif
+
+#ifdef LATE_ACKS
+#define LATE_ACKS_COUNT 1   /* write-back acknowledgements count after the validity */
+#else
+#define LATE_ACKS_COUNT 0
 #endif
 
 #ifdef NO_OWNER_CHECK
@@ -267,10 +283,12 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
      :: else -> rk = R_RU
      fi
   :: op == OP_WRITE ->
+#ifndef NO_REPAIR
      if
      :: ctr[i] < arg -> ctr[i] = arg
      :: else
      fi;
+#endif
      marked[i] = 1; dirty[i] = 0
   fi;
   LOG_REPLY(i, rk, rv)
@@ -346,7 +364,7 @@ end:
      }
   FOR_CN(ENV_DELIVER)
   FOR_CN(ENV_RECONNECT)
-#if RESTARTS == 1
+#if RESTARTS == 1 || defined(RESTART_NODE0)
   ENV_RESTART(0)        /* nodes are interchangeable: one restart may as well hit node 0 */
 #else
   FOR_N(ENV_RESTART)
@@ -354,7 +372,9 @@ end:
 #ifdef EARLY_EXPIRY
   FOR_N(ENV_EARLY)
 #else
+#ifndef NO_FAST_CLOCKS
   FOR_N(ENV_FAST)
+#endif
 #endif
   od
 }
@@ -435,10 +455,11 @@ inline hand_out() {
   if
   :: FENCED ->
 #ifndef EARLY_EXPIRY
-     assert(T > lastT);                                                  /* FENCE */
-#endif
+     assert(T > lastT);                                  /* FENCE, and so UNIQUE */
+#else
      assert((given & (1 << T)) == 0);                                    /* UNIQUE */
      given = given | (1 << T);
+#endif
      lastT = T
   :: else
   fi;
@@ -476,7 +497,7 @@ inline tally() {
   :: phase == 2 && yes >= Q ->
      abandon();
      if
-     :: now >= vu -> release(mask); res = FAILED; LOG_FAIL()
+     :: now >= vu && !LATE_ACKS_COUNT -> release(mask); res = FAILED; LOG_FAIL()
      :: else -> hand_out()
      fi
   :: phase == 2 && no + fl > N - Q -> abandon(); release(mask); res = FAILED; LOG_FAIL()
@@ -484,7 +505,7 @@ inline tally() {
      abandon();
 #ifndef NO_LOST_CHECK
      if
-     :: now >= odl -> lost[c] = 1; held[c] = 0; res = LOST; printf("t=%d client %d: lock lost\n", now, c)
+     :: now >= odl -> lost[c] = 1; held[c] = 0; dl[c] = 0; res = LOST; printf("t=%d client %d: lock lost\n", now, c)
      :: else
      fi;
 #endif
@@ -492,7 +513,7 @@ inline tally() {
      :: res != UNDECIDED
      :: else ->
         if
-        :: now >= nvu -> lost[c] = 1; held[c] = 0; res = LOST   /* confirmed too late */
+        :: now >= nvu -> lost[c] = 1; held[c] = 0; dl[c] = 0; res = LOST   /* confirmed too late */
         :: else ->
            assert(!lost[c] && now < odl);                                /* LSL */
            held[c] = 1; dl[c] = nvu;
@@ -504,7 +525,7 @@ inline tally() {
   :: phase == 3 && no + fl > N - Q ->
      abandon();
      if
-     :: no > N - Q -> lost[c] = 1; held[c] = 0; res = LOST; printf("t=%d client %d: lock lost\n", now, c)   /* a majority said not ours */
+     :: no > N - Q -> lost[c] = 1; held[c] = 0; dl[c] = 0; res = LOST; printf("t=%d client %d: lock lost\n", now, c)   /* a majority said not ours */
      :: else -> res = KEPT
      fi
   :: else
@@ -537,7 +558,7 @@ inline take(i, rk, rv) {
      fi
   :: phase == 2 ->
      if
-     :: rk == R_YES && VOTES(c, i) && now < vu -> yes++
+     :: rk == R_YES && VOTES(c, i) && (now < vu || LATE_ACKS_COUNT) -> yes++
      :: else -> no++
      fi
   :: phase == 3 ->
@@ -583,6 +604,11 @@ inline take(i, rk, rv) {
 proctype client(byte c) {
   byte att, tok, vu, T, yes, no, fl, mask, res, phase, nexts, odl, nvu;
   byte i, k, rk, rv, d, n, j, e;                 /* scratch, reset after use */
+#ifdef REPAIR_FIRST
+  /* a repairing client runs its repairs before its own attempts (the other clients'
+     attempts still interleave with them): fewer states */
+  (c >= REPAIRERS || repaired[c]);
+#endif
 
 again:
   if
@@ -592,7 +618,7 @@ again:
   atomic {                                       /* acquire: SET on every voting node */
     att++; tok = c * ROUNDS + att; vu = now + TTL - VDRIFT;
     printf("t=%d client %d tries to lock (token %d, valid until %d if won)\n", now, c, tok, vu);
-    held[c] = 0; lost[c] = 0;
+    held[c] = 0; dl[c] = 0; lost[c] = 0;
     phase = 1; res = UNDECIDED; yes = 0; no = 0; fl = 0; T = 0; mask = 0; cpend[c] = 0;
     for (i : 0 .. N - 1) {
       send_one(i, 1)
@@ -614,7 +640,7 @@ holding:
   atomic { phase = 0; res = UNDECIDED; yes = 0; no = 0; fl = 0; nvu = 0; odl = 0 }
   do
   :: atomic {                                    /* unlock, or drop a lost lock */
-       held[c] = 0;
+       held[c] = 0; dl[c] = 0;
        printf("t=%d client %d unlocks\n", now, c);
        release(BIT(N) - 1)
      }
@@ -624,7 +650,7 @@ holding:
        nexts++;
        if
 #ifndef NO_LOST_CHECK
-       :: lost[c] || now >= dl[c] -> lost[c] = 1; held[c] = 0   /* lock_lost at once */
+       :: lost[c] || now >= dl[c] -> lost[c] = 1; held[c] = 0; dl[c] = 0   /* lock_lost at once */
 #endif
        :: else ->
           odl = dl[c]; nvu = now + TTL - VDRIFT;
@@ -649,64 +675,82 @@ finish:
 #if FENCED
 /* ---- the background repair of unmarked nodes (fence_repair_op) -------------------- */
 
+/* Whether a read is lost is chosen when it is sent (a lost read changes nothing, and
+   the repair may pause before it finishes as long as it likes); a restart loses it too */
 #define REPAIR_NODE(i) \
   :: atomic { (rpend[c] & BIT(i)) && rvalid[c * N + i] && len(rq[c * N + i]) == 0 -> \
        node_exec(i, c, OP_READ, 0, 0, rk, rv, n, j, d); \
-       ans = ans | BIT(i); val[i] = rv; \
+       ans = ans | BIT(i); KEEP_VALUE(i, rv); \
        if \
        :: rk == R_RM -> mk = mk | BIT(i) \
        :: else \
        fi; \
        rpend[c] = rpend[c] & ~BIT(i); rk = 0; rv = 0 } \
-  :: atomic { (rpend[c] & BIT(i)) -> rpend[c] = rpend[c] & ~BIT(i) }
+  :: atomic { (rpend[c] & BIT(i)) && !rvalid[c * N + i] -> rpend[c] = rpend[c] & ~BIT(i) }
 
-/* The two conditions on a repair write that src/client/fencing.cpp (at 9c1c877) lacks:
-   - SAME_SERVER: the write goes only over the connection that carried the read, so it
-     cannot run on a server that restarted after the read;
-   - GUARD_AT_START: the node was already past its restart guard when the repair
-     started, so every read came after the write-backs the node may have acknowledged
-     before it restarted had completed elsewhere. */
+/* Which nodes count, which maximum is written, and where, when a repair finishes.
+
+   The rule (the default):
+   - every node that answered counts (the maximum may include unmarked ones: raising a
+     counter is always safe);
+   - it goes ahead when a majority of the nodes that answered are marked, or when every
+     node answered (a fresh or partly initialised fleet: the maximum over all nodes is
+     at least every counter that still exists anywhere);
+   - it writes to an unmarked node only over a connection that is up now and whose server
+     was already past its restart guard when the repair started (GUARD_AT_START): every
+     write-back the node acknowledged before it restarted was then complete on the
+     others before any of our reads, and a server that restarted after our reads began
+     (which a write across a reconnect would reach) fails the test.
+
+   REPAIR_AS_IMPLEMENTED: src/client/fencing.cpp before this rule (up to 0e85438): the
+   nodes counted are those that answered and vote when the repair finishes; it goes ahead
+   on a marked majority or when none is marked and a majority is unmarked; the maximum is
+   over the marked ones; it writes to every unmarked node that votes at the finish, over
+   whatever connection it has then (a request submitted while reconnecting runs on the new
+   server). The parts, separately: REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART,
+   REPAIR_FRESH_MAJORITY. */
 #ifdef REPAIR_AS_IMPLEMENTED
-#define REPAIR_ACROSS_RESTART
 #define REPAIR_BEFORE_GUARD
+#define REPAIR_ACROSS_RESTART
+#define REPAIR_FRESH_MAJORITY
 #endif
-#ifdef REPAIR_ACROSS_RESTART
-#define SAME_SERVER(i, k) (1)
+#ifdef REPAIR_FRESH_MAJORITY
+#define COUNTED(i) ((ans & BIT(i)) && VOTES(c, i))
+#define GOES_AHEAD (nm >= Q || (nm == 0 && nu >= Q))
+#define IN_MAX(i) (COUNTED(i) && (nm == 0 || (mk & BIT(i))))
+#define KEEP_VALUE(i, v) val[i] = v        /* which ones count is known at the finish */
 #else
-#define SAME_SERVER(i, k) (rvalid[k] && conn[k] == UP)
+#define COUNTED(i) (ans & BIT(i))
+#define GOES_AHEAD (nm >= Q || nm + nu == N)
+#define KEEP_VALUE(i, v) if :: v > mx -> mx = v :: else fi   /* the maximum over all */
 #endif
 #ifdef REPAIR_BEFORE_GUARD
-#define GUARD_AT_START(i) (1)
+#define PAST_GUARD(i, k) VOTES(c, i)
 #else
-#define GUARD_AT_START(i) (early & BIT(i))
+#define PAST_GUARD(i, k) (vheld[k] <= t0)
 #endif
-#define WRITE_OK(i, k) (SAME_SERVER(i, k) && GUARD_AT_START(i))
-
-/* A fresh fleet is initialised when no answering node is marked and a majority answered,
-   as implemented; FRESH_NEEDS_ALL requires every node to answer, unmarked */
-#ifdef FRESH_NEEDS_ALL
-#define FRESH_OK(nm, nu) (nm == 0 && nu == N)
+#ifdef REPAIR_ACROSS_RESTART
+#define WRITE_OK(i, k) PAST_GUARD(i, k)
 #else
-#define FRESH_OK(nm, nu) (nm == 0 && nu >= Q)
+#define WRITE_OK(i, k) (conn[k] == UP && PAST_GUARD(i, k))
 #endif
 
 proctype repairer(byte c) {
-  byte nrep, i, k, rk, rv, n, j, d, ans, mk, mx, nm, nu, early;
+  byte nrep, i, k, rk, rv, n, j, d, ans, mk, mx, nm, nu, t0;
+#ifdef REPAIR_FRESH_MAJORITY
   byte val[N];
+#endif
   do
   :: nrep < REPAIRS && !(marked[0] && marked[1] && marked[2] ALL_MARKED_MORE) ->
      atomic {                                    /* read every node */
-       nrep++; ans = 0; mk = 0; rpend[c] = 0; early = 0;
+       nrep++; ans = 0; mk = 0; rpend[c] = 0; t0 = now;
        printf("t=%d client %d starts a repair\n", now, c);
        for (i : 0 .. N - 1) {
          k = c * N + i;
          if
-         :: VOTES(c, i) -> early = early | BIT(i)
-         :: else
-         fi;
-         if
          :: conn[k] == UP -> rpend[c] = rpend[c] | BIT(i); rvalid[k] = 1
-         :: else -> rvalid[k] = 0
+         :: conn[k] == UP                          /* lost */
+         :: conn[k] == DOWN
          fi
        }
        i = 0; k = 0
@@ -717,11 +761,10 @@ proctype repairer(byte c) {
      od;
      atomic {                                    /* finish */
        printf("t=%d client %d finishes its repair\n", now, c);
-       /* marked and unmarked nodes among those that answered and vote now */
-       nm = 0; nu = 0; mx = 0;
+       nm = 0; nu = 0;
        for (i : 0 .. N - 1) {
          if
-         :: (ans & BIT(i)) && VOTES(c, i) ->
+         :: COUNTED(i) ->
             if
             :: mk & BIT(i) -> nm++
             :: else -> nu++
@@ -730,19 +773,19 @@ proctype repairer(byte c) {
          fi
        }
        if
-       :: nm >= Q || FRESH_OK(nm, nu) ->
-          /* the maximum over the marked ones (over all, on a fresh fleet) */
+       :: GOES_AHEAD ->
+#ifdef REPAIR_FRESH_MAJORITY
           for (i : 0 .. N - 1) {
             if
-            :: (ans & BIT(i)) && VOTES(c, i) && (nm == 0 || (mk & BIT(i))) && val[i] > mx ->
-               mx = val[i]
+            :: IN_MAX(i) && val[i] > mx -> mx = val[i]
             :: else
             fi
           }
+#endif
           for (i : 0 .. N - 1) {
             k = c * N + i;
             if
-            :: (ans & BIT(i)) && !(mk & BIT(i)) && VOTES(c, i) && WRITE_OK(i, k) ->
+            :: COUNTED(i) && !(mk & BIT(i)) && WRITE_OK(i, k) ->
                if
                :: len(rq[k]) == 0 && conn[k] == UP ->  /* runs at once */
                   node_exec(i, c, OP_WRITE, 0, mx, rk, rv, n, j, d)
@@ -754,13 +797,33 @@ proctype repairer(byte c) {
           }
        :: else
        fi;
+#ifndef NO_PROGRESS_CHECK
+       /* PROGRESS: a repair that heard from every node, each unmarked one connected and
+          past its guard since before the repair began, leaves none of them out */
+       if
+       :: ans == BIT(N) - 1 ->
+          for (i : 0 .. N - 1) {
+            k = c * N + i;
+            assert((mk & BIT(i)) || conn[k] != UP || vheld[k] > t0 ||
+                   (GOES_AHEAD && COUNTED(i) && WRITE_OK(i, k)))         /* PROGRESS */
+          }
+       :: else
+       fi;
+#endif
        for (i : 0 .. N - 1) {
-         val[i] = 0; rvalid[c * N + i] = 0
+#ifdef REPAIR_FRESH_MAJORITY
+         val[i] = 0;
+#endif
+         rvalid[c * N + i] = 0
        }
-       i = 0; k = 0; rk = 0; rv = 0; ans = 0; mk = 0; mx = 0; nm = 0; nu = 0; early = 0
+       i = 0; k = 0; rk = 0; rv = 0; ans = 0; mk = 0; mx = 0; nm = 0; nu = 0; t0 = 0
      }
   :: else -> break
-  od
+  od;
+#ifdef REPAIR_FIRST
+  repaired[c] = 1;
+#endif
+  nrep = 0
 }
 #endif
 
@@ -774,6 +837,25 @@ init {
       marked[i] = 1
 #endif
     }
+#ifdef PARTIAL
+    marked[N - 1] = 0;   /* the fleet's initialisation never reached the last node */
+#endif
+#ifdef SPREAD
+    /* a history the counters may have had: token 1 was written back to nodes 0 .. Q - 1,
+       the others lag behind. Tokens that would repeat are then reachable with one
+       acquisition per client instead of three */
+    for (i : 0 .. N - 1) {
+      if
+      :: i < Q -> ctr[i] = 1
+      :: else
+      fi
+    }
+    lastT = 1;
+#endif
+#ifdef UNREPAIRED
+    /* node 0 restarted empty earlier, is past its guard, and was not repaired yet */
+    ctr[0] = 0; marked[0] = 0; dirty[0] = 1;
+#endif
     for (i : 0 .. C - 1) {
       run client(i)
     }
