@@ -88,6 +88,9 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void on_node_event(connection& c, node_event::kind k, const std::string& message);
   /// The restart guard's period for a lock of `ttl`.
   std::chrono::nanoseconds guard_for(std::chrono::milliseconds ttl) const;
+  /// Whether node i is an independent master: not a replica, not a second name of a
+  /// server listed earlier. If not and `why` is given, why.
+  bool independent(std::size_t i, std::string* why = nullptr) const;
   /// Whether node i may vote now for a lock of `ttl`; if not and `why` is given, why.
   bool votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
              std::string* why = nullptr) const;

@@ -3,10 +3,19 @@
 //
 // Fencing counters live in one hash per node. A persistent marker key says a node's
 // counters can be trusted; a node without it (new, or restarted empty) contributes no
-// counter value until a client has raised its counters to the maximum read from a
-// majority of marked nodes, and then set its marker. Repairs run only once the node's
-// restart guard has passed, so every write-back that reached the node before it
-// restarted has completed on the other nodes of its majority by then.
+// counter value to a token until a repair has raised its counters to a maximum that
+// covers every token handed out, and then set its marker. The repair's rule, checked
+// with spin (verify/redlock.pml; docs/safety.md, "What was model-checked"):
+// - the maximum is taken when a majority of the nodes that answered are marked, or when
+//   every node answered (a new fleet, or one whose first repair reached only some
+//   nodes: a read of all of them sees every counter that still exists);
+// - it is written only to a node that was already past its restart guard when the
+//   repair started, and only over the connection it has now (never queued behind a
+//   reconnect). Every write-back such a server acknowledged before it lost its counters
+//   was then complete elsewhere before our first read; a server that restarted after
+//   the start fails the test.
+// A node left out is repaired by a later run, which every fenced attempt starts while
+// some node is unmarked.
 
 #include <boost/asio/dispatch.hpp>
 
@@ -71,10 +80,8 @@ std::chrono::nanoseconds client_state::guard_for(std::chrono::milliseconds ttl) 
   return cfg.max_ttl.count() > 0 ? cfg.max_ttl : ttl;
 }
 
-bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
-                         std::string* why) const {
-  const node_status& st = nodes[i]->status();
-  if (st.replica) {
+bool client_state::independent(std::size_t i, std::string* why) const {
+  if (nodes[i]->status().replica) {
     if (why) *why = "is a replica (ROLE says slave): only independent masters vote";
     return false;
   }
@@ -82,7 +89,14 @@ bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_cloc
     if (why) *why = fmt::format("is the same server as node {} (same run id)", duplicate_of[i]);
     return false;
   }
+  return true;
+}
+
+bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
+                         std::string* why) const {
+  if (!independent(i, why)) return false;
   if (!cfg.restart_guard) return true;
+  const node_status& st = nodes[i]->status();
   const auto guard = guard_for(ttl);
   const auto since = now - guard;
   auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
@@ -125,7 +139,8 @@ class fence_repair_op final : public request_sink {
   void start() {
     resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", s_->fence_hash_key,
                          s_->fence_marker_key);
-    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
+    started_ = boot_clock::now();
+    const auto deadline = started_ + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < s_->size(); ++i) {
       reads_[i] = request{payload_, &fence_read_script, deadline, this, i, false};
       if (!s_->nodes[i]->submit(reads_[i])) ++outstanding_;
@@ -174,20 +189,24 @@ class fence_repair_op final : public request_sink {
   void finish(bool writes_done) {
     if (writes_done) return done();
     const std::size_t n = s_->size();
-    const auto now = boot_clock::now();
-    std::size_t marked = 0, unmarked = 0;
+    // Every independent node that answered counts, whether it votes now or not: its
+    // counters are real, and raising a counter is always safe.
+    std::size_t independent = 0, answered = 0, marked = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!results_[i].answered || !s_->votes(i, ttl_, now)) continue;
-      results_[i].marked ? ++marked : ++unmarked;
+      if (!s_->independent(i)) continue;
+      ++independent;
+      if (!results_[i].answered) continue;
+      ++answered;
+      if (results_[i].marked) ++marked;
     }
-    // Raise to the maximum over a majority of marked nodes; or, on a fresh fleet where
-    // a majority answered and none is marked, start everyone from what they have.
-    const bool fresh = marked == 0 && unmarked >= quorum(n);
-    if (marked < quorum(n) && !fresh) return done();
+    // Fewer marked answers than a majority (a new fleet, a partly initialised one, lost
+    // replies): only a read of every node is sure to include the counters of the last
+    // write-back's majority. Requiring it also on a new fleet keeps a node that was
+    // marked, and then lost its marker's majority, from being outvoted by empty ones.
+    if (marked < quorum(n) && answered < independent) return done();
     std::map<std::string, std::int64_t> maxima;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!results_[i].answered || !s_->votes(i, ttl_, now)) continue;
-      if (!fresh && !results_[i].marked) continue;
+      if (!results_[i].answered || !s_->independent(i)) continue;
       for (auto& [field, v] : results_[i].counters) maxima[field] = std::max(maxima[field], v);
     }
     write_.clear();
@@ -197,9 +216,13 @@ class fence_repair_op final : public request_sink {
     for (auto& [field, v] : maxima) w.arg(field).arg(v);
     phase_ = 1;
     writes_.resize(n);
-    const auto deadline = now + s_->cfg.node_timeout;
+    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!results_[i].answered || results_[i].marked || !s_->votes(i, ttl_, now)) continue;
+      if (!results_[i].answered || results_[i].marked) continue;
+      // Past its guard at the start (votes() reads the server it is connected to now),
+      // and connected now: a write queued while reconnecting could reach a server that
+      // restarted after our reads.
+      if (!s_->nodes[i]->ready() || !s_->votes(i, ttl_, started_)) continue;
       writes_[i] = request{write_, &fence_repair_script, deadline, this, max_nodes + i, false};
       if (!s_->nodes[i]->submit(writes_[i])) ++outstanding_;
     }
@@ -218,6 +241,7 @@ class fence_repair_op final : public request_sink {
 
   std::shared_ptr<client_state> s_;
   std::chrono::milliseconds ttl_;
+  boot_clock::time_point started_{};  // before the first read was queued
   std::vector<request> reads_;
   std::vector<request> writes_;
   std::vector<node_read> results_;

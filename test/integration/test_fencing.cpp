@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -182,6 +183,80 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_does_not_vote_until_the_guard_has_passed) 
   // Never earlier than max_ttl after the restart (a lower bound: noise only adds to it).
   BOOST_TEST((std::chrono::steady_clock::now() - restarted >= 1400ms));
   fleet[1].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(a_fleet_marked_on_one_node_only_is_repaired_from_all_of_them) {
+  // What a first repair of a new fleet can leave behind (the other nodes were still
+  // inside their restart guard when it started, or its writes to them were lost): one
+  // node marked, with a counter, two without. Fewer marked nodes than a majority once
+  // stopped every later repair, and with them every fenced lock (no_quorum).
+  redlock::test::redis_fleet fleet{3};
+  fleet[0].command({"SET", "redlock:fence:marker", "1"});
+  fleet[0].command({"HSET", "redlock:fence", "partly", "7"});
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;
+  redlock::client c{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // Read from every node, the marked one included: the token continues from 7.
+    const auto t = co_await fenced_turn(c, "partly", 2s, 5s);
+    BOOST_TEST(t > 7u);
+    const bool all_marked = co_await redlock::test::eventually([&] {
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        if (fleet[i].command({"EXISTS", "redlock:fence:marker"}).integer != 1) return false;
+      return true;
+    });
+    BOOST_TEST(all_marked);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_repair_begun_inside_a_restart_guard_does_not_mark_that_node) {
+  // The order spin found (verify/redlock.pml, REPAIR_BEFORE_GUARD): a repair reads the
+  // marked nodes while a restarted node is still inside its guard, a write-back raises
+  // their counters after that read, and the repair ends after the guard. Marking the
+  // node with the maximum it read would leave it below a token already handed out.
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.max_ttl = 2s;
+  cfg.node_timeout = 6s;  // the frozen node's answer must still count when it thaws
+  std::optional<std::chrono::steady_clock::time_point> restart_seen;
+  cfg.on_event = [&](const redlock::node_event& e) {
+    if (e.node == 2 && e.what == redlock::node_event::kind::restarted)
+      restart_seen = std::chrono::steady_clock::now();
+  };
+  redlock::client c{io.get_executor(), cfg};
+  std::uint64_t last = 0;
+  int violations = 0;
+  heal(io, c, fleet, 1s, last, violations);  // a new fleet: waits out its guard once
+
+  const auto before_restart = std::chrono::steady_clock::now();
+  fleet[2].kill();
+  fleet[2].restart();
+  auto hgetall_calls = [&] {
+    const auto info = fleet[0].command({"INFO", "commandstats"}).text;
+    const auto at = info.find("cmdstat_hgetall:calls=");
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + 22));
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    BOOST_TEST_REQUIRE(co_await redlock::test::eventually([&] { return restart_seen.has_value(); }));
+    // The client's guard for node 2 ends at most max_ttl after the handshake that
+    // reported the restart; the repair must start well before that.
+    BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() - before_restart < 1500ms));
+    const auto reads = hgetall_calls();  // only the repair's read script runs HGETALL
+    fleet[1].freeze();
+    // A fenced attempt starts a repair (node 2 is connected and unmarked). Its read of
+    // node 0 runs at once; its read of node 1 waits for the thaw.
+    c.async_try_lock("trigger", {.ttl = 1s, .fenced = true}, [](error_code, redlock::lock) {});
+    BOOST_TEST_REQUIRE(co_await redlock::test::eventually([&] { return hgetall_calls() > reads; }));
+    // A write-back that lands on node 0 after the repair read it.
+    fleet[0].command({"HSET", "redlock:fence", "elsewhere", "100"});
+    asio::steady_timer past_guard{io, *restart_seen + cfg.max_ttl + 300ms};
+    co_await past_guard.async_wait(asio::use_awaitable);
+    fleet[1].thaw();  // the repair now ends, node 2 past its guard
+  }(), 20s);
+  heal(io, c, fleet, 1s, last, violations);  // later repairs mark node 2
+  BOOST_TEST(fleet[2].command({"HGET", "redlock:fence", "elsewhere"}).text == "100");
 }
 
 BOOST_AUTO_TEST_CASE(a_node_with_a_fast_clock_is_detected_and_excluded) {
