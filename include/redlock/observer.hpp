@@ -107,7 +107,7 @@ class observer {
   virtual void on_loss(const loss_event&) {}
   /// The same events as config::on_event: connected, disconnected (connections up and
   /// down), restarted (held back by the restart guard), clock_jump, replica, duplicate
-  /// (excluded from voting), tls_unverified (certificate verification turned off).
+  /// (excluded from voting).
   virtual void on_node_event(const node_event&) {}
 };
 

@@ -261,10 +261,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
     yes_ = no_ = held_ = failed_ = 0;
     const std::size_t n = s_->size();
-    if (s_->obs && reports_) {
-      if (!replied_at_) replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
-      replied_at_->fill(boot_clock::time_point{});
-    }
+    if (s_->obs) replied_at_.fill(boot_clock::time_point{});
     for (std::size_t i = 0; i < n; ++i) {
       votes_[i] = vote::pending;
       errors_[i] = {};
@@ -307,7 +304,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     // another connection (shutdown closes them all): only the outermost call may delete.
     hold h{this};
     --outstanding_;
-    if (replied_at_ && i < max_nodes) (*replied_at_)[i] = boot_clock::now();
+    if (s_->obs && i < max_nodes) replied_at_[i] = boot_clock::now();
     if (i >= max_nodes) {
       on_second_reply(i - max_nodes, ec, r);
       return;
@@ -391,8 +388,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
                                                          : node_answer::failed;
           break;
       }
-      r.latency = reply_latency(replied_at_ ? (*replied_at_)[i] : boot_clock::time_point{},
-                                round_start);
+      r.latency = reply_latency(replied_at_[i], round_start);
     }
     return {out.data(), n};
   }
@@ -437,10 +433,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   std::array<error_code, max_nodes> errors_{};
   std::array<std::string, max_nodes> server_text_{};
   std::array<bool, max_nodes> sent_to_{};
-  // Reply times, allocated only with an observer and for ops that report them (reports_):
-  // the op stays as small as without one.
-  std::unique_ptr<std::array<boot_clock::time_point, max_nodes>> replied_at_;
-  bool reports_ = true;
+  std::array<boot_clock::time_point, max_nodes> replied_at_{};  // kept only with an observer
   std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
   std::size_t outstanding_ = 0;
   bool done_ = false;
@@ -939,7 +932,6 @@ class unlock_op final : public fanout_op<void(error_code)> {
   unlock_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
       : fanout_op(std::move(s), diag, std::move(h)) {
     no_text_ = "not held by us (expired or taken)";
-    reports_ = false;  // a release is not an observer event
   }
 
   void start(lock& lk) {

@@ -56,7 +56,6 @@ std::string_view kind_label(node_event::kind k) {
     case node_event::kind::clock_jump: return "clock_jump";
     case node_event::kind::replica: return "replica";
     case node_event::kind::duplicate: return "duplicate";
-    case node_event::kind::tls_unverified: return "tls_unverified";
     default: return "other";
   }
 }
@@ -76,20 +75,19 @@ std::string escape(std::string_view v) {
 
 struct histogram {
   std::vector<std::uint64_t> counts;  // one per bound, then +Inf; not cumulative
-  std::int64_t sum_us = 0;            // whole microseconds: a sum of doubles would print as
-                                      // 0.005672000000000002
+  double sum = 0;
   std::uint64_t count = 0;
 
-  void observe(const std::vector<double>& bounds, std::chrono::microseconds d) {
+  void observe(const std::vector<double>& bounds, double v) {
     if (counts.empty()) counts.assign(bounds.size() + 1, 0);
-    const double v = static_cast<double>(d.count()) / 1e6;
     const auto it = std::lower_bound(bounds.begin(), bounds.end(), v);  // le: v <= bound
     ++counts[static_cast<std::size_t>(it - bounds.begin())];
-    sum_us += d.count();
+    sum += v;
     ++count;
   }
-  double sum() const { return static_cast<double>(sum_us) / 1e6; }
 };
+
+double seconds(std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1e6; }
 
 template <typename T>
 T& entry(std::map<std::string, T, std::less<>>& m, std::string_view key) {
@@ -116,7 +114,7 @@ struct metrics_observer::impl {
   void node_latencies(std::span<const node_reply> nodes) {
     for (const auto& n : nodes)
       if (n.latency.count() >= 0)
-        entry(node_latency, n.address).observe(opts.latency_buckets, n.latency);
+        entry(node_latency, n.address).observe(opts.latency_buckets, seconds(n.latency));
   }
 
   std::string render() const;
@@ -143,7 +141,7 @@ void metrics_observer::on_attempt(const attempt_event& e) {
 void metrics_observer::on_acquire(const acquire_event& e) {
   std::lock_guard g{impl_->mutex};
   ++entry(impl_->calls, outcome_label(e.outcome));
-  if (!e.outcome) impl_->acquire.observe(impl_->opts.latency_buckets, e.elapsed);
+  if (!e.outcome) impl_->acquire.observe(impl_->opts.latency_buckets, seconds(e.elapsed));
 }
 
 void metrics_observer::on_extend(const extend_event& e) {
@@ -199,7 +197,7 @@ std::string metrics_observer::impl::render() const {
     fmt::format_to(std::back_inserter(out), "{}{}_bucket{{{}le=\"+Inf\"}} {}\n", p, name, sep,
                    cumulative);
     fmt::format_to(std::back_inserter(out), "{}{}_sum{} {}\n{}{}_count{} {}\n", p, name, braces,
-                   h.sum(), p, name, braces, h.count);
+                   h.sum, p, name, braces, h.count);
   };
 
   family("lock_attempts_total", "counter",
@@ -224,7 +222,7 @@ std::string metrics_observer::impl::render() const {
   counters("losses_total", "reason", losses);
   family("node_events_total", "counter",
          "Node events by kind: connected, disconnected, restarted, clock_jump, replica, "
-         "duplicate, tls_unverified.");
+         "duplicate.");
   for (const auto& [address, kinds] : node_events)
     for (const auto& [kind, n] : kinds)
       fmt::format_to(std::back_inserter(out), "{}node_events_total{{node=\"{}\",kind=\"{}\"}} {}\n",
