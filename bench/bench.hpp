@@ -20,6 +20,7 @@
 
 #include "redis_fleet.hpp"
 #include "redlock/config.hpp"
+#include "redlock/observer.hpp"
 
 namespace redlock::bench {
 
@@ -62,6 +63,9 @@ struct options {
   /// raw: measure the server ceiling with redis-benchmark (needs it in PATH).
   bool ceiling = true;
   seconds_f ceiling_duration{4.0};
+  /// The observer installed on every client: none, noop (an observer whose hooks do
+  /// nothing: the cost of building events) or metrics (redlock::metrics_observer).
+  std::string observer = "none";
   int ceiling_clients = 32;
   int ceiling_pipeline = 16;
 };
@@ -137,7 +141,7 @@ class json_line {
 /// What a workload gets: options, nodes, and where its results go.
 class bench_context {
  public:
-  explicit bench_context(options o) : opts(std::move(o)) {}
+  explicit bench_context(options o);
 
   const options opts;
 
@@ -161,6 +165,7 @@ class bench_context {
 
  private:
   std::map<std::size_t, std::unique_ptr<test::redis_fleet>> fleets_;
+  std::shared_ptr<redlock::observer> observer_;
   std::vector<json_line> lines_;
 };
 

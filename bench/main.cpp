@@ -77,6 +77,9 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --extend-locks N        extend: locks held and renewed at once (default 10000; quick 1000)
   --extend-ttl MS         extend: their TTL, renewed every third of it (default 3000)
   --no-ceiling            raw: do not run redis-benchmark
+  --observer KIND         install an observer on every client: none (default), noop
+                          (hooks that do nothing) or metrics (redlock::metrics_observer);
+                          lines then carry "observer"
   --help
 )";
 
@@ -153,6 +156,10 @@ parsed parse_args(std::span<char*> args) {
       p.list = true;
     } else if (flag == "--no-ceiling") {
       o.ceiling = false;
+    } else if (flag == "--observer") {
+      o.observer = value();
+      if (o.observer != "none" && o.observer != "noop" && o.observer != "metrics")
+        usage_error("--observer: none, noop or metrics");
     } else if (flag == "--only") {
       o.only = split(value());
       for (const auto& name : o.only)

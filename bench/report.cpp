@@ -165,13 +165,19 @@ std::string bench_context::key_prefix(std::string_view workload) const {
   return fmt::format("redlock-bench:{}:{}:", ::getpid(), workload);
 }
 
+bench_context::bench_context(options o) : opts(std::move(o)) {
+  if (opts.observer == "noop") observer_ = std::make_shared<redlock::observer>();
+  if (opts.observer == "metrics") observer_ = std::make_shared<redlock::metrics_observer>();
+}
+
 config bench_context::client_config(std::vector<std::string> uris) const {
-  config cfg{.nodes = std::move(uris), .node_timeout = opts.node_timeout};
+  config cfg{.nodes = std::move(uris), .node_timeout = opts.node_timeout, .observer = observer_};
   cfg.tls.ca_file = opts.tls_ca;
   return cfg;
 }
 
 void bench_context::emit(json_line line, std::string_view human) {
+  if (opts.observer != "none") line.add("observer", opts.observer.c_str());
   const std::string text = line.str();
   std::fputs(text.c_str(), stdout);
   std::fputc('\n', stdout);

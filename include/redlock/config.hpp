@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,9 @@ using namespace std::chrono_literals;
 /// Wait "forever" (until cancelled) in lock_options::wait.
 inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseconds::max();
 
-/// A change in a node's state, reported through config::on_event.
+class observer;
+
+/// A change in a node's state, reported through config::on_event and observer::on_node_event.
 struct node_event {
   /// tls_unverified: a rediss:// connection came up without certificate verification
   /// (tls_options::verify is off); reported at every such connection.
@@ -115,6 +118,10 @@ struct config {
   /// Receives node events (connected, disconnected, restarted, clock jump, replica,
   /// duplicate server), on the client's strand. Must not block. Default: none.
   std::function<void(const node_event&)> on_event;
+  /// Receives attempts, acquisitions, extensions, losses and node events (see
+  /// redlock/observer.hpp; redlock::metrics_observer keeps Prometheus metrics), on the
+  /// client's strand. Must not block. Default: none, and then no event is built at all.
+  std::shared_ptr<redlock::observer> observer;
   /// For tests only: called on the client's strand between the two rounds of a fenced
   /// acquisition, with the resource name.
   std::function<void(std::string_view)> test_hook_before_fence_writeback;

@@ -8,4 +8,5 @@
 #include "redlock/error.hpp"
 #include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/with_lock.hpp"

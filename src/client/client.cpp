@@ -158,8 +158,12 @@ std::vector<node_uri> validate(const config& c) {
 client_state::~client_state() = default;
 
 client_state::client_state(asio::any_io_executor ex, config c)
-    : strand(asio::make_strand(ex)), cfg(std::move(c)), rng(std::random_device{}()) {
+    : strand(asio::make_strand(ex)),
+      cfg(std::move(c)),
+      obs(cfg.observer.get()),
+      rng(std::random_device{}()) {
   auto uris = validate(cfg);
+  for (const auto& u : uris) addresses.push_back(u.display());
   // Loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at the back of
   // the pipeline, behind commands sent after it (a release would then land after the
   // next waiter's SET).
@@ -257,6 +261,10 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
     yes_ = no_ = held_ = failed_ = 0;
     const std::size_t n = s_->size();
+    if (s_->obs && reports_) {
+      if (!replied_at_) replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
+      replied_at_->fill(boot_clock::time_point{});
+    }
     for (std::size_t i = 0; i < n; ++i) {
       votes_[i] = vote::pending;
       errors_[i] = {};
@@ -272,8 +280,8 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     }
   }
 
-  /// Called once, just before the handler is completed.
-  virtual void before_complete() {}
+  /// Called once, just before the handler is completed with `ec`.
+  virtual void before_complete(error_code) {}
 
   /// Whether to send to node i at all; a node that may not vote is recorded as failed.
   virtual bool should_send(std::size_t) { return true; }
@@ -299,6 +307,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     // another connection (shutdown closes them all): only the outermost call may delete.
     hold h{this};
     --outstanding_;
+    if (replied_at_ && i < max_nodes) (*replied_at_)[i] = boot_clock::now();
     if (i >= max_nodes) {
       on_second_reply(i - max_nodes, ec, r);
       return;
@@ -333,7 +342,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   void complete(error_code ec, Args... args) {
     if (done_) return;
     done_ = true;
-    before_complete();
+    before_complete(ec);
     if (slot_.is_connected()) slot_.clear();
     if (diag_) diag_->message = ec ? describe(ec) : std::string{};
     if (initiating_) {
@@ -349,7 +358,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   /// Completes from inside the initiating function: never inline (Asio's rule).
   void complete_soon(error_code ec, Args... args) {
     done_ = true;
-    before_complete();
+    before_complete(ec);
     if (diag_) diag_->message = describe(ec);
     asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
   }
@@ -362,6 +371,35 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     slot_.template emplace<cancel_handler>(this);
   }
   virtual void on_cancel() = 0;
+
+  /// The round's answers, for an observer: one per node, latency from `round_start`.
+  std::span<const node_reply> node_replies(std::array<node_reply, max_nodes>& out,
+                                           boot_clock::time_point round_start) const {
+    const std::size_t n = s_->size();
+    for (std::size_t i = 0; i < n; ++i) {
+      node_reply& r = out[i];
+      r.node = i;
+      r.address = s_->addresses[i];
+      r.error = errors_[i];
+      switch (votes_[i]) {
+        case vote::pending: r.answer = node_answer::no_answer; break;
+        case vote::yes: r.answer = node_answer::yes; break;
+        case vote::no: r.answer = node_answer::refused; break;
+        case vote::held: r.answer = node_answer::held; break;
+        case vote::failed:
+          r.answer = errors_[i] == error::node_held_back ? node_answer::held_back
+                                                         : node_answer::failed;
+          break;
+      }
+      r.latency = reply_latency(replied_at_ ? (*replied_at_)[i] : boot_clock::time_point{},
+                                round_start);
+    }
+    return {out.data(), n};
+  }
+
+  static std::chrono::microseconds micros(boot_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d);
+  }
 
   std::string describe(error_code ec) const {
     std::string m = fmt::format("could not {} \"{}\": {}", verb_, subject_, ec.message());
@@ -399,6 +437,10 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   std::array<error_code, max_nodes> errors_{};
   std::array<std::string, max_nodes> server_text_{};
   std::array<bool, max_nodes> sent_to_{};
+  // Reply times, allocated only with an observer and for ops that report them (reports_):
+  // the op stays as small as without one.
+  std::unique_ptr<std::array<boot_clock::time_point, max_nodes>> replied_at_;
+  bool reports_ = true;
   std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
   std::size_t outstanding_ = 0;
   bool done_ = false;
@@ -496,6 +538,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     key_ = s_->cfg.key_prefix + resource_;
     if (opts_.fenced) field_ = s_->fence_field(resource_);
     const auto now = boot_clock::now();
+    call_start_ = now;
     wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
                       opts_.wait > std::chrono::hours{24 * 365 * 100})
                          ? (wait_ ? boot_clock::time_point::max() : now)
@@ -540,6 +583,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
     const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
     sent_ = true;
+    ++attempts_;
     send_to_all(payload_, lua, deadline);
     on_tally();
   }
@@ -677,6 +721,10 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
   void succeed(std::uint64_t fence) {
+    if (s_->obs) {
+      report_attempt({}, fence);
+      report_call({}, fence);  // while resource_ still names the lock
+    }
     leave_line();  // while key_ still names the line
     s_->held.emplace(token_, key_);  // released by async_shutdown if still held then
     lock lk;
@@ -714,6 +762,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
   void fail_attempt(error_code reason) {
+    if (s_->obs) report_attempt(reason, 0);
     release_attempt();
     const auto now = boot_clock::now();
     const bool retryable = reason != error::wrong_type;
@@ -783,7 +832,37 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
  private:
-  void before_complete() override { leave_line(); }
+  void before_complete(error_code ec) override {
+    leave_line();
+    if (s_->obs && !reported_) report_call(ec, 0);
+  }
+
+  void report_attempt(error_code outcome, std::uint64_t fence) {
+    std::array<node_reply, max_nodes> replies;
+    const attempt_event e{.resource = resource_,
+                          .fenced = opts_.fenced,
+                          .attempt = attempts_,
+                          .outcome = outcome,
+                          .elapsed = micros(boot_clock::now() - start_),
+                          .fence = fence,
+                          .nodes = node_replies(replies, start_)};
+    s_->obs->on_attempt(e);
+  }
+
+  void report_call(error_code outcome, std::uint64_t fence) {
+    reported_ = true;
+    const auto elapsed = call_start_ == boot_clock::time_point{}
+                             ? std::chrono::microseconds{0}
+                             : micros(boot_clock::now() - call_start_);
+    const acquire_event e{.resource = resource_,
+                          .fenced = opts_.fenced,
+                          .waiting = wait_,
+                          .attempts = attempts_,
+                          .outcome = outcome,
+                          .elapsed = elapsed,
+                          .fence = fence};
+    s_->obs->on_acquire(e);
+  }
 
   void leave_line() {
     if (!queued_) return;
@@ -802,7 +881,10 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
 
   void on_cancel() override {
     retry_timer_.cancel();
-    if ((!decided_ || second_round_) && sent_) release_attempt();
+    if ((!decided_ || second_round_) && sent_) {
+      if (s_->obs) report_attempt(error::cancelled, 0);
+      release_attempt();
+    }
     decided_ = true;
     second_round_ = false;
     retry_when_idle_ = false;
@@ -822,6 +904,9 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   std::string payload_;
   std::string payload2_;
   error_code last_reason_;
+  boot_clock::time_point call_start_{};
+  unsigned attempts_ = 0;
+  bool reported_ = false;  // the call's acquire_event went out
   bool decided_ = false;
   bool retry_when_idle_ = false;
   // Fencing.
@@ -854,6 +939,7 @@ class unlock_op final : public fanout_op<void(error_code)> {
   unlock_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
       : fanout_op(std::move(s), diag, std::move(h)) {
     no_text_ = "not held by us (expired or taken)";
+    reports_ = false;  // a release is not an observer event
   }
 
   void start(lock& lk) {
@@ -911,6 +997,8 @@ class extend_op final : public fanout_op<void(error_code)> {
 
   void start(lock& lk, std::chrono::milliseconds ttl) {
     verb_ = "extend";
+    lk_ = &lk;
+    was_lost_ = lk.lost();
     if (diag_) subject_ = lk.resource();
     if (s_->closed) return complete_soon(error::shut_down);
     if (!lk.owns()) return complete_soon(error::not_held);
@@ -931,7 +1019,6 @@ class extend_op final : public fanout_op<void(error_code)> {
       extra_ = ": the lock had already passed its validity deadline";
       return complete_soon(error::lock_lost);
     }
-    lk_ = &lk;
     ttl_ = ttl;
     start_ = now;
     old_deadline_ = lk.deadline();
@@ -983,7 +1070,26 @@ class extend_op final : public fanout_op<void(error_code)> {
     return false;
   }
 
+  void before_complete(error_code ec) override {
+    if (!s_->obs) return;
+    std::array<node_reply, max_nodes> replies;
+    extend_event e{.resource = lk_->resource(), .by_keeper = false, .outcome = ec};
+    if (sent_) {
+      e.elapsed = micros(boot_clock::now() - start_);
+      e.nodes = node_replies(replies, start_);
+    }
+    s_->obs->on_extend(e);
+    if (!was_lost_ && lk_->lost()) {
+      const loss_event l{.resource = lk_->resource(),
+                         .by_keeper = false,
+                         .reason = ec == error::not_held ? error_code{error::not_held}
+                                                         : error_code{error::lock_lost}};
+      s_->obs->on_loss(l);
+    }
+  }
+
   lock* lk_ = nullptr;
+  bool was_lost_ = false;
   std::chrono::milliseconds ttl_{};
   boot_clock::time_point start_{};
   boot_clock::time_point old_deadline_{};

@@ -14,6 +14,7 @@
 #include "connection/connection.hpp"
 #include "redlock/config.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/observer.hpp"
 
 namespace redlock::detail {
 
@@ -61,6 +62,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
   strand_type strand;
   config cfg;
   std::vector<std::shared_ptr<connection>> nodes;
+  /// cfg.observer, or null: every event is built only after checking it.
+  redlock::observer* obs = nullptr;
+  /// Each node's uri().display(), for observer events.
+  std::vector<std::string> addresses;
   token_source tokens;
   std::minstd_rand rng;
   bool closed = false;
@@ -86,6 +91,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// weak_from_this).
   void wire_events();
   void on_node_event(connection& c, node_event::kind k, const std::string& message);
+  /// Hands a node event to config::on_event and the observer.
+  void report(const node_event& e);
   /// The restart guard's period for a lock of `ttl`.
   std::chrono::nanoseconds guard_for(std::chrono::milliseconds ttl) const;
   /// Whether node i is an independent master: not a replica, not a second name of a
@@ -111,6 +118,14 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// A delay drawn from [d/2, 3d/2].
   std::chrono::nanoseconds jitter(std::chrono::milliseconds d);
 };
+
+/// For observer events: the time from `start` to a node's reply, or -1 us without one
+/// (`replied` left at its zero value).
+inline std::chrono::microseconds reply_latency(boot_clock::time_point replied,
+                                               boot_clock::time_point start) {
+  if (replied == boot_clock::time_point{}) return std::chrono::microseconds{-1};
+  return std::chrono::duration_cast<std::chrono::microseconds>(replied - start);
+}
 
 /// Validates a configuration; throws system_error(invalid_config) naming the field.
 std::vector<node_uri> validate(const config& c);

@@ -66,14 +66,19 @@ void client_state::on_node_event(connection& c, node_event::kind k, const std::s
         const std::size_t later = std::max(i, j);
         duplicate[later] = true;
         duplicate_of[later] = std::min(i, j);
-        if (cfg.on_event)
-          cfg.on_event(node_event{node_event::kind::duplicate, later, nodes[later]->uri().display(),
-                                  fmt::format("same server as node {} (run id {}); it does not vote",
-                                              std::min(i, j), c.status().run_id)});
+        if (cfg.on_event || obs)
+          report(node_event{node_event::kind::duplicate, later, addresses[later],
+                            fmt::format("same server as node {} (run id {}); it does not vote",
+                                        std::min(i, j), c.status().run_id)});
       }
     }
   }
-  if (cfg.on_event) cfg.on_event(node_event{k, c.id(), c.uri().display(), message});
+  if (cfg.on_event || obs) report(node_event{k, c.id(), addresses[c.id()], message});
+}
+
+void client_state::report(const node_event& e) {
+  if (cfg.on_event) cfg.on_event(e);
+  if (obs) obs->on_node_event(e);
 }
 
 std::chrono::nanoseconds client_state::guard_for(std::chrono::milliseconds ttl) const {

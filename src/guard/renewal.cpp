@@ -51,12 +51,19 @@ class batch_extend_op final : public request_sink {
     start_ = boot_clock::now();  // before the first byte can leave
     deadline = std::min(deadline, start_ + s_->cfg.node_timeout);
     reqs_.resize(s_->size());
+    if (s_->obs) {
+      answers_.assign(s_->size() * n, node_answer::no_answer);
+      node_errors_.assign(s_->size(), error_code{});
+      replied_at_.assign(s_->size(), boot_clock::time_point{});
+    }
     for (std::size_t i = 0; i < s_->size(); ++i) {
       reqs_[i] = request{payload_, &batch_extend_script, deadline, this, i, false};
-      if (s_->nodes[i]->submit(reqs_[i]))
+      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
         ++failed_nodes_;
-      else
+        if (s_->obs) note_node(i, node_answer::failed, ec);
+      } else {
         ++outstanding_;
+      }
     }
     if (outstanding_ == 0) finish();
   }
@@ -64,24 +71,61 @@ class batch_extend_op final : public request_sink {
  private:
   void on_reply(std::size_t i, error_code ec, const resp::reply* r) override {
     --outstanding_;
+    if (s_->obs) replied_at_[i] = boot_clock::now();
     // A node held back by the restart guard (or a replica, a duplicate) does not vote.
-    if (ec || !s_->votes(i, ttl_, boot_clock::now()) || !tally(*r)) ++failed_nodes_;
+    if (ec) {
+      ++failed_nodes_;
+      if (s_->obs) note_node(i, node_answer::failed, ec);
+    } else if (!s_->votes(i, ttl_, boot_clock::now())) {
+      ++failed_nodes_;
+      if (s_->obs) note_node(i, node_answer::held_back, error::node_held_back);
+    } else if (!tally(i, *r)) {
+      ++failed_nodes_;
+      if (s_->obs) note_node(i, node_answer::failed, error::unexpected_reply);
+    }
     if (outstanding_ == 0) finish();
   }
 
-  bool tally(const resp::reply& r) {
+  // Node i's answer for every lock of the batch (observer only).
+  void note_node(std::size_t i, node_answer a, error_code ec) {
+    node_errors_[i] = ec;
+    std::fill_n(answers_.begin() + static_cast<std::ptrdiff_t>(i * batch_.size()),
+                batch_.size(), a);
+  }
+
+  bool tally(std::size_t i, const resp::reply& r) {
     if (r[0].kind != resp::type::array || r[0].size != batch_.size() || r.size() != batch_.size() + 1)
       return false;
     for (std::size_t j = 0; j < batch_.size(); ++j) {
       if (r[j + 1].kind != resp::type::integer) return false;
     }
     for (std::size_t j = 0; j < batch_.size(); ++j) {
-      if (r[j + 1].integer == 1)
-        ++yes_[j];
-      else
-        ++no_[j];
+      const bool yes = r[j + 1].integer == 1;
+      yes ? ++yes_[j] : ++no_[j];
+      if (s_->obs)
+        answers_[i * batch_.size() + j] = yes ? node_answer::yes : node_answer::refused;
     }
     return true;
+  }
+
+  void report(std::size_t j, error_code outcome, boot_clock::time_point now) {
+    std::array<node_reply, max_nodes> replies;
+    const std::size_t n = s_->size();
+    for (std::size_t i = 0; i < n; ++i) {
+      node_reply& r = replies[i];
+      r.node = i;
+      r.address = s_->addresses[i];
+      r.answer = answers_[i * batch_.size() + j];
+      r.error = node_errors_[i];
+      r.latency = reply_latency(replied_at_[i], start_);
+    }
+    const extend_event e{
+        .resource = batch_[j]->lk.resource(),
+        .by_keeper = true,
+        .outcome = outcome,
+        .elapsed = std::chrono::duration_cast<std::chrono::microseconds>(now - start_),
+        .nodes = {replies.data(), n}};
+    s_->obs->on_extend(e);
   }
 
   void finish() {
@@ -96,9 +140,12 @@ class batch_extend_op final : public request_sink {
           const auto old_deadline = lock_access::deadline(e.lk);
           const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
           if (now >= old_deadline || now >= new_deadline - e.margin) {
-            sched_.lose(e);  // confirmed too late: the lock may already have had a new owner
+            // Confirmed too late: the lock may already have had a new owner.
+            if (s_->obs) report(j, error::validity_exhausted, now);
+            sched_.lose(e, error::lock_lost);
             break;
           }
+          if (s_->obs) report(j, {}, now);
           lock_access::deadline(e.lk) = new_deadline;
           lock_access::ttl(e.lk) = ttl_;
           e.publish_deadline();
@@ -109,8 +156,10 @@ class batch_extend_op final : public request_sink {
         case vote_state::lost:
         case vote_state::undecided:  // cannot happen once every node has answered
           if (no_[j] > n - quorum(n)) {
-            sched_.lose(e);  // a majority no longer holds our token
+            if (s_->obs) report(j, error::not_held, now);
+            sched_.lose(e, error::not_held);  // a majority no longer holds our token
           } else {
+            if (s_->obs) report(j, error::no_quorum, now);
             // Too few answers: try again soon, while validity remains.
             const auto left = e.loss_at - now;
             e.next_due = now + std::min<std::chrono::nanoseconds>(e.interval / 4, left / 3);
@@ -128,6 +177,10 @@ class batch_extend_op final : public request_sink {
   std::vector<std::uint16_t> yes_;
   std::vector<std::uint16_t> no_;
   std::vector<request> reqs_;
+  // Kept only with an observer: each node's answer per lock (node-major), error, reply time.
+  std::vector<node_answer> answers_;
+  std::vector<error_code> node_errors_;
+  std::vector<boot_clock::time_point> replied_at_;
   std::string payload_;
   std::chrono::milliseconds ttl_{};
   boot_clock::time_point start_{};
@@ -159,8 +212,12 @@ void renewal_scheduler::remove(const renewal_entry* e) {
   entries_.pop_back();
 }
 
-void renewal_scheduler::lose(renewal_entry& e) {
+void renewal_scheduler::lose(renewal_entry& e, error_code why) {
   if (e.lost) return;
+  if (s_.obs) {
+    const loss_event l{.resource = e.lk.resource(), .by_keeper = true, .reason = why};
+    s_.obs->on_loss(l);
+  }
   e.lost = true;
   lock_access::lost(e.lk) = true;
   e.lost_flag.store(true, std::memory_order_release);
@@ -204,7 +261,7 @@ void renewal_scheduler::on_timer() {
     // Renewals due soon go now with those due already, so that they share a call.
     if (e->next_due <= now + e->interval / 8) due.push_back(e);
   }
-  for (auto& e : expired) lose(*e);
+  for (auto& e : expired) lose(*e, error::lock_lost);
   if (!due.empty()) start_batches(due);
   reschedule();
 }

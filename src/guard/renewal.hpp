@@ -47,8 +47,8 @@ class renewal_scheduler {
   explicit renewal_scheduler(client_state& s);
   void add(std::shared_ptr<renewal_entry> e);
   void remove(const renewal_entry* e);
-  /// Marks `e` lost for good and completes its waiters.
-  void lose(renewal_entry& e);
+  /// Marks `e` lost for good (`why`: not_held or lock_lost) and completes its waiters.
+  void lose(renewal_entry& e, error_code why);
   /// Re-arms the timer for the earliest due renewal or loss.
   void reschedule();
   void shutdown();
