@@ -360,10 +360,13 @@ void connection::on_handshake_reply(const resp::reply& r) {
       std::int64_t uptime = 0;
       auto up = info_field(top.text, "uptime_in_seconds");
       std::from_chars(up.data(), up.data() + up.size(), uptime);
-      // Whole seconds, rounded down: the start is taken as late as it can have been. A
-      // negative uptime counts as a start now; an absurd one is capped, so that the time
+      // Redis reports the difference of two whole wall-clock seconds (now and its start,
+      // both truncated), which runs up to one second ahead of the time really elapsed:
+      // a server started 0.2 s ago can already say 1. One second off takes the start as
+      // late as it can have been, so the restart guard never ends early. A negative
+      // uptime counts as a start now; an absurd one is capped, so that the time
       // arithmetic cannot overflow.
-      uptime = std::clamp<std::int64_t>(uptime, 0, max_uptime_s);
+      uptime = std::clamp<std::int64_t>(uptime - 1, 0, max_uptime_s);
       pending_status_.started_at = now - std::chrono::seconds{uptime};
       break;
     }

@@ -218,6 +218,22 @@ BOOST_AUTO_TEST_CASE(absurd_uptime_and_time_in_the_handshake_do_not_overflow) {
   c->close();
 }
 
+BOOST_AUTO_TEST_CASE(a_one_second_uptime_may_mean_a_start_just_now) {
+  // Redis's uptime is the difference of two truncated wall-clock seconds: it reads 1
+  // from the first second boundary after the start, possibly milliseconds after it.
+  // The start must be taken as "now", or the restart guard would end up to 1 s early.
+  fake_server server{[](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+    if (c[0] != "INFO") return std::nullopt;
+    const std::string info = "# Server\r\nrun_id:abc\r\nuptime_in_seconds:1\r\n";
+    return fake_reply{.bytes = "$" + std::to_string(info.size()) + "\r\n" + info + "\r\n"};
+  }};
+  const auto before = boot_clock::now();
+  auto c = connect(server.uri());
+  BOOST_TEST_REQUIRE(c->ready(), c->last_problem());
+  BOOST_TEST((c->status().started_at >= before));
+  c->close();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---- the lock manager with hostile nodes -------------------------------------------
