@@ -290,6 +290,10 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   virtual bool counts(std::size_t) { return true; }
   /// Replies to requests of a second round (index - max_nodes).
   virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
+  /// For the diagnostics: the yes votes that count towards the majority, and how a node
+  /// that voted yes is described.
+  virtual std::size_t counted_yes() const { return yes_; }
+  virtual const char* yes_text(std::size_t) const { return "ok"; }
 
   void record_held_back(std::size_t i, std::string why) {
     record_failure(i, error::node_held_back);
@@ -404,13 +408,14 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   std::string describe(error_code ec) const {
     std::string m = fmt::format("could not {} \"{}\": {}", verb_, subject_, ec.message());
     if (ec == error::invalid_argument || ec == error::shut_down || !sent_) return m + extra_;
-    m += fmt::format(" ({} of {} nodes agreed, {} needed)", yes_, s_->size(), quorum(s_->size()));
+    m += fmt::format(" ({} of {} nodes agreed, {} needed)", counted_yes(), s_->size(),
+                     quorum(s_->size()));
     for (std::size_t i = 0; i < s_->size(); ++i) {
       const auto& node = *s_->nodes[i];
       m += fmt::format("; node {} ({}): ", i, node.uri().display());
       switch (votes_[i]) {
         case vote::pending: m += "no answer yet"; break;
-        case vote::yes: m += "ok"; break;
+        case vote::yes: m += yes_text(i); break;
         case vote::no: m += no_text_; break;
         case vote::held: m += "held by another owner"; break;
         case vote::failed:
@@ -595,6 +600,14 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     if (s_->votes(i, opts_.ttl, boot_clock::now(), &why)) return true;
     record_held_back(i, std::move(why));
     return false;
+  }
+
+  // A fenced yes from a node whose counters await repair sets the key but cannot count.
+  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : yes_; }
+  const char* yes_text(std::size_t i) const override {
+    return opts_.fenced && !marked_[i] ? "set the key, but its fencing counters await repair "
+                                         "(restarted empty or new), so its vote does not count"
+                                       : "ok";
   }
 
   vote classify(std::size_t i, const resp::reply& r) override {

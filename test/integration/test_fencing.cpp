@@ -210,6 +210,41 @@ BOOST_AUTO_TEST_CASE(a_fleet_marked_on_one_node_only_is_repaired_from_all_of_the
   }());
 }
 
+BOOST_AUTO_TEST_CASE(unrepaired_nodes_are_not_counted_as_agreeing) {
+  // A new fleet with one node frozen: the repair needs every node of an unmarked fleet,
+  // so the two live nodes set the key but their votes cannot count. The diagnostics
+  // must say so, not "2 of 3 nodes agreed, 2 needed".
+  redlock::test::redis_fleet fleet{3};
+  fleet[2].freeze();
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;
+  redlock::client c{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_try_lock("unrepaired", {.ttl = 2s, .fenced = true}, diag,
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST(diag.message.find("(0 of 3 nodes agreed, 2 needed)") != std::string::npos,
+               diag.message);
+    BOOST_TEST(diag.message.find("fencing counters await repair") != std::string::npos,
+               diag.message);
+  }());
+  fleet[2].thaw();
+  // The undone attempt left no key behind.
+  const bool gone = [&] {
+    for (int i = 0; i < 200; ++i) {
+      bool any = false;
+      for (std::size_t n = 0; n < fleet.size(); ++n)
+        any = any || fleet[n].command({"EXISTS", "unrepaired"}).integer != 0;
+      if (!any) return true;
+      io.run_for(5ms);
+    }
+    return false;
+  }();
+  BOOST_TEST(gone);
+}
+
 BOOST_AUTO_TEST_CASE(a_repair_begun_inside_a_restart_guard_does_not_mark_that_node) {
   // The order spin found (verify/redlock.pml, REPAIR_BEFORE_GUARD): a repair reads the
   // marked nodes while a restarted node is still inside its guard, a write-back raises
