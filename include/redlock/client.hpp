@@ -17,6 +17,7 @@
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/multi_lock.hpp"
 
 namespace redlock {
 
@@ -47,6 +48,15 @@ void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
                   std::chrono::milliseconds keep, count_handler h);
 void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds keep,
                       void_handler h);
+
+using multi_lock_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, multi_lock)>;
+void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> resources,
+                    lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h);
+void start_unlock_all(std::shared_ptr<client_state> s, multi_lock& lk, diagnostics* diag,
+                      void_handler h);
+void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,
+                      std::chrono::milliseconds ttl, diagnostics* diag, void_handler h);
 }  // namespace detail
 
 /// A Redlock client: one pipelined connection per node, shared by every operation.
@@ -219,6 +229,63 @@ class client {
         std::forward<CompletionToken>(token));
   }
 
+  /// Acquires every resource in `resources`, all or none (docs/api.md, "Several resources
+  /// at once"): one script call per node takes the whole set only if no key of it is
+  /// held there, and the set is ours with a majority of such nodes within validity.
+  /// Deadlock-free whatever order callers name the resources (no partial hold outlives
+  /// an attempt). Retries, waits, fencing (one token per resource) and errors as
+  /// async_lock; invalid_argument also for an empty set, more than max_multi_lock names,
+  /// an empty or too long name, or a name given twice. Completes with (error_code,
+  /// multi_lock). On cancellation or failure, whatever the attempt took is released.
+  template <typename CompletionToken>
+  auto async_lock_all(std::vector<std::string> resources, lock_options opts,
+                      CompletionToken&& token) {
+    return initiate_lock_all(std::move(resources), opts, true, nullptr,
+                             std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_lock_all(std::vector<std::string> resources, lock_options opts, diagnostics& diag,
+                      CompletionToken&& token) {
+    return initiate_lock_all(std::move(resources), opts, true, &diag,
+                             std::forward<CompletionToken>(token));
+  }
+  /// One attempt, no waiting. Errors as async_lock_all, but contended instead of wait_timeout.
+  template <typename CompletionToken>
+  auto async_try_lock_all(std::vector<std::string> resources, lock_options opts,
+                          CompletionToken&& token) {
+    return initiate_lock_all(std::move(resources), opts, false, nullptr,
+                             std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_try_lock_all(std::vector<std::string> resources, lock_options opts,
+                          diagnostics& diag, CompletionToken&& token) {
+    return initiate_lock_all(std::move(resources), opts, false, &diag,
+                             std::forward<CompletionToken>(token));
+  }
+
+  /// Releases the whole set on every node (each key deleted where it still holds the
+  /// set's token); outcomes as async_unlock(lock&). `lk` is emptied when it starts.
+  template <typename CompletionToken>
+  auto async_unlock(multi_lock& lk, CompletionToken&& token) {
+    return initiate_void(
+        [&lk](auto s, detail::void_handler h) {
+          detail::start_unlock_all(std::move(s), lk, nullptr, std::move(h));
+        },
+        std::forward<CompletionToken>(token));
+  }
+
+  /// Sets the TTL of the whole set to `ttl` on every node where every key still holds
+  /// the set's token (a node where one is missing extends none); outcomes and rules as
+  /// async_extend(lock&). `lk` must outlive the operation.
+  template <typename CompletionToken>
+  auto async_extend(multi_lock& lk, std::chrono::milliseconds ttl, CompletionToken&& token) {
+    return initiate_void(
+        [&lk, ttl](auto s, detail::void_handler h) {
+          detail::start_extend_all(std::move(s), lk, ttl, nullptr, std::move(h));
+        },
+        std::forward<CompletionToken>(token));
+  }
+
   /// Releases every lock handed out and not yet released, sends what is queued
   /// (background releases included) and reads the replies already due (at most
   /// node_timeout), then closes every connection and stops reconnecting, so that
@@ -243,6 +310,18 @@ class client {
           detail::start_lock(std::move(s), std::move(r), o, w, d, std::move(handler));
         },
         token, state_, std::string{resource}, opts, wait, diag);
+  }
+
+  template <typename CompletionToken>
+  auto initiate_lock_all(std::vector<std::string> resources, lock_options opts, bool wait,
+                         diagnostics* diag, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, multi_lock)>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, std::vector<std::string> r,
+           lock_options o, bool w, diagnostics* d) {
+          detail::start_lock_all(std::move(s), std::move(r), o, w, d, std::move(handler));
+        },
+        token, state_, std::move(resources), opts, wait, diag);
   }
 
   template <typename Start, typename CompletionToken>

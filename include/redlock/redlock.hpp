@@ -9,4 +9,5 @@
 #include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/observer.hpp"
+#include "redlock/multi_lock.hpp"
 #include "redlock/with_lock.hpp"

@@ -435,6 +435,8 @@ class settle_batch_op final : public batch_rounds {
   bool initiating_ = false;
 };
 
+}  // namespace
+
 std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
   if (ttl < std::chrono::milliseconds{1} || ttl > longest_ttl)
     return "the TTL must be from 1 ms to 24 h";
@@ -445,6 +447,8 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
     return "the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
   return {};
 }
+
+namespace {
 
 bool bad_name(const std::string& name) { return name.empty() || name.size() > max_resource_bytes; }
 

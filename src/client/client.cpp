@@ -29,6 +29,7 @@
 #include "client/arithmetic.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
+#include "client/multi.hpp"
 #include "guard/renewal.hpp"
 
 namespace redlock {
@@ -55,7 +56,8 @@ std::string acl_hint(std::string_view server_text) {
   static const script* const scripts[] = {
       &release_script,      &extend_script,     &batch_extend_script, &fence_acquire_script,
       &fence_raise_script,  &fence_read_script, &fence_repair_script, &claim_script,
-      &settle_script};
+      &settle_script,       &multi_acquire_script, &multi_raise_script, &multi_extend_script,
+      &multi_release_script};
   for (const script* sc : scripts) {
     if (server_text.find(sc->sha) == std::string_view::npos) continue;
     std::string names = " ";
@@ -169,7 +171,8 @@ client_state::client_state(asio::any_io_executor ex, config c)
   // next waiter's SET).
   static const std::vector<const script*> preload{
       &release_script,       &extend_script,      &batch_extend_script, &fence_acquire_script,
-      &fence_raise_script,   &claim_script,       &settle_script};
+      &fence_raise_script,   &claim_script,       &settle_script,       &multi_acquire_script,
+      &multi_raise_script,   &multi_extend_script, &multi_release_script};
   std::shared_ptr<tls_settings> tls;
   if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
     std::string why;
@@ -201,6 +204,8 @@ void client_state::close_all_gracefully(std::function<void()> done) {
   if (claims) claims->shutdown();
   for (auto& [token, key] : held) release_detached(key, token);
   held.clear();
+  for (auto& [token, keys] : held_sets) release_set_detached(keys, token);
+  held_sets.clear();
   auto left = std::make_shared<std::size_t>(nodes.size());
   auto finished = std::make_shared<std::function<void()>>(std::move(done));
   for (auto& n : nodes) {

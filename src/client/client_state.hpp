@@ -115,6 +115,11 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// Queues a compare-and-delete of (key, token) on every node, reply ignored. On the strand.
   void release_detached(std::string_view key, std::string_view token,
                         const std::array<bool, max_nodes>* only = nullptr);
+  /// Multi-resource locks handed out and not yet released: token -> keys (multi.cpp).
+  std::unordered_map<std::string, std::vector<std::string>> held_sets;
+  /// release_detached for every key of a set, in one script call per node.
+  void release_set_detached(const std::vector<std::string>& keys, std::string_view token,
+                            const std::array<bool, max_nodes>* only = nullptr);
   /// A delay drawn from [d/2, 3d/2].
   std::chrono::nanoseconds jitter(std::chrono::milliseconds d);
 };

@@ -78,20 +78,35 @@ asio::awaitable<error_code> claim_and_settle(redlock::client& c, redlock::diagno
   co_return settled;
 }
 
+asio::awaitable<error_code> lock_all_extend_unlock(redlock::client& c, redlock::diagnostics& diag,
+                                                   std::vector<std::string> names, bool fenced) {
+  const redlock::lock_options opts{.ttl = 5s, .wait = 300ms, .fenced = fenced};
+  auto [ec, set] = co_await c.async_lock_all(names, opts, diag, asio::as_tuple(asio::use_awaitable));
+  if (ec) co_return ec;
+  if (fenced) BOOST_TEST(set.fences().size() == names.size());
+  auto [extended] = co_await c.async_extend(set, 6s, asio::as_tuple(asio::use_awaitable));
+  if (extended) co_return extended;
+  auto [released] = co_await c.async_unlock(set, asio::as_tuple(asio::use_awaitable));
+  co_return released;
+}
+
 int claims_made = 0;  // a settled claim stays "done" for a while: a new name each time
 
 // Every path the library has: lock, extend, unlock, plain and fenced; a claim settled as
-// done. Returns the first failure's error and diagnostics (ec empty if all worked).
+// done; a multi-resource lock extended and released, plain and fenced. Returns the first failure's error and diagnostics (ec empty if all worked).
 std::pair<error_code, std::string> every_path(const redlock::config& cfg) {
   asio::io_context io;
   redlock::client c{io.get_executor(), cfg};
   std::pair<error_code, std::string> out;
   std::vector<std::string> names{"order:" + std::to_string(++claims_made)};
+  std::vector<std::string> set{"set:b", "set:a"};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     redlock::diagnostics diag;
     error_code ec = co_await lock_extend_unlock(c, diag, false);
     if (!ec) ec = co_await lock_extend_unlock(c, diag, true);
     if (!ec) ec = co_await claim_and_settle(c, diag, names);
+    if (!ec) ec = co_await lock_all_extend_unlock(c, diag, set, false);
+    if (!ec) ec = co_await lock_all_extend_unlock(c, diag, set, true);
     out = {ec, diag.message};
     co_await c.async_shutdown(asio::use_awaitable);
   }());

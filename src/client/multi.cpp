@@ -1,0 +1,825 @@
+// Multi-resource locks: a whole set of resources taken all or none. Each node runs one
+// script for the set that checks every key first and sets them all only if none is
+// held, so a node never keeps part of a set; the set is ours with a majority of such
+// nodes within validity, exactly as one key is. Because no attempt leaves a partial hold
+// behind (a failed one is released everywhere), two callers naming the same resources in
+// any order cannot deadlock: the loser simply retries later, with jitter.
+//
+// The ops are shared-owned: a connection holds a raw pointer to each request, so an op
+// keeps itself alive while requests are out (self_), and a timer or cancellation
+// handler holds it while it waits.
+
+#include "client/multi.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "client/arithmetic.hpp"
+#include "client/claims.hpp"
+#include "redlock/client.hpp"
+
+namespace redlock {
+namespace detail {
+
+const script multi_acquire_script{
+    R"(for i = 3, #KEYS do local v = redis.pcall("GET", KEYS[i]) if type(v) == "table" then return {3, i - 2} elseif v then return {0, i - 2, v} end end for i = 3, #KEYS do redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2]) end if #ARGV == 2 then return {1} end if redis.call("EXISTS", KEYS[2]) == 0 then return {2} end local r = {1} for i = 3, #ARGV do r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1) end return r)",
+    "519b75362840e0a25c39557a81d56e6b044158bb"};
+const script multi_raise_script{
+    R"(if redis.call("EXISTS", KEYS[2]) == 0 then return 0 end for i = 3, #KEYS do if redis.pcall("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 2, #ARGV, 2 do local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0") if cur < tonumber(ARGV[i + 1]) then redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end end return 1)",
+    "20f3e2b7f2a7dccb8046815eba9c126f6e547658"};
+const script multi_extend_script{
+    R"(for i = 1, #KEYS do if redis.pcall("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 1, #KEYS do redis.call("PEXPIRE", KEYS[i], ARGV[2]) end return 1)",
+    "c729a9738cce72674f07558c012c6aaadbbfd8f4"};
+const script multi_release_script{
+    R"(local n = 0 for i = 1, #KEYS do if redis.pcall("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) end end return n)",
+    "7ed6bfc971391e31902d8b2b9b80da147858946e"};
+
+/// Grants the ops access to multi_lock's private members.
+struct multi_lock_access {
+  static std::weak_ptr<client_state>& owner(multi_lock& l) { return l.owner_; }
+  static std::vector<std::string>& resources(multi_lock& l) { return l.resources_; }
+  static std::vector<std::string>& keys(multi_lock& l) { return l.keys_; }
+  static std::string& token(multi_lock& l) { return l.token_; }
+  static std::vector<std::uint64_t>& fences(multi_lock& l) { return l.fences_; }
+  static std::chrono::milliseconds& ttl(multi_lock& l) { return l.ttl_; }
+  static boot_clock::time_point& deadline(multi_lock& l) { return l.deadline_; }
+  static bool& lost(multi_lock& l) { return l.lost_; }
+};
+
+void client_state::release_set_detached(const std::vector<std::string>& keys,
+                                        std::string_view token,
+                                        const std::array<bool, max_nodes>* only) {
+  // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
+  // turn it into a silent NOSCRIPT.
+  std::string payload;
+  resp::command_writer w{payload};
+  w.begin(4 + keys.size()).arg("EVAL").arg(multi_release_script.body).arg(std::int64_t(keys.size()));
+  for (const auto& k : keys) w.arg(k);
+  w.arg(token);
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
+}
+
+namespace {
+
+enum class answer : std::uint8_t { pending, yes, no, held, failed };
+
+// "a, b, c", shortened for messages: a set may hold 64 long names.
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    if (out.size() + n.size() > 120) return out + "...";
+    out += n;
+  }
+  return out;
+}
+
+// ---- one script call per node for the whole set, with a tally ----------------------
+
+template <typename Signature>
+class set_op;
+
+template <typename... Args>
+class set_op<void(error_code, Args...)>
+    : public request_sink, public std::enable_shared_from_this<set_op<void(error_code, Args...)>> {
+ public:
+  using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
+
+  set_op(std::shared_ptr<client_state> s, diagnostics* diag, handler_type h)
+      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
+  virtual ~set_op() = default;
+
+  /// Runs the op's start on the strand; completions decided inside it are posted.
+  template <typename F>
+  void run_start(F&& f) {
+    initiating_ = true;
+    f();
+    initiating_ = false;
+  }
+
+ protected:
+  // Sends `payload` to every node that should_send(); index `base + i` for node i.
+  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
+    yes_ = no_ = held_ = failed_ = 0;
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      answers_[i] = answer::pending;
+      errors_[i] = {};
+      server_text_[i].clear();
+      sent_to_[i] = false;
+      if (!should_send(i)) continue;
+      reqs_[i] = request{payload, lua, deadline, this, i, false};
+      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
+        record_failure(i, ec);
+      } else {
+        sent_to_[i] = true;
+        ++outstanding_;
+      }
+    }
+    sent_ = true;
+    keep_alive();
+  }
+
+  /// While requests are out, a connection refers to this op: keep it alive.
+  void keep_alive() {
+    if (outstanding_ > 0) self_ = this->shared_from_this();
+  }
+
+  void record_failure(std::size_t i, error_code ec) {
+    answers_[i] = answer::failed;
+    errors_[i] = ec;
+    ++failed_;
+  }
+
+  virtual bool should_send(std::size_t) { return true; }
+  /// Whether node i's answer counts now (restart guard); records why not.
+  virtual bool counts(std::size_t) { return true; }
+  virtual answer classify(std::size_t i, const resp::reply& r) = 0;
+  virtual void on_tally() = 0;
+  virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
+  virtual void on_cancel() = 0;
+  /// For the diagnostics: the yes votes that count towards the majority, and how a node
+  /// that voted yes is described.
+  virtual std::size_t counted_yes() const { return yes_; }
+  virtual const char* yes_text(std::size_t) const { return "ok"; }
+
+  bool voter(std::size_t i, std::chrono::milliseconds ttl) {
+    std::string why;
+    if (s_->votes(i, ttl, boot_clock::now(), &why)) return true;
+    record_failure(i, error::node_held_back);
+    server_text_[i] = std::move(why);
+    return false;
+  }
+
+  void complete(error_code ec, Args... args) {
+    if (done_) return;
+    done_ = true;
+    if (slot_.is_connected()) slot_.clear();
+    if (diag_) diag_->message = ec ? describe(ec) : std::string{};
+    if (initiating_) {
+      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
+      return;
+    }
+    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
+  }
+
+  void watch_cancellation() {
+    slot_ = asio::get_associated_cancellation_slot(handler_);
+    if (!slot_.is_connected()) return;
+    std::weak_ptr<set_op> weak = this->shared_from_this();
+    slot_.template emplace<cancel_handler>(std::move(weak));
+  }
+
+  std::string describe(error_code ec) const {
+    std::string m = fmt::format("could not {} \"{}\": {}", verb_, subject_, ec.message());
+    if (!sent_) return m + extra_;
+    m += fmt::format(" ({} of {} nodes agreed, {} needed)", counted_yes(), s_->size(),
+                     quorum(s_->size()));
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      const auto& node = *s_->nodes[i];
+      m += fmt::format("; node {} ({}): ", i, node.uri().display());
+      switch (answers_[i]) {
+        case answer::pending: m += "no answer yet"; break;
+        case answer::yes: m += yes_text(i); break;
+        case answer::no: m += "not held by us (expired or taken)"; break;
+        case answer::held: m += server_text_[i]; break;
+        case answer::failed:
+          m += errors_[i].message();
+          if (errors_[i] == error::server_error)
+            m += fmt::format(" \"{}\"{}", server_text_[i], acl_hint(server_text_[i]));
+          else if (!server_text_[i].empty())
+            m += fmt::format(": {}", server_text_[i]);
+          else if (!node.last_problem().empty())
+            m += fmt::format(" [{}]", node.last_problem());
+          break;
+      }
+    }
+    return m + extra_;
+  }
+
+  std::shared_ptr<client_state> s_;
+  diagnostics* diag_;
+  handler_type handler_;
+  asio::cancellation_slot slot_;
+  std::shared_ptr<set_op> self_;  // set while requests are out
+  std::array<request, max_nodes> reqs_{};
+  std::array<answer, max_nodes> answers_{};
+  std::array<error_code, max_nodes> errors_{};
+  std::array<std::string, max_nodes> server_text_{};
+  std::array<bool, max_nodes> sent_to_{};
+  std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
+  std::size_t outstanding_ = 0;
+  bool done_ = false;
+  bool sent_ = false;
+  bool initiating_ = false;
+  const char* verb_ = "lock all of";
+  std::string subject_;
+  std::string extra_;
+
+ private:
+  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
+    auto keep = this->shared_from_this();  // the user's handler may end the client inline
+    --outstanding_;
+    if (outstanding_ == 0) self_.reset();
+    if (i >= max_nodes) return on_second_reply(i - max_nodes, ec, r);
+    if (ec) {
+      record_failure(i, ec);
+    } else if ((*r)[0].is_error()) {
+      const auto text = (*r)[0].text;
+      record_failure(i, text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
+                                                          : error_code{error::server_error});
+      server_text_[i] = text;
+    } else if (counts(i)) {
+      const answer a = classify(i, *r);
+      switch (a) {
+        case answer::yes: ++yes_; break;
+        case answer::no: ++no_; break;
+        case answer::held: ++held_; break;
+        case answer::failed:
+          if (answers_[i] != answer::failed) record_failure(i, error::unexpected_reply);
+          break;
+        case answer::pending: break;
+      }
+      if (a != answer::failed) answers_[i] = a;
+    }
+    if (!done_) on_tally();
+  }
+
+  struct cancel_handler {
+    explicit cancel_handler(std::weak_ptr<set_op> op) : op_(std::move(op)) {}
+    void operator()(asio::cancellation_type_t) {
+      auto op = op_.lock();
+      if (!op) return;
+      asio::dispatch(op->s_->strand, [op] {
+        if (!op->done_) op->on_cancel();
+      });
+    }
+    std::weak_ptr<set_op> op_;
+  };
+};
+
+// ---- acquire -----------------------------------------------------------------------
+
+class lock_all_op final : public set_op<void(error_code, multi_lock)> {
+ public:
+  lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
+              lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
+      : set_op(std::move(s), diag, std::move(h)),
+        resources_(std::move(resources)),
+        opts_(opts),
+        wait_(wait),
+        retry_timer_(s_->strand) {}
+
+  void start() {
+    if (s_->closed) return complete(error::shut_down, multi_lock{});
+    if (auto why = check_arguments(); !why.empty()) {
+      if (diag_) subject_ = join_names(resources_);
+      extra_ = ": " + why;
+      return complete(error::invalid_argument, multi_lock{});
+    }
+    if (diag_) subject_ = join_names(resources_);
+    keys_.reserve(resources_.size());
+    for (const auto& r : resources_) {
+      keys_.push_back(s_->cfg.key_prefix + r);
+      if (opts_.fenced) fields_.push_back(s_->fence_field(r));
+    }
+    if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
+    const auto now = boot_clock::now();
+    wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
+                      opts_.wait > std::chrono::hours{24 * 365 * 100})
+                         ? (wait_ ? boot_clock::time_point::max() : now)
+                         : now + opts_.wait;
+    watch_cancellation();
+    attempt();
+  }
+
+ private:
+  // Sorts the names (the order every node sees), and says what is wrong with the call.
+  std::string check_arguments() {
+    if (resources_.empty()) return "the set of resources is empty";
+    if (resources_.size() > max_multi_lock)
+      return fmt::format("the set has {} resources; at most {} are allowed", resources_.size(),
+                         max_multi_lock);
+    for (std::size_t j = 0; j < resources_.size(); ++j) {
+      if (resources_[j].empty()) return fmt::format("resource {} of the set is an empty name", j);
+      if (resources_[j].size() > max_resource_bytes)
+        return fmt::format("resource {} of the set has {} bytes; at most {} bytes are allowed", j,
+                           resources_[j].size(), max_resource_bytes);
+    }
+    std::sort(resources_.begin(), resources_.end());
+    if (auto d = std::adjacent_find(resources_.begin(), resources_.end()); d != resources_.end())
+      return fmt::format("resource \"{}\" is named twice in the set",
+                         d->size() > 64 ? d->substr(0, 64) + "..." : *d);
+    if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) return why;
+    if (wait_ && opts_.wait < std::chrono::milliseconds::zero())
+      return "the wait must not be negative (0 means one attempt)";
+    return {};
+  }
+
+  void attempt() {
+    decided_ = false;
+    second_round_ = false;
+    marked_yes_ = unmarked_yes_ = 0;
+    try {
+      s_->tokens.next(token_);
+    } catch (const boost::system::system_error& e) {
+      decided_ = true;
+      return complete(e.code(), multi_lock{});
+    }
+    const std::size_t n = keys_.size();
+    payload_.clear();
+    resp::command_writer w{payload_};
+    w.begin(7 + n + fields_.size())
+        .arg("EVALSHA")
+        .arg(multi_acquire_script.sha)
+        .arg(std::int64_t(2 + n))
+        .arg(s_->fence_hash_key)
+        .arg(s_->fence_marker_key);
+    for (const auto& k : keys_) w.arg(k);
+    w.arg(token_).arg(std::int64_t{opts_.ttl.count()});
+    for (const auto& f : fields_) w.arg(f);
+    if (opts_.fenced) {
+      for (std::size_t i = 0; i < s_->size(); ++i)
+        if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
+          s_->start_fence_repair(opts_.ttl);
+          break;
+        }
+    }
+    // Validity counts from before the first byte can leave: now, at enqueue.
+    start_ = boot_clock::now();
+    valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
+    send_to_all(payload_, &multi_acquire_script,
+                std::min(start_ + s_->cfg.node_timeout, valid_until_));
+    on_tally();
+  }
+
+  // A fenced yes from a node whose counters await repair sets the keys but cannot count.
+  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : yes_; }
+  const char* yes_text(std::size_t i) const override {
+    return opts_.fenced && !marked_[i] ? "took the set, but its fencing counters await repair "
+                                         "(restarted empty or new), so its vote does not count"
+                                       : "ok";
+  }
+
+  bool should_send(std::size_t i) override { return voter(i, opts_.ttl); }
+  bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
+
+  answer classify(std::size_t i, const resp::reply& r) override {
+    // {1[, counters]} / {2} taken; {0, k, holder} held; {3, k} another type at key k.
+    const std::size_t n = keys_.size();
+    if (r[0].kind != resp::type::array || r.size() < 2 || r[1].kind != resp::type::integer)
+      return answer::failed;
+    switch (r[1].integer) {
+      case 1:
+        if (!opts_.fenced) return r.size() == 2 ? answer::yes : answer::failed;
+        if (r.size() != n + 2) return answer::failed;
+        for (std::size_t k = 0; k < n; ++k) {
+          if (r[k + 2].kind != resp::type::integer) return answer::failed;
+          counters_[i * n + k] = static_cast<std::uint64_t>(r[k + 2].integer);
+        }
+        marked_[i] = true;
+        ++marked_yes_;
+        return answer::yes;
+      case 2:
+        marked_[i] = false;
+        ++unmarked_yes_;
+        return answer::yes;
+      case 0:
+        server_text_[i] = fmt::format("\"{}\" held by another owner", blocker(r));
+        return answer::held;
+      case 3:
+        record_failure(i, error::wrong_type);
+        server_text_[i] = fmt::format("\"{}\" is a key of another type", blocker(r));
+        return answer::failed;
+      default: return answer::failed;
+    }
+  }
+
+  std::string_view blocker(const resp::reply& r) const {
+    if (r.size() < 3 || r[2].kind != resp::type::integer || r[2].integer < 1 ||
+        static_cast<std::size_t>(r[2].integer) > resources_.size())
+      return "?";
+    return resources_[static_cast<std::size_t>(r[2].integer) - 1];
+  }
+
+  void on_tally() override {
+    if (decided_) {
+      if (outstanding_ == 0 && retry_when_idle_) {
+        retry_when_idle_ = false;
+        attempt();
+      }
+      return;
+    }
+    // With fencing only marked nodes make a majority (see fencing.cpp).
+    const std::size_t yes = opts_.fenced ? marked_yes_ : yes_;
+    const std::size_t no = held_ + failed_ + no_ + (opts_.fenced ? unmarked_yes_ : 0);
+    switch (decide(s_->size(), yes, no)) {
+      case vote_state::undecided: return;
+      case vote_state::won:
+        decided_ = true;
+        if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
+        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        if (opts_.fenced) return start_write_back();
+        return succeed();
+      case vote_state::lost:
+        decided_ = true;
+        if (unmarked_yes_ > 0) {
+          s_->start_fence_repair(opts_.ttl);
+          extra_ = "; fence counters are being repaired on nodes that lost them";
+        }
+        return fail_attempt(failure_reason());
+    }
+  }
+
+  // Round two of a fenced acquisition: per resource, T = the largest counter of the
+  // winning marked nodes, raised to at least T on every node where every key of the set
+  // still holds our token. Only then are the tokens valid.
+  void start_write_back() {
+    const std::size_t n = keys_.size();
+    fences_.assign(n, 0);
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (answers_[i] == answer::yes && marked_[i])
+        for (std::size_t k = 0; k < n; ++k)
+          fences_[k] = std::max(fences_[k], counters_[i * n + k]);
+    second_round_ = true;
+    acks_ = refusals_ = 0;
+    payload2_.clear();
+    resp::command_writer w{payload2_};
+    w.begin(6 + 3 * n)
+        .arg("EVALSHA")
+        .arg(multi_raise_script.sha)
+        .arg(std::int64_t(2 + n))
+        .arg(s_->fence_hash_key)
+        .arg(s_->fence_marker_key);
+    for (const auto& k : keys_) w.arg(k);
+    w.arg(token_);
+    for (std::size_t k = 0; k < n; ++k) w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
+    const auto deadline = std::min(boot_clock::now() + s_->cfg.node_timeout, valid_until_);
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      reqs2_[i] = request{payload2_, &multi_raise_script, deadline, this, max_nodes + i, false};
+      if (s_->nodes[i]->submit(reqs2_[i]))
+        ++refusals_;
+      else
+        ++outstanding_;
+    }
+    keep_alive();
+    on_write_back_tally();
+  }
+
+  void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
+    if (!second_round_ || done_) return on_tally();  // a late reply of an old round
+    const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
+                     s_->votes(i, opts_.ttl, boot_clock::now());
+    ack ? ++acks_ : ++refusals_;
+    on_write_back_tally();
+  }
+
+  void on_write_back_tally() {
+    switch (decide(s_->size(), acks_, refusals_)) {
+      case vote_state::undecided: return;
+      case vote_state::won:
+        second_round_ = false;
+        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        return succeed();
+      case vote_state::lost:
+        second_round_ = false;
+        extra_ = "; the fencing tokens could not be confirmed on a majority";
+        return fail_attempt(error::no_quorum);
+    }
+  }
+
+  error_code failure_reason() const {
+    const std::size_t spare = s_->size() - quorum(s_->size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (errors_[i] == error::wrong_type) ++wrong;
+    if (wrong > spare) return error::wrong_type;
+    if (held_ + wrong > spare) return error::contended;
+    return error::no_quorum;
+  }
+
+  void succeed() {
+    s_->held_sets.emplace(token_, keys_);  // released by async_shutdown if still held then
+    multi_lock lk;
+    multi_lock_access::owner(lk) = s_;
+    multi_lock_access::resources(lk) = std::move(resources_);
+    multi_lock_access::keys(lk) = std::move(keys_);
+    multi_lock_access::token(lk) = std::move(token_);
+    multi_lock_access::fences(lk) = std::move(fences_);
+    multi_lock_access::ttl(lk) = opts_.ttl;
+    multi_lock_access::deadline(lk) = valid_until_;
+    complete({}, std::move(lk));
+  }
+
+  // Undoes what this attempt may have taken: every node the script went to, except
+  // those that answered "held" or "another type" (they took nothing: the script checks
+  // every key before it sets any). Queued behind the script on each connection.
+  void release_attempt() {
+    std::array<bool, max_nodes> mask{};
+    bool any = false;
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      const bool took_nothing =
+          answers_[i] == answer::held ||
+          (answers_[i] == answer::failed && errors_[i] == error::wrong_type);
+      mask[i] = sent_to_[i] && !took_nothing;
+      any = any || mask[i];
+    }
+    if (any) s_->release_set_detached(keys_, token_, &mask);
+  }
+
+  void fail_attempt(error_code reason) {
+    release_attempt();
+    if (s_->closed) return complete(error::shut_down, multi_lock{});
+    const auto now = boot_clock::now();
+    if (!wait_ || reason == error::wrong_type || now >= wait_deadline_) {
+      if (wait_ && reason == error::contended) reason = error::wait_timeout;
+      return complete(reason, multi_lock{});
+    }
+    auto delay = s_->jitter(s_->cfg.retry_delay);
+    if (wait_deadline_ - now < delay)
+      delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
+    retry_timer_.expires_after(delay);
+    retry_timer_.async_wait([self = shared_from_this(), this](error_code ec) {
+      if (ec || done_) return;
+      if (outstanding_ > 0)
+        retry_when_idle_ = true;  // the request slots are still in use
+      else
+        attempt();
+    });
+  }
+
+  void on_cancel() override {
+    retry_timer_.cancel();
+    if (!decided_ || second_round_) release_attempt();
+    decided_ = true;
+    second_round_ = false;
+    retry_when_idle_ = false;
+    complete(error::cancelled, multi_lock{});
+  }
+
+  std::vector<std::string> resources_;
+  std::vector<std::string> keys_;
+  std::vector<std::string> fields_;
+  lock_options opts_;
+  bool wait_;
+  boot_timer retry_timer_;
+  boot_clock::time_point wait_deadline_{};
+  boot_clock::time_point start_{};
+  boot_clock::time_point valid_until_{};
+  std::string token_;
+  std::string payload_;
+  std::string payload2_;
+  bool decided_ = false;
+  bool retry_when_idle_ = false;
+  // Fencing: the counters each node answered, at node * keys_.size() + resource.
+  std::vector<std::uint64_t> counters_;
+  std::vector<std::uint64_t> fences_;
+  std::array<bool, max_nodes> marked_{};
+  std::array<request, max_nodes> reqs2_{};
+  std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
+  std::size_t acks_ = 0, refusals_ = 0;
+  bool second_round_ = false;
+};
+
+// ---- release -----------------------------------------------------------------------
+
+class unlock_all_op final : public set_op<void(error_code)> {
+ public:
+  using set_op::set_op;
+
+  void start(multi_lock& lk) {
+    verb_ = "unlock all of";
+    if (diag_) subject_ = join_names(lk.resources());
+    if (s_->closed) return complete(error::shut_down);
+    if (!lk.owns()) return complete(error::not_held);
+    // Emptied now: its destructor must not release it again.
+    keys_ = std::move(multi_lock_access::keys(lk));
+    token_ = std::move(multi_lock_access::token(lk));
+    s_->held_sets.erase(token_);
+    lk = multi_lock{};
+    resp::command_writer w{payload_};
+    w.begin(4 + keys_.size()).arg("EVALSHA").arg(multi_release_script.sha).arg(std::int64_t(keys_.size()));
+    for (const auto& k : keys_) w.arg(k);
+    w.arg(token_);
+    watch_cancellation();
+    send_to_all(payload_, &multi_release_script, boot_clock::now() + s_->cfg.node_timeout);
+    // Queued first on every connection: local waiters woken now send after it.
+    for (const auto& k : keys_) s_->wake_waiter(k);
+    on_tally();
+  }
+
+ private:
+  answer classify(std::size_t, const resp::reply& r) override {
+    if (r[0].kind != resp::type::integer) return answer::failed;
+    return r[0].integer >= 1 ? answer::yes : answer::no;
+  }
+
+  void on_tally() override {
+    const std::size_t n = s_->size();
+    const std::size_t answered = yes_ + no_;
+    if (yes_ >= 1 && answered >= quorum(n)) return complete({});
+    if (outstanding_ > 0) return;
+    if (answered < quorum(n)) return complete(error::no_quorum);
+    complete(error::not_held);
+  }
+
+  void on_cancel() override { complete(error::cancelled); }
+
+  std::vector<std::string> keys_;
+  std::string token_;
+  std::string payload_;
+};
+
+// ---- extend ------------------------------------------------------------------------
+
+class extend_all_op final : public set_op<void(error_code)> {
+ public:
+  using set_op::set_op;
+
+  void start(multi_lock& lk, std::chrono::milliseconds ttl) {
+    verb_ = "extend all of";
+    if (diag_) subject_ = join_names(lk.resources());
+    if (s_->closed) return complete(error::shut_down);
+    if (!lk.owns()) return complete(error::not_held);
+    if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
+      extra_ = ": " + why;
+      return complete(error::invalid_argument);
+    }
+    const auto now = boot_clock::now();
+    if (lk.lost() || now >= lk.deadline()) {
+      // Lost stays lost: past its deadline another owner may hold part of the set.
+      multi_lock_access::lost(lk) = true;
+      extra_ = ": the lock had already passed its validity deadline";
+      return complete(error::lock_lost);
+    }
+    lk_ = &lk;
+    ttl_ = ttl;
+    start_ = now;
+    old_deadline_ = lk.deadline();
+    resp::command_writer w{payload_};
+    w.begin(5 + lk.keys().size()).arg("EVALSHA").arg(multi_extend_script.sha)
+        .arg(std::int64_t(lk.keys().size()));
+    for (const auto& k : lk.keys()) w.arg(k);
+    w.arg(lk.token()).arg(std::int64_t{ttl.count()});
+    watch_cancellation();
+    send_to_all(payload_, &multi_extend_script, std::min(now + s_->cfg.node_timeout, old_deadline_));
+    on_tally();
+  }
+
+ private:
+  bool counts(std::size_t i) override { return voter(i, ttl_); }
+
+  answer classify(std::size_t, const resp::reply& r) override {
+    if (r[0].kind != resp::type::integer) return answer::failed;
+    return r[0].integer == 1 ? answer::yes : answer::no;
+  }
+
+  void on_tally() override {
+    switch (decide(s_->size(), yes_, no_ + failed_)) {
+      case vote_state::undecided: return;
+      case vote_state::won: {
+        const auto now = boot_clock::now();
+        const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
+        if (now >= old_deadline_ || now >= new_deadline) {
+          if (now >= old_deadline_) multi_lock_access::lost(*lk_) = true;
+          return complete(error::validity_exhausted);
+        }
+        multi_lock_access::deadline(*lk_) = new_deadline;
+        multi_lock_access::ttl(*lk_) = ttl_;
+        return complete({});
+      }
+      case vote_state::lost:
+        if (no_ > s_->size() - quorum(s_->size())) {
+          multi_lock_access::lost(*lk_) = true;  // a majority no longer holds the whole set
+          return complete(error::not_held);
+        }
+        return complete(error::no_quorum);
+    }
+  }
+
+  void on_cancel() override { complete(error::cancelled); }
+
+  multi_lock* lk_ = nullptr;
+  std::chrono::milliseconds ttl_{};
+  boot_clock::time_point start_{};
+  boot_clock::time_point old_deadline_{};
+  std::string payload_;
+};
+
+template <typename Handler>
+void complete_without_client(Handler h) {
+  asio::post(asio::system_executor{}, asio::append(std::move(h), error_code{error::shut_down}));
+}
+
+// Creates the op and runs `start` on the strand.
+template <typename Op, typename Handler, typename Start>
+void launch(std::shared_ptr<client_state> s, diagnostics* diag, Handler h, Start start) {
+  auto strand = s->strand;
+  auto op = std::make_shared<Op>(std::move(s), diag, std::move(h));
+  asio::dispatch(strand, [op, start = std::move(start)] {
+    op->run_start([&] { start(*op); });
+  });
+}
+
+}  // namespace
+
+void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> resources,
+                    lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h) {
+  if (!s)
+    return asio::post(asio::system_executor{},
+                      asio::append(std::move(h), error_code{error::shut_down}, multi_lock{}));
+  auto strand = s->strand;
+  auto op = std::make_shared<lock_all_op>(std::move(s), std::move(resources), opts, wait, diag,
+                                          std::move(h));
+  asio::dispatch(strand, [op] { op->run_start([&] { op->start(); }); });
+}
+
+void start_unlock_all(std::shared_ptr<client_state> s, multi_lock& lk, diagnostics* diag,
+                      void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  launch<unlock_all_op>(std::move(s), diag, std::move(h), [&lk](unlock_all_op& op) { op.start(lk); });
+}
+
+void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,
+                      std::chrono::milliseconds ttl, diagnostics* diag, void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  launch<extend_all_op>(std::move(s), diag, std::move(h),
+                        [&lk, ttl](extend_all_op& op) { op.start(lk, ttl); });
+}
+
+}  // namespace detail
+
+// ---- multi_lock --------------------------------------------------------------------
+
+multi_lock::multi_lock(multi_lock&& other) noexcept
+    : owner_(std::move(other.owner_)),
+      resources_(std::move(other.resources_)),
+      keys_(std::move(other.keys_)),
+      token_(std::move(other.token_)),
+      fences_(std::move(other.fences_)),
+      ttl_(other.ttl_),
+      deadline_(other.deadline_),
+      lost_(other.lost_) {
+  other.token_.clear();
+}
+
+multi_lock& multi_lock::operator=(multi_lock&& other) noexcept {
+  if (this != &other) {
+    release_in_background();
+    owner_ = std::move(other.owner_);
+    resources_ = std::move(other.resources_);
+    keys_ = std::move(other.keys_);
+    token_ = std::move(other.token_);
+    fences_ = std::move(other.fences_);
+    ttl_ = other.ttl_;
+    deadline_ = other.deadline_;
+    lost_ = other.lost_;
+    other.token_.clear();
+  }
+  return *this;
+}
+
+multi_lock::~multi_lock() { release_in_background(); }
+
+std::uint64_t multi_lock::fence(std::string_view resource) const noexcept {
+  const auto it = std::lower_bound(resources_.begin(), resources_.end(), resource);
+  if (it == resources_.end() || *it != resource || fences_.empty()) return 0;
+  return fences_[static_cast<std::size_t>(it - resources_.begin())];
+}
+
+std::chrono::milliseconds multi_lock::validity() const noexcept {
+  if (!valid()) return std::chrono::milliseconds{0};
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - boot_clock::now());
+}
+
+bool multi_lock::valid() const noexcept {
+  return !token_.empty() && !lost_ && boot_clock::now() < deadline_;
+}
+
+void multi_lock::release_in_background() noexcept {
+  if (token_.empty()) return;
+  if (auto s = owner_.lock()) {
+    try {
+      boost::asio::post(s->strand, [s, keys = std::move(keys_), token = std::move(token_)] {
+        if (s->closed) return;
+        s->held_sets.erase(token);
+        s->release_set_detached(keys, token);
+        for (const auto& k : keys) s->wake_waiter(k);
+      });
+    } catch (...) {
+      // Best effort by contract: the keys expire with their TTL.
+    }
+  }
+  token_.clear();
+  owner_.reset();
+}
+
+}  // namespace redlock

@@ -1,0 +1,313 @@
+// Multi-resource locks against real redis-server nodes: a set is taken, extended and
+// released together; a set blocked by one key takes nothing anywhere; single and multi
+// locks on one resource exclude each other; opposite orders neither deadlock nor
+// overlap; a failed partial attempt leaves no key; fencing gives one increasing token
+// per resource; a frozen minority does not stop a set; bad arguments say what is wrong.
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+
+#include "async_helpers.hpp"
+#include "client/multi.hpp"
+#include "fast_config.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::eventually;
+using redlock::test::fast_config;
+using redlock::test::run_bounded;
+
+namespace {
+
+using names = std::vector<std::string>;
+
+struct three_nodes {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+
+  redlock::client make_client() { return redlock::client{io.get_executor(), fast_config(fleet.uris())}; }
+
+  // Nodes (running, not frozen) that hold `key`; each copy must have a TTL.
+  std::size_t copies(const std::string& key) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      if (!fleet[i].running() || fleet[i].frozen()) continue;
+      if (fleet[i].command({"EXISTS", key}).integer != 1) continue;
+      ++n;
+      BOOST_TEST(fleet[i].command({"PTTL", key}).integer > 0, key << " on node " << i);
+    }
+    return n;
+  }
+  std::size_t copies_of_any(const names& keys) {
+    std::size_t n = 0;
+    for (const auto& k : keys) n += copies(k);
+    return n;
+  }
+};
+
+// Not coroutines themselves: GCC 12 mishandles braced arguments of coroutine calls.
+auto try_all(redlock::client& c, names r, redlock::lock_options o, redlock::diagnostics& d) {
+  return c.async_try_lock_all(std::move(r), o, d, asio::as_tuple(asio::use_awaitable));
+}
+auto lock_all(redlock::client& c, names r, redlock::lock_options o) {
+  return c.async_lock_all(std::move(r), o, asio::use_awaitable);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(multi_locks, three_nodes)
+
+BOOST_AUTO_TEST_CASE(the_scripts_hashes_match_what_redis_computes) {
+  for (const auto* s : {&redlock::detail::multi_acquire_script, &redlock::detail::multi_raise_script,
+                        &redlock::detail::multi_extend_script, &redlock::detail::multi_release_script})
+    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha);
+}
+
+BOOST_AUTO_TEST_CASE(a_set_is_taken_extended_and_released_together) {
+  auto c = make_client();
+  const names given{"m:c", "m:a", "m:b"}, sorted{"m:a", "m:b", "m:c"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await lock_all(c, given, {.ttl = 5s});
+    BOOST_TEST(lk.valid());
+    BOOST_TEST((lk.resources() == sorted));
+    BOOST_TEST(lk.fences().empty());
+    for (const auto& k : lk.keys()) {
+      BOOST_TEST(copies(k) >= 2u, k);
+      std::size_t ours = 0;
+      for (std::size_t i = 0; i < 3; ++i) ours += fleet[i].command({"GET", k}).text == lk.token();
+      BOOST_TEST(ours == copies(k));
+    }
+    co_await c.async_extend(lk, 30s, asio::use_awaitable);
+    BOOST_TEST(lk.ttl() == 30s);
+    BOOST_TEST(lk.validity() > 20s);
+    for (const auto& k : lk.keys())
+      for (std::size_t i = 0; i < 3; ++i)
+        if (fleet.has_key(i, k)) BOOST_TEST(fleet[i].command({"PTTL", k}).integer > 20000, k);
+    const auto keys = lk.keys();
+    co_await c.async_unlock(lk, asio::use_awaitable);
+    BOOST_TEST(!lk.owns());
+    BOOST_TEST(copies_of_any(keys) == 0u);
+    error_code ec;
+    co_await c.async_unlock(lk, asio::redirect_error(asio::use_awaitable, ec));
+    BOOST_TEST(ec == redlock::error::not_held);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_set_blocked_by_one_held_key_takes_nothing) {
+  auto c = make_client();
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"SET", "b", "someone-else", "PX", "10000"});
+  const names abc{"a", "b", "c"}, cba{"c", "b", "a"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await try_all(c, abc, {}, diag);
+    BOOST_TEST(ec == redlock::error::contended);
+    BOOST_TEST(!lk.owns());
+    BOOST_TEST(diag.message.find("\"b\" held by another owner") != std::string::npos, diag.message);
+    // Waiting: retries that all fail take nothing either.
+    auto [ec2, lk2] = co_await c.async_lock_all(cba, {.wait = 150ms},
+                                                asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::wait_timeout);
+  }());
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(fleet[i].command({"EXISTS", "a", "c"}).integer == 0);
+    BOOST_TEST(fleet[i].command({"GET", "b"}).text == "someone-else");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(single_and_multi_locks_on_a_resource_exclude_each_other) {
+  auto a = make_client();
+  auto b = make_client();
+  const names xy{"x", "y"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto single = co_await a.async_lock("y", {}, asio::use_awaitable);
+    auto [ec, set] = co_await try_all(b, xy, {}, diag);
+    BOOST_TEST(ec == redlock::error::contended);
+    co_await a.async_unlock(single, asio::use_awaitable);
+    auto set2 = co_await lock_all(b, xy, {});
+    auto [ec2, single2] = co_await a.async_try_lock("x", {}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::contended);
+    co_await b.async_unlock(set2, asio::use_awaitable);
+    auto single3 = co_await a.async_try_lock("x", {}, asio::use_awaitable);
+    BOOST_TEST(single3.valid());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(opposite_orders_never_deadlock_nor_overlap) {
+  // Independent clients (own connections): two name the set in opposite orders, a third
+  // takes the middle resource alone. Per resource, count who is inside.
+  std::vector<redlock::client> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(make_client());
+  std::map<std::string, int> inside;
+  int overlaps = 0, entries = 0;
+  auto enter = [&](const names& rs) {
+    for (const auto& r : rs)
+      if (++inside[r] != 1) ++overlaps;
+    ++entries;
+  };
+  auto leave = [&](const names& rs) {
+    for (const auto& r : rs) --inside[r];
+  };
+  const names forward{"o:1", "o:2", "o:3"}, backward{"o:3", "o:2", "o:1"}, middle{"o:2"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto hold_briefly = [&]() -> asio::awaitable<void> {
+      asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
+      co_await t.async_wait(asio::use_awaitable);
+    };
+    auto set_worker = [&](redlock::client& c, names order) -> asio::awaitable<void> {
+      for (int round = 0; round < 15; ++round) {
+        auto lk = co_await c.async_lock_all(order, {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
+        enter(lk.resources());
+        co_await hold_briefly();
+        leave(lk.resources());
+        co_await c.async_unlock(lk, asio::use_awaitable);
+      }
+    };
+    auto single_worker = [&](redlock::client& c) -> asio::awaitable<void> {
+      for (int round = 0; round < 15; ++round) {
+        auto lk = co_await c.async_lock("o:2", {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
+        enter(middle);
+        co_await hold_briefly();
+        leave(middle);
+        co_await c.async_unlock(lk, asio::use_awaitable);
+      }
+    };
+    using namespace asio::experimental::awaitable_operators;
+    co_await (set_worker(clients[0], forward) && set_worker(clients[1], backward) &&
+              set_worker(clients[0], backward) && set_worker(clients[1], forward) &&
+              single_worker(clients[2]));
+  }(), 60s);
+  BOOST_TEST(entries == 75);
+  BOOST_TEST(overlaps == 0);
+  BOOST_TEST(copies_of_any(forward) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_partial_attempt_leaves_no_key) {
+  // Node 0 holds one key of the set for someone else and node 1 is down: node 2 alone
+  // takes the whole set, which is no majority, so it must be released there.
+  auto c = make_client();
+  fleet[0].command({"SET", "p:2", "someone-else", "PX", "10000"});
+  fleet[1].kill();
+  const names set{"p:1", "p:2", "p:3"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await try_all(c, set, {}, diag);
+    BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
+    BOOST_TEST(!lk.owns());
+    const bool released = co_await eventually([&] {
+      return fleet[2].command({"EXISTS", "p:1", "p:2", "p:3"}).integer == 0;
+    }, 5s);
+    BOOST_TEST(released);
+  }());
+  BOOST_TEST(fleet[0].command({"EXISTS", "p:1", "p:3"}).integer == 0);
+  BOOST_TEST(fleet[0].command({"GET", "p:2"}).text == "someone-else");
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_waiting_set_leaves_nothing) {
+  auto c = make_client();
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"SET", "w:2", "someone-else", "PX", "60000"});
+  const names set{"w:1", "w:2", "w:3"}, others{"w:1", "w:3"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer t{co_await asio::this_coro::executor, 100ms};
+    auto r = co_await (lock_all(c, set, {.ttl = 60s}) ||
+                       t.async_wait(asio::use_awaitable));
+    BOOST_TEST(r.index() == 1u);
+    const bool clean = co_await eventually([&] { return copies_of_any(others) == 0; }, 5s);
+    BOOST_TEST(clean);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(fenced_sets_get_one_increasing_token_per_resource) {
+  auto c = make_client();
+  const names ba{"f:b", "f:a"}, ab{"f:a", "f:b"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::lock_options fenced{.ttl = 5s, .wait = 5s, .fenced = true};
+    auto first = co_await lock_all(c, ba, fenced);
+    BOOST_TEST_REQUIRE(first.fences().size() == 2u);
+    const auto a1 = first.fence("f:a"), b1 = first.fence("f:b");
+    BOOST_TEST(a1 > 0u);
+    BOOST_TEST(b1 > 0u);
+    BOOST_TEST(first.fences()[0] == a1);
+    BOOST_TEST(first.fence("f:zzz") == 0u);
+    co_await c.async_unlock(first, asio::use_awaitable);
+    // A single fenced lock of one resource follows the set's token for it...
+    auto single = co_await c.async_lock("f:a", fenced, asio::use_awaitable);
+    BOOST_TEST(single.fence() > a1);
+    const auto a2 = single.fence();
+    co_await c.async_unlock(single, asio::use_awaitable);
+    // ...and the next set follows both.
+    auto second = co_await lock_all(c, ab, fenced);
+    BOOST_TEST(second.fence("f:a") > a2);
+    BOOST_TEST(second.fence("f:b") > b1);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
+  redlock::test::redis_fleet five{5};
+  redlock::client c{io.get_executor(), fast_config(five.uris())};
+  const names two{"z:1", "z:2"}, three{"z:1", "z:2", "z:3"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto warm = co_await lock_all(c, two, {});  // every node connected
+    co_await c.async_unlock(warm, asio::use_awaitable);
+  }());
+  five[3].freeze();
+  five[4].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await lock_all(c, three, {.ttl = 5s, .wait = 3s});
+    BOOST_TEST(lk.valid());
+    co_await c.async_extend(lk, 5s, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }(), 10s);
+  five[3].thaw();
+  five[4].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(bad_arguments_are_refused_with_a_clear_message) {
+  auto c = make_client();
+  names many;
+  for (std::size_t i = 0; i <= redlock::max_multi_lock; ++i) many.push_back("n" + std::to_string(i));
+  const std::vector<std::pair<names, std::string>> cases{
+      {names{}, "the set of resources is empty"},
+      {many, "at most 64 are allowed"},
+      {names{"a", ""}, "resource 1 of the set is an empty name"},
+      {names{"a", "b", "a"}, "resource \"a\" is named twice in the set"},
+  };
+  const names one{"a"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (const auto& [rs, text] : cases) {
+      redlock::diagnostics diag;
+      auto [ec, lk] = co_await try_all(c, rs, {}, diag);
+      BOOST_TEST(ec == redlock::error::invalid_argument);
+      BOOST_TEST(diag.message.find(text) != std::string::npos, diag.message);
+    }
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await try_all(c, one, {.ttl = 0ms}, diag);
+    BOOST_TEST(ec == redlock::error::invalid_argument);
+    BOOST_TEST(diag.message.find("TTL") != std::string::npos, diag.message);
+  }());
+  BOOST_TEST(fleet.total_keys() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_releases_held_and_dropped_sets) {
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  redlock::multi_lock kept;
+  const names k12{"k:1", "k:2"}, d12{"d:1", "d:2"};
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    kept = co_await lock_all(c, k12, {.ttl = 60s});
+    {
+      auto dropped = co_await lock_all(c, d12, {.ttl = 60s});
+    }  // released in the background...
+    co_await c.async_shutdown(asio::use_awaitable);  // ...and sent before the close
+  }, asio::detached);
+  io.run();
+  BOOST_TEST(fleet.total_keys() == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
