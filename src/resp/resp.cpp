@@ -251,25 +251,30 @@ void reader::shrink_if_idle() {
   if (begin_ == end_ && buf_.capacity() > keep) std::vector<char>{}.swap(buf_);
 }
 
-command_writer& command_writer::begin(std::size_t argc) {
+namespace {
+
+// "<mark><n>\r\n" appended in one piece.
+void append_header(std::string& out, char mark, std::size_t n) {
   char tmp[24];
-  auto [p, ec] = std::to_chars(tmp, tmp + sizeof tmp, argc);
+  tmp[0] = mark;
+  auto [p, ec] = std::to_chars(tmp + 1, tmp + sizeof tmp - 2, n);
   (void)ec;
-  out_.push_back('*');
-  out_.append(tmp, p);
-  out_.append("\r\n");
+  *p++ = '\r';
+  *p++ = '\n';
+  out.append(tmp, p);
+}
+
+}  // namespace
+
+command_writer& command_writer::begin(std::size_t argc) {
+  append_header(out_, '*', argc);
   return *this;
 }
 
 command_writer& command_writer::arg(std::string_view a) {
-  char tmp[24];
-  auto [p, ec] = std::to_chars(tmp, tmp + sizeof tmp, a.size());
-  (void)ec;
-  out_.push_back('$');
-  out_.append(tmp, p);
-  out_.append("\r\n");
-  out_.append(a);
-  out_.append("\r\n");
+  append_header(out_, '$', a.size());
+  out_.append(a.data(), a.size());
+  out_.append("\r\n", 2);
   return *this;
 }
 

@@ -133,8 +133,16 @@ class command_writer {
   std::string& out_;
 };
 
+namespace detail {
+// Bytes an argument takes at most in a command: "$" + length + CRLF + data + CRLF.
+inline std::size_t encoded_bound(std::string_view a) { return a.size() + 24; }
+inline std::size_t encoded_bound(std::int64_t) { return 48; }
+}  // namespace detail
+
 template <typename... Args>
 void append_command(std::string& out, const Args&... args) {
+  // One allocation at most: the whole command is sized before it is written.
+  out.reserve(out.size() + 24 + (detail::encoded_bound(args) + ... + 0));
   command_writer w{out};
   w.begin(sizeof...(Args));
   (w.arg(args), ...);
