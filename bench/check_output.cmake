@@ -30,6 +30,7 @@ set(extra_fenced_w2 first_round_p50_us write_back_p50_us write_back_p99_us fence
 set(extra_fenced_w1 ${extra_fenced_w2})
 set(extra_claims batch effective_batch won failures script_calls_per_claim client_us_per_claim
     server_us_per_claim ceiling_claims_per_s vs_ceiling)
+set(extra_multi resources_per_lock failures)
 set(extra_extend renew_p50_us renew_p99_us held_locks renewal_cycles evalsha_per_cycle_per_node
     lost)
 # Fields that must be 0.
@@ -38,7 +39,7 @@ set(zero_fenced_w2 fence_violations failures)
 set(zero_fenced_w1 fence_violations failures)
 set(zero_extend lost failures)
 set(zero_claims failures)
-set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims)
+set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims multi)
 
 # One list element per line; a ';' inside a line must not split it.
 string(REPLACE ";" "\\;" out "${out}")
