@@ -90,6 +90,15 @@ struct config {
   /// [retry_delay / 2, retry_delay * 3 / 2]. Default 50 ms.
   std::chrono::milliseconds retry_delay = 50ms;
 
+  /// Wake waiters when another client releases: while a lock call waits for a resource,
+  /// the client subscribes (one extra connection per node, opened when the first call
+  /// waits, shared by all) to the channel named like the resource's key, on which every
+  /// release publishes; the first waiter in line then tries at once instead of after its
+  /// retry delay, which stays the fallback (messages can be lost). Needs SUBSCRIBE,
+  /// UNSUBSCRIBE, PING and PUBLISH with channel access (`&PREFIX*`) for an ACL user; see
+  /// docs/deployment.md. Default on.
+  bool wake_on_release = true;
+
   /// Every key the client writes is `key_prefix + resource`; the fencing keys are
   /// `key_prefix + "redlock:fence"` (a hash) and `key_prefix + "redlock:fence:marker"`,
   /// the only keys without a TTL. Default: empty.

@@ -30,14 +30,19 @@
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
 #include "client/multi.hpp"
+#include "client/wake.hpp"
 #include "guard/renewal.hpp"
 
 namespace redlock {
 namespace detail {
 
+// A release announces itself on the channel named like the key, with the released token
+// as the message (client_state::wakes): waiters in other clients try at once instead of
+// after their retry delay. pcall: an ACL user without PUBLISH still releases (its waiters
+// fall back to polling).
 const script release_script{
-    R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end)",
-    "b70c2384248f88e6b75b9f89241a180f856ad852"};
+    R"(if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) redis.pcall("publish",KEYS[1],ARGV[1]) return 1 else return 0 end)",
+    "1a824c1f3b7d2a0f38a478f368ad49f80b3a9934"};
 const script extend_script{
     R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end)",
     "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"};
@@ -64,7 +69,10 @@ std::string acl_hint(std::string_view server_text) {
     for (std::string_view body = sc->body;;) {
       const auto at = body.find("call(\"");
       if (at == std::string_view::npos) break;
+      // pcall: a command whose refusal the script tolerates (the release's PUBLISH).
+      const bool optional = at > 0 && body[at - 1] == 'p';
       body.remove_prefix(at + 6);
+      if (optional) continue;
       std::string name{body.substr(0, body.find('"'))};
       for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
       if (names.find(" " + name + " ") == std::string::npos) names += name + " ";
@@ -202,6 +210,8 @@ void client_state::close_all_gracefully(std::function<void()> done) {
   closed = true;
   if (renewals) renewals->shutdown();
   if (claims) claims->shutdown();
+  if (wakes) wakes->shutdown();
+  end_waits();
   for (auto& [token, key] : held) release_detached(key, token);
   held.clear();
   for (auto& [token, keys] : held_sets) release_set_detached(keys, token);
@@ -219,6 +229,7 @@ void client_state::close_all() {
   closed = true;
   if (renewals) renewals->shutdown();
   if (claims) claims->shutdown();
+  if (wakes) wakes->shutdown();
   for (auto& n : nodes) n->close();
 }
 
@@ -559,6 +570,11 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
 
  private:
   void attempt() {
+    if (s_->closed) {
+      // Shut down while waiting (client_state::end_waits woke us): stop here.
+      decided_ = true;
+      return complete(error::shut_down, lock{});
+    }
     decided_ = false;
     second_round_ = false;
     marked_yes_ = unmarked_yes_ = 0;
@@ -799,6 +815,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
       // a local release wakes the head at once, and the next one moves up when the head
       // leaves. The nodes still decide who holds the lock.
       auto& line = s_->waiters[key_];
+      if (line.empty()) s_->line_formed(key_);
       line.push_back(this);
       queued_ = true;
     }
@@ -814,9 +831,9 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
 
   void retry_after(std::chrono::nanoseconds delay) {
     retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([this, h = hold{this}](error_code ec) {
-      const bool go = !ec || std::exchange(kicked_, false);
-      if (go && !done_) {
+    retry_timer_.async_wait([this, h = hold{this}, gen = ++timer_gen_](error_code ec) {
+      // A wait that expired just as a wake tried at once is stale too.
+      if (!ec && gen == timer_gen_ && !done_) {
         if (outstanding_ > 0)
           retry_when_idle_ = true;  // the request slots are still in use
         else
@@ -834,14 +851,21 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
       woken_ = true;
       return;
     }
-    kicked_ = true;
+    ++timer_gen_;
     retry_timer_.cancel();
+    if (outstanding_ > 0) {
+      retry_when_idle_ = true;  // the request slots are still in use
+      return;
+    }
+    // Now, not from the timer's handler: the SET joins the release queued in this same
+    // turn and leaves in the same write, right behind it on every connection. Guarded:
+    // an attempt decided at once completes from a posted handler, not inside the release.
+    run_guarded([this] { attempt(); });
   }
 
   /// Moved to the head of the line: start polling (a local release still wakes it).
   void promote() override {
     if (done_ || !decided_ || second_round_) return;
-    kicked_ = false;
     const auto now = boot_clock::now();
     auto delay = s_->jitter(s_->cfg.retry_delay);
     if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(wait_deadline_ - now, boot_clock::duration::zero()));
@@ -892,6 +916,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     std::erase(line, static_cast<waiter*>(this));
     if (line.empty()) {
       s_->waiters.erase(it);
+      s_->line_gone(key_);
     } else if (was_head) {
       line.front()->promote();
     }
@@ -938,12 +963,14 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;
   bool woken_ = false;   // woken while an attempt was in flight
-  bool kicked_ = false;  // the retry timer was cancelled to try at once
+  std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
 };
 
 }  // namespace
 
-void client_state::wake_waiter(const std::string& key) {
+void client_state::wake_waiter(const std::string& key, std::string_view token) {
+  // The nodes' announcements of this release must not wake the next head again.
+  if (wakes && !token.empty()) wakes->heard(key, token);
   auto it = waiters.find(key);
   if (it != waiters.end() && !it->second.empty()) it->second.front()->wake();
 }
@@ -978,7 +1005,7 @@ class unlock_op final : public fanout_op<void(error_code)> {
     send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
     // The release is queued first on every connection: a local waiter woken now sends
     // its SET after it.
-    s_->wake_waiter(key_);
+    s_->wake_waiter(key_, token_);
     on_tally();
   }
 
@@ -1288,7 +1315,7 @@ void lock::release_in_background() noexcept {
         if (s->closed) return;
         s->held.erase(token);
         s->release_detached(key, token);
-        s->wake_waiter(key);
+        s->wake_waiter(key, token);
       });
     } catch (...) {
       // Best effort by contract: the keys expire with their TTL.

@@ -43,6 +43,7 @@ extern const script fence_repair_script;   // raise many counters, then set the 
 
 class renewal_scheduler;
 class claim_coalescer;
+class wake_hub;
 
 /// A lock call waiting in the local line for a resource (see client_state::waiters).
 class waiter {
@@ -81,8 +82,18 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::string repair_problem;
   /// Local waiters per key, in arrival order (the head polls; releases wake it).
   std::unordered_map<std::string, std::deque<waiter*>> waiters;
-  /// Wakes the first local waiter for `key` (after a local release). On the strand.
-  void wake_waiter(const std::string& key);
+  /// Wakes the first local waiter for `key` (after a local release of `token`, "" if
+  /// unknown). On the strand.
+  void wake_waiter(const std::string& key, std::string_view token = {});
+  /// Release announcements from the nodes (pub/sub), for keys with a local line; created
+  /// by the first line (src/client/wake.cpp).
+  std::unique_ptr<wake_hub> wakes;
+  /// A line of waiters formed for `key` / emptied: start / stop listening for its releases.
+  void line_formed(const std::string& key);
+  void line_gone(const std::string& key);
+  /// At shutdown: wakes every waiting call, which then completes with shut_down (a call
+  /// parked in a line would otherwise sleep until its wait ended). On the strand.
+  void end_waits();
   std::string fence_hash_key;    // key_prefix + "redlock:fence"
   std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
 

@@ -270,6 +270,13 @@ void connection::on_connected() {
       resp::append_command(handshake_payload_, "AUTH", uri_.user, uri_.password);
     handshake_steps_.push_back(step::auth);
   }
+  if (on_message_) {
+    // A subscriber needs no server facts (it never votes): a PING proves a live Redis
+    // that accepted our credentials. Channels are the same in every database.
+    resp::append_command(handshake_payload_, "PING");
+    handshake_steps_.push_back(step::ping);
+    return send_handshake();
+  }
   if (uri_.db != 0) {
     resp::append_command(handshake_payload_, "SELECT", std::int64_t{uri_.db});
     handshake_steps_.push_back(step::select);
@@ -288,12 +295,15 @@ void connection::on_connected() {
   }
   resp::append_command(handshake_payload_, "TIME");
   handshake_steps_.push_back(step::time);
+  send_handshake();
+}
 
+void connection::send_handshake() {
   pending_status_ = node_status{};
   pending_status_.clock_jump_at = status_.clock_jump_at;
   last_sample_.reset();
   clock_sent_.clear();
-  clock_sent_.push_back(boot_clock::now());  // the handshake's TIME
+  if (!on_message_) clock_sent_.push_back(boot_clock::now());  // the handshake's TIME
   wbuf_.append(handshake_payload_);
   for (std::size_t i = 0; i < handshake_steps_.size(); ++i) inflight_.push_back({nullptr, kind::handshake});
   start_read();
@@ -327,6 +337,7 @@ std::string_view connection::step_command(step st) {
     case step::marker: return "EXISTS";
     case step::load: return "SCRIPT LOAD";
     case step::time: return "TIME";
+    case step::ping: return "PING";
   }
   return "?";
 }
@@ -379,6 +390,10 @@ void connection::on_handshake_reply(const resp::reply& r) {
       break;
     case step::load:
       break;
+    case step::ping:
+      if (top.is_error())
+        return fail_connection(error::auth_failed, "PING refused: " + std::string{top.text});
+      break;
     case step::time: {
       const auto sent = clock_sent_.empty() ? boot_clock::now() : clock_sent_.front();
       if (!clock_sent_.empty()) clock_sent_.pop_front();
@@ -397,7 +412,7 @@ void connection::on_handshake_reply(const resp::reply& r) {
       if (restarted) on_event(*this, node_event::kind::restarted, "the server restarted (new run id)");
       if (status_.replica) on_event(*this, node_event::kind::replica, "the server is a replica");
     }
-    schedule_clock_probe();
+    if (!on_message_) schedule_clock_probe();
   }
 }
 
@@ -628,8 +643,19 @@ void connection::on_read(error_code ec, std::size_t n) {
   start_read();
 }
 
+namespace {
+
+// ["message", channel, payload] or ["subscribe", channel, count] (RESP2 pub/sub).
+bool is_pubsub(const resp::reply& r, std::string_view what) {
+  return r.size() == 4 && r[0].kind == resp::type::array && r[0].size == 3 && r[1].is_string() &&
+         r[1].text == what;
+}
+
+}  // namespace
+
 void connection::dispatch_reply(const resp::reply& r) {
   if (r[0].kind == resp::type::push) return;  // out-of-band: not an answer to a request
+  if (on_message_ && is_pubsub(r, "message")) return on_message_(r);  // not a reply either
   if (inflight_.empty())
     return fail_connection(error::protocol_error, "the server sent a reply nobody asked for");
   const inflight e = inflight_.front();
@@ -651,7 +677,9 @@ void connection::dispatch_reply(const resp::reply& r) {
       if (!clock_sent_.empty()) clock_sent_.pop_front();
       return on_time_reply(r, sent);
     }
-    case kind::ignore: return;
+    case kind::ignore:
+      if (on_message_ && is_pubsub(r, "subscribe")) on_message_(r);
+      return;
     case kind::user: break;
   }
   if (!e.req) return;  // completed by its deadline; the late reply is dropped

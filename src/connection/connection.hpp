@@ -125,6 +125,16 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Sends what is queued and waits for the replies already due (releases, say), at
   /// most `limit`, then closes as close() does and calls `done` (on the strand).
   void close_gracefully(std::chrono::milliseconds limit, std::function<void()> done);
+  /// Makes this a subscriber connection (call before start()): the handshake is AUTH (if
+  /// any) and PING only, no clock probes, and every pub/sub message (["message", channel,
+  /// payload]) and every SUBSCRIBE confirmation (["subscribe", channel, count]) goes to
+  /// `on_message`. Commands are sent with submit_detached(), one channel per command, so
+  /// that each has exactly one reply.
+  void make_subscriber(std::function<void(const resp::reply&)> on_message) {
+    on_message_ = std::move(on_message);
+  }
+  /// The TLS settings of a rediss:// connection (null for redis://), to open another one.
+  const std::shared_ptr<tls_settings>& tls() const { return tls_settings_; }
   /// Replaces reply_limits() for this connection (tests); call before start().
   void set_reply_limits(const resp::limits& limits) { reader_ = resp::reader{limits}; }
 
@@ -146,7 +156,7 @@ class connection : public std::enable_shared_from_this<connection> {
  private:
   enum class state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
   enum class kind : std::uint8_t { user, ignore, handshake, probe, clock };
-  enum class step : std::uint8_t { auth, select, info, role, marker, load, time };
+  enum class step : std::uint8_t { auth, select, info, role, marker, load, time, ping };
   struct inflight {
     request* req;  // null once completed by a timeout (the reply is then dropped)
     kind k;
@@ -159,6 +169,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void connect();
   void on_tcp_connected();
   void on_connected();
+  void send_handshake();
   asio::ip::tcp::socket& tcp();
   std::string tls_problem(const error_code& ec);
   void on_handshake_reply(const resp::reply& r);
@@ -232,6 +243,7 @@ class connection : public std::enable_shared_from_this<connection> {
   resp::reader reader_{reply_limits()};
   resp::reply reply_;
   std::minstd_rand rng_;
+  std::function<void(const resp::reply&)> on_message_;  // set on subscriber connections
 };
 
 }  // namespace redlock::detail

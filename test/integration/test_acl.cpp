@@ -28,13 +28,15 @@ const std::vector<std::string> lock_commands{"+info",  "+role", "+time",       "
                                              "+script|load", "+evalsha", "+eval", "+set",
                                              "+get",   "+del",  "+pexpire"};
 const std::vector<std::string> fence_commands{"+exists", "+hincrby", "+hget", "+hset", "+hgetall"};
+// Waking waiters of other clients (with channels "&app:*"); without them waiters poll.
+const std::vector<std::string> wake_commands{"+publish", "+subscribe", "+unsubscribe"};
 
 const std::string password = "Pa55-for-locker";
 
 // (Re)defines user "locker" on every node with the given rules beyond its password.
 void define_user(redlock::test::redis_fleet& fleet, const std::vector<std::string>& rules) {
   std::vector<std::string> cmd{"ACL", "SETUSER", "locker", "reset", "on", ">" + password,
-                               "~app:*", "-@all"};
+                               "~app:*", "&app:*", "-@all"};
   cmd.insert(cmd.end(), rules.begin(), rules.end());
   for (std::size_t i = 0; i < fleet.size(); ++i) {
     const auto r = fleet[i].command(cmd);
@@ -123,6 +125,7 @@ void forget_fence_state(redlock::test::redis_fleet& fleet) {
 std::vector<std::string> all_commands() {
   auto rules = lock_commands;
   rules.insert(rules.end(), fence_commands.begin(), fence_commands.end());
+  rules.insert(rules.end(), wake_commands.begin(), wake_commands.end());
   return rules;
 }
 
@@ -146,9 +149,12 @@ BOOST_AUTO_TEST_CASE(a_user_missing_one_command_gets_an_error_that_names_it) {
   redlock::test::redis_fleet fleet{3};
   // EVAL only serves background releases of abandoned attempts (nobody waits for
   // them) and PING only the liveness probe, which any reply satisfies: neither fails a
-  // call. Every other command does, naming it.
+  // call, nor do the wake commands (waiters poll instead; a test below). Every other
+  // command does, naming it.
   for (const auto& missing : all_commands()) {
-    if (missing == "+eval" || missing == "+ping") continue;
+    if (missing == "+eval" || missing == "+ping" ||
+        std::find(wake_commands.begin(), wake_commands.end(), missing) != wake_commands.end())
+      continue;
     BOOST_TEST_CONTEXT("without " << missing) {
       std::vector<std::string> rules;
       for (const auto& r : all_commands())
@@ -172,6 +178,61 @@ BOOST_AUTO_TEST_CASE(a_user_missing_one_command_gets_an_error_that_names_it) {
       BOOST_TEST(diag.find(password) == std::string::npos, diag);
     }
   }
+}
+
+namespace {
+
+// `holder` takes "busy", `waiter` waits for it; returns the waiter's outcome after the
+// holder's release. With retry_delay 30 s, a waiter done within the bound was woken.
+error_code wait_for_release(const redlock::config& holder_cfg, redlock::config waiter_cfg,
+                            redlock::test::redis_fleet& fleet, bool expect_wake) {
+  asio::io_context io;
+  waiter_cfg.retry_delay = expect_wake ? 30s : 20ms;
+  redlock::client holder{io.get_executor(), holder_cfg};
+  redlock::client waiter{io.get_executor(), waiter_cfg};
+  error_code out = redlock::error::wait_timeout;
+  bool done = false;
+  redlock::lock second;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await holder.async_lock("busy", {.ttl = 20s}, asio::use_awaitable);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto [ec, lk] = co_await waiter.async_lock("busy", {.ttl = 20s, .wait = 20s},
+                                                     asio::as_tuple(asio::use_awaitable));
+          second = std::move(lk);
+          out = ec;
+          done = true;
+        },
+        asio::detached);
+    // In line (a SET refused), and listening if it may.
+    co_await redlock::test::eventually([&] {
+      const auto r = fleet[0].command({"PUBSUB", "NUMSUB", "app:busy"});
+      return !expect_wake || (r.elements.size() == 2 && r.elements[1].integer == 1);
+    });
+    co_await holder.async_unlock(first, asio::use_awaitable);
+    co_await redlock::test::eventually([&] { return done; }, 10s);
+    if (second.owns()) co_await waiter.async_unlock(second, asio::use_awaitable);
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_documented_user_wakes_waiters_and_one_without_pubsub_polls) {
+  redlock::test::redis_fleet fleet{3};
+  define_user(fleet, all_commands());
+  const auto cfg = locker_config(fleet);
+  BOOST_TEST(wait_for_release(cfg, cfg, fleet, true) == error_code{});
+  // Without the wake commands and channels, releases and waits still work: by polling.
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    const auto r = fleet[i].command({"ACL", "SETUSER", "locker", "resetchannels", "-publish",
+                                     "-subscribe", "-unsubscribe"});
+    BOOST_TEST_REQUIRE(!r.is_error(), r.text);
+  }
+  BOOST_TEST(wait_for_release(cfg, cfg, fleet, false) == error_code{});
 }
 
 BOOST_AUTO_TEST_CASE(a_user_limited_to_other_keys_is_refused_naming_the_keys) {

@@ -339,7 +339,7 @@ BOOST_AUTO_TEST_CASE(script_hashes_match_what_the_server_computes) {
     co_await c.async_extend(lk, 10s, asio::use_awaitable);
     co_await c.async_unlock(lk, asio::use_awaitable);
   }());
-  auto exists = fleet[0].command({"SCRIPT", "EXISTS", "b70c2384248f88e6b75b9f89241a180f856ad852",
+  auto exists = fleet[0].command({"SCRIPT", "EXISTS", "1a824c1f3b7d2a0f38a478f368ad49f80b3a9934",
                                   "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"});
   BOOST_TEST_REQUIRE(exists.elements.size() == 2u);
   BOOST_TEST(exists.elements[0].integer == 1);

@@ -1,0 +1,56 @@
+#pragma once
+// Cross-client wake-up: releases announce themselves by pub/sub, waiters listen.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "connection/connection.hpp"
+
+namespace redlock::detail {
+
+struct client_state;
+
+/// One subscriber connection per node, opened when the first local line of waiters
+/// forms and closed at shutdown, subscribed to the channel of every key that has a line
+/// (the channel is named like the key; the release script publishes the released token
+/// on it). A message wakes only the head of that key's line, once per release however
+/// many nodes announce it, so a release sets off at most one attempt per client. Lost
+/// messages (a subscriber connection that dropped) only cost the head its retry delay.
+/// Everything runs on the client's strand.
+class wake_hub {
+ public:
+  explicit wake_hub(client_state& s) : s_(s) {}
+  wake_hub(const wake_hub&) = delete;
+  wake_hub& operator=(const wake_hub&) = delete;
+
+  /// Starts / stops listening for releases of `key`.
+  void watch(const std::string& key);
+  void unwatch(const std::string& key);
+  /// A release of `token` on `key` is known (a local one, or announced by a node).
+  /// Returns false if it was already known: its waiter is awake.
+  bool heard(const std::string& key, std::string_view token);
+  /// Closes the subscriber connections for good.
+  void shutdown();
+
+ private:
+  struct watched {
+    std::string last_token;  // the latest release heard, to wake once per release
+    bool confirmed = false;  // a node confirmed the subscription
+  };
+  void open();
+  void on_message(const resp::reply& r);
+  void on_event(std::size_t node, node_event::kind k);
+  void send(std::size_t node, std::string_view command, const std::string& key);
+
+  client_state& s_;
+  std::vector<std::shared_ptr<connection>> subscribers_;
+  std::vector<bool> up_;  // subscriber i is connected (SUBSCRIBE now, or at connect)
+  std::unordered_map<std::string, watched> watched_;
+  bool closed_ = false;
+};
+
+}  // namespace redlock::detail

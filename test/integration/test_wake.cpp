@@ -1,0 +1,219 @@
+// Waking waiters across clients: a release announces itself by pub/sub on every node,
+// and the first waiter in another client's line tries at once instead of after its retry
+// delay; lost announcements fall back to that delay. Real redis-server processes.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <optional>
+
+#include "async_helpers.hpp"
+#include "fast_config.hpp"
+#include "redis_fleet.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::eventually;
+using redlock::test::fast_config;
+using redlock::test::run_bounded;
+
+namespace {
+
+// Far longer than any test runs: an acquisition that follows a release within a test's
+// bound was woken, not retried (each retry delay is drawn from [15 s, 45 s]).
+constexpr auto never = 30s;
+
+struct three_nodes {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+
+  redlock::config cfg(std::chrono::milliseconds retry_delay) const {
+    auto c = fast_config(fleet.uris());
+    c.retry_delay = retry_delay;
+    return c;
+  }
+  // Subscribers to `channel` on node i (PUBSUB NUMSUB).
+  std::int64_t subscribers(std::size_t i, const std::string& channel) {
+    const auto r = fleet[i].command({"PUBSUB", "NUMSUB", channel});
+    return r.elements.size() == 2 ? r.elements[1].integer : -1;
+  }
+  bool subscribed_everywhere(const std::string& channel, std::int64_t n = 1) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (subscribers(i, channel) != n) return false;
+    return true;
+  }
+  // The waiting call's outcome and lock (members: the call refers to them until it
+  // completes, which may be after a failed test's coroutine ended).
+  std::optional<error_code> second;
+  redlock::lock second_lock;
+
+  // `holder` takes `resource`, then `waiter` starts waiting for it; returns the holder's
+  // lock once the waiter is subscribed on every node (or, when `listening` is false,
+  // right away).
+  asio::awaitable<redlock::lock> hold_and_queue(redlock::client& holder, redlock::client& waiter,
+                                                std::string resource, bool listening = true);
+  // Releases `first` and checks that the waiter gets the lock within 10 s; then releases
+  // it and shuts both clients down.
+  asio::awaitable<void> hand_over(redlock::client& holder, redlock::client& waiter,
+                                  redlock::lock first);
+
+  // Calls of `SET` on node i so far (INFO commandstats).
+  std::int64_t set_calls(std::size_t i) {
+    const auto info = fleet[i].command({"INFO", "commandstats"}).text;
+    const auto at = info.find("cmdstat_set:calls=");
+    if (at == std::string::npos) return 0;
+    std::int64_t n = 0;
+    const char* from = info.data() + at + 18;
+    std::from_chars(from, info.data() + info.size(), n);
+    return n;
+  }
+};
+
+// Takes `resource` with `c` (waiting): the outcome into `out`, the lock into `lk`.
+asio::awaitable<void> take(redlock::client& c, std::string resource, std::optional<error_code>& out,
+                           redlock::lock& lk, std::chrono::milliseconds wait = 60s) {
+  const redlock::lock_options opts{.ttl = 20s, .wait = wait};
+  auto [ec, got] = co_await c.async_lock(resource, opts, asio::as_tuple(asio::use_awaitable));
+  lk = std::move(got);
+  out = ec;
+}
+
+asio::awaitable<redlock::lock> three_nodes::hold_and_queue(redlock::client& holder,
+                                                          redlock::client& waiter,
+                                                          std::string resource, bool listening) {
+  auto first = co_await holder.async_lock(resource, {.ttl = 20s}, asio::use_awaitable);
+  asio::co_spawn(io, take(waiter, resource, second, second_lock), asio::detached);
+  if (listening) {
+    const bool subscribed = co_await eventually([&] { return subscribed_everywhere(resource); });
+    BOOST_TEST_REQUIRE(subscribed);
+  }
+  BOOST_TEST(!second.has_value());
+  co_return first;
+}
+
+asio::awaitable<void> three_nodes::hand_over(redlock::client& holder, redlock::client& waiter,
+                                             redlock::lock first) {
+  co_await holder.async_unlock(first, asio::use_awaitable);
+  const bool done = co_await eventually([&] { return second.has_value(); }, 10s);
+  BOOST_TEST_REQUIRE(done);
+  BOOST_TEST(!*second, second->message());
+  BOOST_TEST(second_lock.valid());
+  co_await waiter.async_unlock(second_lock, asio::use_awaitable);
+  co_await waiter.async_shutdown(asio::use_awaitable);
+  co_await holder.async_shutdown(asio::use_awaitable);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(wake, three_nodes)
+
+BOOST_AUTO_TEST_CASE(a_waiter_in_another_client_takes_the_lock_at_its_release) {
+  redlock::client holder{io.get_executor(), cfg(10ms)};
+  redlock::client waiter{io.get_executor(), cfg(never)};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await hold_and_queue(holder, waiter, "w1");
+    // The release is the only event that can let the waiter in before its retry delay.
+    co_await hand_over(holder, waiter, std::move(first));
+    // The line is gone, the client shut down: so are the subscriptions.
+    BOOST_TEST(co_await eventually([&] { return subscribed_everywhere("w1", 0); }));
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the_others) {
+  redlock::client holder{io.get_executor(), cfg(10ms)};
+  redlock::client waiter{io.get_executor(), cfg(never)};
+  constexpr std::size_t n = 8;
+  std::array<std::optional<error_code>, n> got;
+  std::array<redlock::lock, n> locks;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await holder.async_lock("w2", {.ttl = 20s}, asio::use_awaitable);
+    for (std::size_t i = 0; i < n; ++i)
+      asio::co_spawn(io, take(waiter, "w2", got[i], locks[i]), asio::detached);
+    // The holder's SET, each waiter's first attempt, and the head's one attempt when its
+    // subscription was confirmed: then every waiter is in line, none polls.
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return subscribed_everywhere("w2") && set_calls(0) >= std::int64_t{1 + n + 1}; }));
+    const auto before = set_calls(0);
+    co_await holder.async_unlock(first, asio::use_awaitable);
+    auto taken = [&] {
+      return std::count_if(got.begin(), got.end(), [](const auto& g) { return g.has_value(); });
+    };
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return taken() > 0; }, 10s));
+    // One attempt per release, not one per waiter: the rest wait their turn.
+    BOOST_TEST(set_calls(0) - before == 1);
+    BOOST_TEST(taken() == 1);
+    for (auto& lk : locks)
+      if (lk.owns()) co_await waiter.async_unlock(lk, asio::use_awaitable);
+    // Shutting down ends the waits still parked in the line (their retry delay is 30 s).
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return taken() == n; }, 5s));
+    for (const auto& g : got)
+      BOOST_TEST((!*g || *g == redlock::error::shut_down), g->message());
+    co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(with_the_subscriber_connections_killed_waiters_still_acquire_by_retrying) {
+  redlock::client holder{io.get_executor(), cfg(10ms)};
+  auto slow = cfg(200ms);
+  // Killed subscribers stay away for the whole test.
+  slow.reconnect_min = 20s;
+  slow.reconnect_max = 20s;
+  redlock::client waiter{io.get_executor(), slow};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await hold_and_queue(holder, waiter, "w3");
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      BOOST_TEST(fleet[i].command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer == 1);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return subscribed_everywhere("w3", 0); }));
+    co_await hand_over(holder, waiter, std::move(first));
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_subscriber_reconnects_and_listens_again) {
+  redlock::client holder{io.get_executor(), cfg(10ms)};
+  redlock::client waiter{io.get_executor(), cfg(never)};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await hold_and_queue(holder, waiter, "w4");
+    const auto ids = [&] {
+      std::vector<std::string> out;
+      for (std::size_t i = 0; i < fleet.size(); ++i) {
+        const auto list = fleet[i].command({"CLIENT", "LIST", "TYPE", "pubsub"}).text;
+        out.push_back(list.substr(0, list.find(' ')));  // "id=N"
+      }
+      return out;
+    };
+    const auto old_ids = ids();
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      BOOST_TEST(fleet[i].command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer == 1);
+    // Back (reconnect back-off 10 to 50 ms) as new clients, subscribed again everywhere.
+    BOOST_TEST_REQUIRE(co_await eventually([&] {
+      if (!subscribed_everywhere("w4")) return false;
+      const auto now = ids();
+      for (std::size_t i = 0; i < now.size(); ++i)
+        if (now[i] == old_ids[i]) return false;
+      return true;
+    }));
+    co_await hand_over(holder, waiter, std::move(first));
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(without_wake_on_release_no_subscriber_is_opened) {
+  redlock::client holder{io.get_executor(), cfg(10ms)};
+  auto polling = cfg(50ms);
+  polling.wake_on_release = false;
+  redlock::client waiter{io.get_executor(), polling};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await hold_and_queue(holder, waiter, "w5", false);
+    // Polls (SETs beyond the holder's and the first attempt), never subscribes.
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return set_calls(0) >= 4; }));
+    BOOST_TEST(subscribers(0, "w5") == 0);
+    co_await hand_over(holder, waiter, std::move(first));
+  }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
