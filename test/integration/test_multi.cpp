@@ -4,15 +4,20 @@
 // overlap; a failed partial attempt leaves no key; fencing gives one increasing token
 // per resource; a frozen minority does not stop a set; bad arguments say what is wrong.
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <map>
 
 #include "async_helpers.hpp"
 #include "client/multi.hpp"
 #include "fast_config.hpp"
+#include "process_wait.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
 
@@ -57,6 +62,34 @@ auto try_all(redlock::client& c, names r, redlock::lock_options o, redlock::diag
 }
 auto lock_all(redlock::client& c, names r, redlock::lock_options o) {
   return c.async_lock_all(std::move(r), o, asio::use_awaitable);
+}
+
+// A forked child's work: 10 rounds of `order` with its own client, counting who is
+// inside each resource "x:N" in shared[N] and overlaps in shared[3], entries in shared[4].
+// Returns the exit code: 0 when every round completed.
+int take_sets_in_child(std::vector<std::string> uris, const names& order, std::atomic<int>* shared) {
+  int rc = 1;
+  try {
+    asio::io_context cio;
+    redlock::client c{cio.get_executor(), fast_config(std::move(uris))};
+    asio::co_spawn(cio, [&]() -> asio::awaitable<void> {
+      const redlock::lock_options opts{.ttl = 3s, .wait = 30s};
+      for (int round = 0; round < 10; ++round) {
+        auto set = co_await c.async_lock_all(order, opts, asio::use_awaitable);
+        for (const auto& r : set.resources())
+          if (shared[r.back() - '0'].fetch_add(1) != 0) ++shared[3];
+        ++shared[4];
+        ::usleep(500);
+        for (const auto& r : set.resources()) shared[r.back() - '0'].fetch_sub(1);
+        co_await c.async_unlock(set, asio::use_awaitable);
+      }
+      co_await c.async_shutdown(asio::use_awaitable);
+    }, [&](std::exception_ptr e) { rc = e ? 2 : 0; });
+    cio.run_for(60s);
+  } catch (...) {
+    rc = 3;
+  }
+  return rc;
 }
 
 }  // namespace
@@ -186,6 +219,28 @@ BOOST_AUTO_TEST_CASE(opposite_orders_never_deadlock_nor_overlap) {
   BOOST_TEST(entries == 75);
   BOOST_TEST(overlaps == 0);
   BOOST_TEST(copies_of_any(forward) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(processes_naming_a_set_in_opposite_orders_never_overlap) {
+  // Three processes with their own io_context and client: two take the set in opposite
+  // orders, one takes the middle resource alone. Per resource, who is inside is counted
+  // in shared memory: [0..2] inside per resource, [3] overlaps, [4] entries.
+  auto* shared = static_cast<std::atomic<int>*>(
+      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  BOOST_TEST_REQUIRE(shared != MAP_FAILED);
+  for (int i = 0; i < 5; ++i) new (&shared[i]) std::atomic<int>{0};
+  const std::vector<names> orders{{"x:0", "x:1", "x:2"}, {"x:2", "x:1", "x:0"}, {"x:1"}};
+  std::vector<pid_t> kids;
+  for (const auto& order : orders) {
+    const pid_t pid = ::fork();
+    BOOST_TEST_REQUIRE(pid >= 0);
+    if (pid == 0) ::_exit(take_sets_in_child(fleet.uris(), order, shared));
+    kids.push_back(pid);
+  }
+  for (const pid_t k : kids) BOOST_TEST(redlock::test::wait_exit(k, 60s) == 0);
+  BOOST_TEST(shared[4].load() == 30);
+  BOOST_TEST(shared[3].load() == 0);
+  ::munmap(shared, 4096);
 }
 
 BOOST_AUTO_TEST_CASE(a_partial_attempt_leaves_no_key) {
