@@ -30,17 +30,17 @@ namespace redlock {
 namespace detail {
 
 const script multi_acquire_script{
-    R"(for i = 3, #KEYS do local v = redis.pcall("GET", KEYS[i]) if type(v) == "table" then return {3, i - 2} elseif v then return {0, i - 2, v} end end for i = 3, #KEYS do redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2]) end if #ARGV == 2 then return {1} end if redis.call("EXISTS", KEYS[2]) == 0 then return {2} end local r = {1} for i = 3, #ARGV do r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1) end return r)",
-    "519b75362840e0a25c39557a81d56e6b044158bb"};
+    R"(for i = 3, #KEYS do local v = redis.call("GET", KEYS[i]) if v then return {0, i - 2, v} end end for i = 3, #KEYS do redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2]) end if #ARGV == 2 then return {1} end if redis.call("EXISTS", KEYS[2]) == 0 then return {2} end local r = {1} for i = 3, #ARGV do r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1) end return r)",
+    "456f227d1aa9c93225765090b81566210b8efe48"};
 const script multi_raise_script{
-    R"(if redis.call("EXISTS", KEYS[2]) == 0 then return 0 end for i = 3, #KEYS do if redis.pcall("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 2, #ARGV, 2 do local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0") if cur < tonumber(ARGV[i + 1]) then redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end end return 1)",
-    "20f3e2b7f2a7dccb8046815eba9c126f6e547658"};
+    R"(if redis.call("EXISTS", KEYS[2]) == 0 then return 0 end for i = 3, #KEYS do if redis.call("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 2, #ARGV, 2 do local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0") if cur < tonumber(ARGV[i + 1]) then redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end end return 1)",
+    "2da8925349533a369172fde018f23a63bf3a46c3"};
 const script multi_extend_script{
-    R"(for i = 1, #KEYS do if redis.pcall("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 1, #KEYS do redis.call("PEXPIRE", KEYS[i], ARGV[2]) end return 1)",
-    "c729a9738cce72674f07558c012c6aaadbbfd8f4"};
+    R"(for i = 1, #KEYS do if redis.call("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 1, #KEYS do redis.call("PEXPIRE", KEYS[i], ARGV[2]) end return 1)",
+    "4fcc932fd8512c8f53bce9a853545f57642ca044"};
 const script multi_release_script{
-    R"(local n = 0 for i = 1, #KEYS do if redis.pcall("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) end end return n)",
-    "7ed6bfc971391e31902d8b2b9b80da147858946e"};
+    R"(local n = 0 for i = 1, #KEYS do if redis.call("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) redis.pcall("PUBLISH", KEYS[i], ARGV[1]) end end return n)",
+    "dc0443a612207cd95a0b9485a2d95d6685121dc7"};
 
 /// Grants the ops access to multi_lock's private members.
 struct multi_lock_access {
@@ -373,7 +373,8 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   answer classify(std::size_t i, const resp::reply& r) override {
-    // {1[, counters]} / {2} taken; {0, k, holder} held; {3, k} another type at key k.
+    // {1[, counters]} / {2} taken; {0, k, holder} held. A key of another type fails the
+    // script with WRONGTYPE before anything is set (on_reply records it).
     const std::size_t n = keys_.size();
     if (r[0].kind != resp::type::array || r.size() < 2 || r[1].kind != resp::type::integer)
       return answer::failed;
@@ -395,10 +396,6 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
       case 0:
         server_text_[i] = fmt::format("\"{}\" held by another owner", blocker(r));
         return answer::held;
-      case 3:
-        record_failure(i, error::wrong_type);
-        server_text_[i] = fmt::format("\"{}\" is a key of another type", blocker(r));
-        return answer::failed;
       default: return answer::failed;
     }
   }
@@ -526,6 +523,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
     std::array<bool, max_nodes> mask{};
     bool any = false;
     for (std::size_t i = 0; i < s_->size(); ++i) {
+      // A WRONGTYPE failure comes from the check, before any SET.
       const bool took_nothing =
           answers_[i] == answer::held ||
           (answers_[i] == answer::failed && errors_[i] == error::wrong_type);
@@ -612,7 +610,7 @@ class unlock_all_op final : public set_op<void(error_code)> {
     watch_cancellation();
     send_to_all(payload_, &multi_release_script, boot_clock::now() + s_->cfg.node_timeout);
     // Queued first on every connection: local waiters woken now send after it.
-    for (const auto& k : keys_) s_->wake_waiter(k);
+    for (const auto& k : keys_) s_->wake_waiter(k, token_);
     on_tally();
   }
 
@@ -812,7 +810,7 @@ void multi_lock::release_in_background() noexcept {
         if (s->closed) return;
         s->held_sets.erase(token);
         s->release_set_detached(keys, token);
-        for (const auto& k : keys) s->wake_waiter(k);
+        for (const auto& k : keys) s->wake_waiter(k, token);
       });
     } catch (...) {
       // Best effort by contract: the keys expire with their TTL.

@@ -153,6 +153,19 @@ BOOST_AUTO_TEST_CASE(a_set_blocked_by_one_held_key_takes_nothing) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_key_of_another_type_in_the_set_gives_wrong_type_and_takes_nothing) {
+  auto c = make_client();
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"LPUSH", "t:2", "x"});
+  const names set{"t:1", "t:2", "t:3"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await try_all(c, set, {}, diag);
+    BOOST_TEST(ec == redlock::error::wrong_type, diag.message);
+    BOOST_TEST(diag.message.find("WRONGTYPE") != std::string::npos, diag.message);
+  }());
+  for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(fleet[i].command({"EXISTS", "t:1", "t:3"}).integer == 0);
+}
+
 BOOST_AUTO_TEST_CASE(single_and_multi_locks_on_a_resource_exclude_each_other) {
   auto a = make_client();
   auto b = make_client();
