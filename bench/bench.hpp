@@ -50,6 +50,9 @@ struct options {
   /// Operations in flight in w1 and raw; several values give one line each.
   std::vector<std::size_t> concurrency{64};
   std::size_t contenders = 16;
+  /// w3: the contenders run in one process, or are split evenly over several, each with
+  /// its own client; several values give one line each (default 1 and 4).
+  std::vector<std::size_t> processes{1, 4};
   std::chrono::milliseconds hold{1};
   std::chrono::milliseconds ttl{10000};
   std::chrono::milliseconds node_timeout{250};

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -11,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -84,24 +87,34 @@ void run_w2(bench_context& ctx) {
 
 namespace {
 
+// One measured acquisition, by clock readings that every process on the host shares
+// (steady_clock is CLOCK_MONOTONIC): the hand-off gap and the overlaps are computed from
+// all processes' events together.
+struct w3_event {
+  std::int64_t acquired_ns = 0;       // the lock call completed
+  std::int64_t release_start_ns = 0;  // the worker started releasing (0: it did not)
+  std::int64_t acquire_ns = 0;        // the lock call's latency
+  std::int64_t release_ns = -1;       // the unlock call's latency (-1: failed)
+  std::uint32_t worker = 0;
+};
+
 struct contention_run {
   const options& opts;
   std::string resource;
   measure_window window;
-  std::vector<std::uint64_t> per_worker;
-  std::uint64_t acquisitions = 0;
+  std::uint32_t first_worker = 0;  // global number of this process's first worker
+  std::vector<w3_event> events;
   std::uint64_t failures = 0;
   std::string first_error;
-  int inside = 0;
-  std::uint64_t overlaps = 0;
-  bool released_since_acquire = false;
-  bench_clock::time_point last_release_start{};
-  latency_samples acquire, release, handoff;
   std::size_t active = 0;
   std::exception_ptr error;
 };
 
-asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::size_t id) {
+std::int64_t ns_of(bench_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::uint32_t id) {
   const auto ex = co_await asio::this_coro::executor;
   asio::steady_timer hold{ex};
   for (;;) {
@@ -121,52 +134,43 @@ asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::si
       run.failures += measured ? 1 : 0;
       continue;
     }
-    // Mutual exclusion, checked locally: the next holder can only get in after the
-    // previous one started its release.
-    if (run.inside++ != 0) ++run.overlaps;
-    if (measured) {
-      ++run.acquisitions;
-      ++run.per_worker[id];
-      run.acquire.add(t1 - t0);
-      if (run.released_since_acquire) run.handoff.add(t1 - run.last_release_start);
-    }
-    run.released_since_acquire = false;
+    w3_event e{.acquired_ns = ns_of(t1), .acquire_ns = (t1 - t0).count(), .worker = id};
 
     hold.expires_after(run.opts.hold);
     co_await hold.async_wait(asio::use_awaitable);
 
-    --run.inside;
     const auto t2 = bench_clock::now();
-    run.last_release_start = t2;
-    run.released_since_acquire = true;
+    e.release_start_ns = ns_of(t2);
     std::tuple<error_code> released =
         co_await c.async_unlock(std::get<1>(got), asio::as_tuple(asio::use_awaitable));
     if (std::get<0>(released)) {
       if (measured && run.first_error.empty())
         run.first_error = fmt::format("release: {}", std::get<0>(released).message());
       run.failures += measured ? 1 : 0;
-    } else if (measured) {
-      run.release.add(bench_clock::now() - t2);
+    } else {
+      e.release_ns = (bench_clock::now() - t2).count();
     }
+    // Unmeasured acquisitions still count for the overlap check and hand-off order.
+    if (!measured) e.acquire_ns = -1;
+    run.events.push_back(e);
   }
 }
 
-}  // namespace
-
-void run_w3(bench_context& ctx) {
-  const auto& o = ctx.opts;
-  const auto uris = ctx.node_uris(fleet_size);
+// Runs `workers` contenders numbered from `first_worker` in this process, on a client of
+// its own; returns their events.
+contention_run contend(bench_context& ctx, const std::vector<std::string>& uris,
+                       std::string resource, std::uint32_t first_worker, std::size_t workers) {
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
   wait_until_lockable(io, c, ctx);
-
-  contention_run run{.opts = o,
-                     .resource = ctx.key_prefix("w3") + "the-one-resource",
-                     .window = {o.warmup, o.contention_duration}};
-  run.per_worker.assign(o.contenders, 0);
-  for (std::size_t i = 0; i < o.contenders; ++i) {
+  contention_run run{.opts = ctx.opts,
+                     .resource = std::move(resource),
+                     .window = {ctx.opts.warmup, ctx.opts.contention_duration},
+                     .first_worker = first_worker};
+  for (std::size_t i = 0; i < workers; ++i) {
     ++run.active;
-    asio::co_spawn(io, contender(c, run, i), [&run](std::exception_ptr e) {
+    const auto id = static_cast<std::uint32_t>(first_worker + i);
+    asio::co_spawn(io, contender(c, run, id), [&run](std::exception_ptr e) {
       if (e && !run.error) run.error = e;
       --run.active;
     });
@@ -175,28 +179,161 @@ void run_w3(bench_context& ctx) {
   while (run.active > 0) io.run_one();
   shut_down(io, c);
   if (run.error) std::rethrow_exception(run.error);
+  return run;
+}
 
-  const auto [lo, hi] = std::minmax_element(run.per_worker.begin(), run.per_worker.end());
-  json_line l = base_line("w3", uris.size(), o.contenders, run.acquisitions,
-                          seconds_f{o.contention_duration});
-  l.add_latency("acquire", run.acquire);
-  l.add_latency("release", run.release);
-  l.add_latency("handoff", run.handoff);
-  l.add("fairness_min", static_cast<std::size_t>(run.per_worker.empty() ? 0 : *lo));
-  l.add("fairness_max", static_cast<std::size_t>(run.per_worker.empty() ? 0 : *hi));
-  l.add("overlaps", static_cast<std::size_t>(run.overlaps));
-  l.add("failures", static_cast<std::size_t>(run.failures));
-  l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
-  l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
-  const std::string human = fmt::format(
-      "w3 contention: {:.0f} acquisitions/s by {} workers on one resource; hand-off gap "
-      "p50/p99 {:.0f}/{:.0f} us; per worker min {} max {}; {} overlaps{}",
-      l.number("ops_per_s").value_or(0), o.contenders, l.number("handoff_p50_us").value_or(0),
-      l.number("handoff_p99_us").value_or(0), run.per_worker.empty() ? 0 : *lo,
-      run.per_worker.empty() ? 0 : *hi, run.overlaps,
-      run.failures ? fmt::format("; {} failures (first: {})", run.failures, run.first_error)
-                   : std::string{});
-  ctx.emit(std::move(l), human);
+// A child process's report to the parent: failures, the first error's length and text,
+// the event count and the events, in host byte order through a pipe.
+void write_all(int fd, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) ::_exit(3);
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+bool read_all(int fd, void* data, std::size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+void report(int fd, const contention_run& run) {
+  const std::uint64_t header[3] = {run.failures, run.first_error.size(), run.events.size()};
+  write_all(fd, header, sizeof header);
+  write_all(fd, run.first_error.data(), run.first_error.size());
+  write_all(fd, run.events.data(), run.events.size() * sizeof(w3_event));
+}
+
+// Runs the workers in `processes` forked children (each with its own client and
+// connections) and gathers their events. A child never returns into main(): it must not
+// stop the parent's redis-server processes, or flush the parent's buffers twice.
+contention_run contend_in_processes(bench_context& ctx, const std::vector<std::string>& uris,
+                                    const std::string& resource, std::size_t processes) {
+  const std::size_t per = ctx.opts.contenders / processes;
+  std::vector<std::pair<pid_t, int>> children;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (std::size_t p = 0; p < processes; ++p) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("w3: pipe failed");
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("w3: fork failed");
+    if (pid == 0) {
+      ::close(fds[0]);
+      int status = 0;
+      try {
+        const auto first = static_cast<std::uint32_t>(p * per);
+        report(fds[1], contend(ctx, uris, resource, first, per));
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "w3 child {}: {}\n", p, e.what());
+        status = 2;
+      }
+      ::close(fds[1]);
+      ::_exit(status);
+    }
+    ::close(fds[1]);
+    children.emplace_back(pid, fds[0]);
+  }
+  contention_run all{.opts = ctx.opts, .resource = resource, .window = {seconds_f{0}, seconds_f{0}}};
+  bool ok = true;
+  for (auto& [pid, fd] : children) {
+    std::uint64_t header[3] = {};
+    std::string first_error;
+    std::vector<w3_event> events;
+    bool got = read_all(fd, header, sizeof header);
+    if (got) {
+      first_error.resize(header[1]);
+      events.resize(header[2]);
+      got = read_all(fd, first_error.data(), first_error.size()) &&
+            read_all(fd, events.data(), events.size() * sizeof(w3_event));
+    }
+    ::close(fd);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ok = ok && got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    all.failures += header[0];
+    if (all.first_error.empty()) all.first_error = std::move(first_error);
+    all.events.insert(all.events.end(), events.begin(), events.end());
+  }
+  if (!ok) throw std::runtime_error("w3: a worker process failed (see above)");
+  return all;
+}
+
+}  // namespace
+
+void run_w3(bench_context& ctx) {
+  const auto& o = ctx.opts;
+  const auto uris = ctx.node_uris(fleet_size);
+  for (const std::size_t processes : o.processes) {
+    if (processes == 0 || o.contenders % processes != 0) {
+      fmt::print(stderr, "w3 with {} processes skipped: --contenders ({}) must be a multiple\n",
+                 processes, o.contenders);
+      continue;
+    }
+    // A resource of its own per configuration: a lock left by one cannot slow the next.
+    const std::string resource =
+        ctx.key_prefix("w3") + "the-one-resource-" + std::to_string(processes);
+    contention_run run = processes == 1 ? contend(ctx, uris, resource, 0, o.contenders)
+                                        : contend_in_processes(ctx, uris, resource, processes);
+
+    // In the order of acquisition: each must come after the previous holder started its
+    // release (else two held the lock at once); the gap between the two is the hand-off.
+    std::sort(run.events.begin(), run.events.end(),
+              [](const w3_event& a, const w3_event& b) { return a.acquired_ns < b.acquired_ns; });
+    std::vector<std::uint64_t> per_worker(o.contenders, 0);
+    latency_samples acquire, release, handoff;
+    std::uint64_t acquisitions = 0, overlaps = 0;
+    for (std::size_t i = 0; i < run.events.size(); ++i) {
+      const w3_event& e = run.events[i];
+      const w3_event* prev = i > 0 ? &run.events[i - 1] : nullptr;
+      if (prev && prev->release_start_ns > e.acquired_ns) ++overlaps;
+      if (e.acquire_ns < 0) continue;  // before the measured window
+      ++acquisitions;
+      ++per_worker.at(e.worker);
+      acquire.add(std::chrono::nanoseconds{e.acquire_ns});
+      if (e.release_ns >= 0) release.add(std::chrono::nanoseconds{e.release_ns});
+      if (prev && prev->release_start_ns <= e.acquired_ns)
+        handoff.add(std::chrono::nanoseconds{e.acquired_ns - prev->release_start_ns});
+    }
+
+    const auto [lo, hi] = std::minmax_element(per_worker.begin(), per_worker.end());
+    json_line l = base_line("w3", uris.size(), o.contenders, acquisitions,
+                            seconds_f{o.contention_duration});
+    l.add("processes", processes);
+    l.add_latency("acquire", acquire);
+    l.add_latency("release", release);
+    l.add_latency("handoff", handoff);
+    l.add("fairness_min", static_cast<std::size_t>(per_worker.empty() ? 0 : *lo));
+    l.add("fairness_max", static_cast<std::size_t>(per_worker.empty() ? 0 : *hi));
+    // The target: no worker below half of an equal share.
+    const double fair_share =
+        o.contenders == 0 ? 0.0 : static_cast<double>(acquisitions) / static_cast<double>(o.contenders);
+    l.add("fairness_min_vs_share",
+          ratio(static_cast<double>(per_worker.empty() ? 0 : *lo), fair_share));
+    l.add("overlaps", static_cast<std::size_t>(overlaps));
+    l.add("failures", static_cast<std::size_t>(run.failures));
+    l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
+    l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
+    const std::string human = fmt::format(
+        "w3 contention: {:.0f} acquisitions/s by {} workers in {} process(es) on one resource; "
+        "hand-off gap p50/p99 {:.0f}/{:.0f} us; per worker min {} max {}; {} overlaps{}",
+        l.number("ops_per_s").value_or(0), o.contenders, processes,
+        l.number("handoff_p50_us").value_or(0), l.number("handoff_p99_us").value_or(0),
+        per_worker.empty() ? 0 : *lo, per_worker.empty() ? 0 : *hi, overlaps,
+        run.failures ? fmt::format("; {} failures (first: {})", run.failures, run.first_error)
+                     : std::string{});
+    ctx.emit(std::move(l), human);
+  }
 }
 
 // ---- w4: degraded --------------------------------------------------------------------

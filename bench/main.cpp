@@ -71,6 +71,7 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --concurrency N[,N...]  operations in flight in w1, fenced_w1 and raw, one line each
                           (default 64)
   --contenders N          w3's workers (default 16)
+  --processes N[,N...]    w3's workers split over N processes, one line each (default 1,4)
   --hold-ms MS            how long a w3 worker holds the lock (default 1)
   --ttl MS                lock TTL (default 10000; quick 2000)
   --node-timeout MS       per-node request timeout of the clients (default 250)
@@ -193,6 +194,10 @@ parsed parse_args(std::span<char*> args) {
       o.concurrency.clear();
       for (const auto& n : split(value())) o.concurrency.push_back(parse_count(flag, n));
       if (o.concurrency.empty()) usage_error("--concurrency needs a value");
+    } else if (flag == "--processes") {
+      o.processes.clear();
+      for (const auto& n : split(value())) o.processes.push_back(parse_count(flag, n));
+      if (o.processes.empty()) usage_error("--processes needs a value");
     } else if (flag == "--contenders") {
       o.contenders = parse_count(flag, value());
     } else if (flag == "--hold-ms") {
