@@ -17,6 +17,7 @@
 #include "async_helpers.hpp"
 #include "client/multi.hpp"
 #include "fast_config.hpp"
+#include "fleet_fixture.hpp"
 #include "process_wait.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
@@ -32,12 +33,7 @@ namespace {
 
 using names = std::vector<std::string>;
 
-struct three_nodes {
-  redlock::test::redis_fleet fleet{3};
-  asio::io_context io;
-
-  redlock::client make_client() { return redlock::client{io.get_executor(), fast_config(fleet.uris())}; }
-
+struct three_nodes : redlock::test::fleet_fixture<3> {
   // Nodes (running, not frozen) that hold `key`; each copy must have a TTL.
   std::size_t copies(const std::string& key) {
     std::size_t n = 0;
@@ -364,7 +360,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_refused_with_a_clear_message) {
 }
 
 BOOST_AUTO_TEST_CASE(shutdown_releases_held_and_dropped_sets) {
-  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  auto c = make_client();
   redlock::multi_lock kept;
   const names k12{"k:1", "k:2"}, d12{"d:1", "d:2"};
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {

@@ -11,8 +11,7 @@
 #include <sstream>
 
 #include "async_helpers.hpp"
-#include "fast_config.hpp"
-#include "redis_fleet.hpp"
+#include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
 namespace asio = boost::asio;
@@ -117,13 +116,11 @@ class recorder final : public redlock::observer {
   }
 };
 
-struct three_nodes {
-  redlock::test::redis_fleet fleet{3};
-  asio::io_context io;
+struct three_nodes : redlock::test::fleet_fixture<3> {
   std::shared_ptr<recorder> seen = std::make_shared<recorder>();
 
   redlock::config observed_config() {
-    auto cfg = redlock::test::fast_config(fleet.uris());
+    auto cfg = config();
     cfg.observer = seen;
     return cfg;
   }
@@ -255,7 +252,7 @@ void check_histograms(const exposition& x) {
 BOOST_FIXTURE_TEST_SUITE(observer, three_nodes)
 
 BOOST_AUTO_TEST_CASE(a_won_lock_reports_its_round_and_its_call) {
-  redlock::client c{io.get_executor(), observed_config()};
+  auto c = make_client(observed_config());
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("won", {.ttl = 2s, .wait = 2s}, asio::use_awaitable);
     auto fenced = co_await c.async_lock("won-fenced", {.ttl = 2s, .wait = 2s, .fenced = true},
@@ -289,9 +286,8 @@ BOOST_AUTO_TEST_CASE(a_won_lock_reports_its_round_and_its_call) {
 }
 
 BOOST_AUTO_TEST_CASE(a_contended_lock_reports_held_answers_and_every_round) {
-  auto other_cfg = redlock::test::fast_config(fleet.uris());
-  redlock::client holder{io.get_executor(), other_cfg};
-  redlock::client c{io.get_executor(), observed_config()};
+  auto holder = make_client();
+  auto c = make_client(observed_config());
   wait_connected(3);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto held = co_await holder.async_lock("busy", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
@@ -319,7 +315,7 @@ BOOST_AUTO_TEST_CASE(a_contended_lock_reports_held_answers_and_every_round) {
 }
 
 BOOST_AUTO_TEST_CASE(extensions_by_call_and_by_keeper_are_reported) {
-  redlock::client c{io.get_executor(), observed_config()};
+  auto c = make_client(observed_config());
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("ext", {.ttl = 300ms, .wait = 2s}, asio::use_awaitable);
     co_await c.async_extend(lk, 300ms, asio::use_awaitable);
@@ -344,7 +340,7 @@ BOOST_AUTO_TEST_CASE(extensions_by_call_and_by_keeper_are_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(a_lock_whose_keys_are_deleted_is_reported_lost_once) {
-  redlock::client c{io.get_executor(), observed_config()};
+  auto c = make_client(observed_config());
   run_bounded(io, [&]() -> asio::awaitable<void> {
     // Found by async_extend.
     auto lk = co_await c.async_lock("gone", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
@@ -378,7 +374,7 @@ BOOST_AUTO_TEST_CASE(a_lock_whose_keys_are_deleted_is_reported_lost_once) {
 }
 
 BOOST_AUTO_TEST_CASE(a_lock_that_runs_out_under_a_frozen_majority_is_reported_lost) {
-  redlock::client c{io.get_executor(), observed_config()};
+  auto c = make_client(observed_config());
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("frozen", {.ttl = 300ms, .wait = 2s}, asio::use_awaitable);
     redlock::keeper k{c, std::move(lk)};
@@ -400,7 +396,7 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_is_reported_down_up_restarted_and_held_bac
   auto cfg = observed_config();
   cfg.restart_guard = true;
   cfg.max_ttl = 5s;  // longer than this test: node 0 stays held back once restarted
-  redlock::client c{io.get_executor(), cfg};
+  auto c = make_client(cfg);
   wait_connected(3);
   fleet[0].restart();
   const bool back = run_bounded(io, eventually([&] {
@@ -434,8 +430,8 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_is_reported_down_up_restarted_and_held_bac
 }
 
 BOOST_AUTO_TEST_CASE(metrics_text_parses_and_its_counts_match_the_events) {
-  redlock::client holder{io.get_executor(), redlock::test::fast_config(fleet.uris())};
-  redlock::client c{io.get_executor(), observed_config()};
+  auto holder = make_client();
+  auto c = make_client(observed_config());
   wait_connected(3);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     for (int i = 0; i < 5; ++i) {
@@ -496,9 +492,9 @@ BOOST_AUTO_TEST_CASE(metrics_text_parses_and_its_counts_match_the_events) {
 
 BOOST_AUTO_TEST_CASE(without_an_observer_node_events_still_reach_on_event) {
   std::vector<redlock::node_event::kind> kinds;
-  auto cfg = redlock::test::fast_config(fleet.uris());
+  auto cfg = config();
   cfg.on_event = [&](const redlock::node_event& e) { kinds.push_back(e.what); };
-  redlock::client c{io.get_executor(), cfg};
+  auto c = make_client(cfg);
   const bool ok = run_bounded(io, eventually([&] { return kinds.size() >= 3; }));
   BOOST_TEST(ok);
   for (auto k : kinds) BOOST_TEST((k == redlock::node_event::kind::connected));
@@ -506,7 +502,7 @@ BOOST_AUTO_TEST_CASE(without_an_observer_node_events_still_reach_on_event) {
   auto both = observed_config();
   std::size_t callbacks = 0;
   both.on_event = [&](const redlock::node_event&) { ++callbacks; };
-  redlock::client d{io.get_executor(), both};
+  auto d = make_client(both);
   const bool ok2 = run_bounded(io, eventually([&] { return callbacks >= 3 && seen->connected() >= 3; }));
   BOOST_TEST(ok2);
   BOOST_TEST(callbacks == seen->node_events.size());

@@ -11,15 +11,13 @@
 #include <optional>
 
 #include "async_helpers.hpp"
-#include "fast_config.hpp"
-#include "redis_fleet.hpp"
+#include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::test::eventually;
-using redlock::test::fast_config;
 using redlock::test::run_bounded;
 
 namespace {
@@ -28,12 +26,9 @@ namespace {
 // bound was woken, not retried (each retry delay is drawn from [15 s, 45 s]).
 constexpr auto never = 30s;
 
-struct three_nodes {
-  redlock::test::redis_fleet fleet{3};
-  asio::io_context io;
-
+struct three_nodes : redlock::test::fleet_fixture<3> {
   redlock::config cfg(std::chrono::milliseconds retry_delay) const {
-    auto c = fast_config(fleet.uris());
+    auto c = config();
     c.retry_delay = retry_delay;
     return c;
   }
@@ -113,8 +108,8 @@ asio::awaitable<void> three_nodes::hand_over(redlock::client& holder, redlock::c
 BOOST_FIXTURE_TEST_SUITE(wake, three_nodes)
 
 BOOST_AUTO_TEST_CASE(a_waiter_in_another_client_takes_the_lock_at_its_release) {
-  redlock::client holder{io.get_executor(), cfg(10ms)};
-  redlock::client waiter{io.get_executor(), cfg(never)};
+  auto holder = make_client(cfg(10ms));
+  auto waiter = make_client(cfg(never));
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto first = co_await hold_and_queue(holder, waiter, "w1");
     // The release is the only event that can let the waiter in before its retry delay.
@@ -125,8 +120,8 @@ BOOST_AUTO_TEST_CASE(a_waiter_in_another_client_takes_the_lock_at_its_release) {
 }
 
 BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the_others) {
-  redlock::client holder{io.get_executor(), cfg(10ms)};
-  redlock::client waiter{io.get_executor(), cfg(never)};
+  auto holder = make_client(cfg(10ms));
+  auto waiter = make_client(cfg(never));
   constexpr std::size_t n = 8;
   std::array<std::optional<error_code>, n> got;
   std::array<redlock::lock, n> locks;
@@ -159,12 +154,12 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the
 }
 
 BOOST_AUTO_TEST_CASE(with_the_subscriber_connections_killed_waiters_still_acquire_by_retrying) {
-  redlock::client holder{io.get_executor(), cfg(10ms)};
+  auto holder = make_client(cfg(10ms));
   auto slow = cfg(200ms);
   // Killed subscribers stay away for the whole test.
   slow.reconnect_min = 20s;
   slow.reconnect_max = 20s;
-  redlock::client waiter{io.get_executor(), slow};
+  auto waiter = make_client(slow);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto first = co_await hold_and_queue(holder, waiter, "w3");
     for (std::size_t i = 0; i < fleet.size(); ++i)
@@ -175,8 +170,8 @@ BOOST_AUTO_TEST_CASE(with_the_subscriber_connections_killed_waiters_still_acquir
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_subscriber_reconnects_and_listens_again) {
-  redlock::client holder{io.get_executor(), cfg(10ms)};
-  redlock::client waiter{io.get_executor(), cfg(never)};
+  auto holder = make_client(cfg(10ms));
+  auto waiter = make_client(cfg(never));
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto first = co_await hold_and_queue(holder, waiter, "w4");
     const auto ids = [&] {
@@ -203,10 +198,10 @@ BOOST_AUTO_TEST_CASE(a_killed_subscriber_reconnects_and_listens_again) {
 }
 
 BOOST_AUTO_TEST_CASE(without_wake_on_release_no_subscriber_is_opened) {
-  redlock::client holder{io.get_executor(), cfg(10ms)};
+  auto holder = make_client(cfg(10ms));
   auto polling = cfg(50ms);
   polling.wake_on_release = false;
-  redlock::client waiter{io.get_executor(), polling};
+  auto waiter = make_client(polling);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto first = co_await hold_and_queue(holder, waiter, "w5", false);
     // Polls (SETs beyond the holder's and the first attempt), never subscribes.
