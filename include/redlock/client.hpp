@@ -267,11 +267,11 @@ class client {
   /// set's token); outcomes as async_unlock(lock&). `lk` is emptied when it starts.
   template <typename CompletionToken>
   auto async_unlock(multi_lock& lk, CompletionToken&& token) {
-    return initiate_void(
-        [&lk](auto s, detail::void_handler h) {
-          detail::start_unlock_all(std::move(s), lk, nullptr, std::move(h));
-        },
-        std::forward<CompletionToken>(token));
+    return initiate_unlock_all(lk, nullptr, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_unlock(multi_lock& lk, diagnostics& diag, CompletionToken&& token) {
+    return initiate_unlock_all(lk, &diag, std::forward<CompletionToken>(token));
   }
 
   /// Sets the TTL of the whole set to `ttl` on every node where every key still holds
@@ -279,11 +279,12 @@ class client {
   /// async_extend(lock&). `lk` must outlive the operation.
   template <typename CompletionToken>
   auto async_extend(multi_lock& lk, std::chrono::milliseconds ttl, CompletionToken&& token) {
-    return initiate_void(
-        [&lk, ttl](auto s, detail::void_handler h) {
-          detail::start_extend_all(std::move(s), lk, ttl, nullptr, std::move(h));
-        },
-        std::forward<CompletionToken>(token));
+    return initiate_extend_all(lk, ttl, nullptr, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_extend(multi_lock& lk, std::chrono::milliseconds ttl, diagnostics& diag,
+                    CompletionToken&& token) {
+    return initiate_extend_all(lk, ttl, &diag, std::forward<CompletionToken>(token));
   }
 
   /// Releases every lock handed out and not yet released, sends what is queued
@@ -322,6 +323,25 @@ class client {
           detail::start_lock_all(std::move(s), std::move(r), o, w, d, std::move(handler));
         },
         token, state_, std::move(resources), opts, wait, diag);
+  }
+
+  template <typename CompletionToken>
+  auto initiate_unlock_all(multi_lock& lk, diagnostics* diag, CompletionToken&& token) {
+    return initiate_void(
+        [&lk, diag](auto s, detail::void_handler h) {
+          detail::start_unlock_all(std::move(s), lk, diag, std::move(h));
+        },
+        std::forward<CompletionToken>(token));
+  }
+
+  template <typename CompletionToken>
+  auto initiate_extend_all(multi_lock& lk, std::chrono::milliseconds ttl, diagnostics* diag,
+                           CompletionToken&& token) {
+    return initiate_void(
+        [&lk, ttl, diag](auto s, detail::void_handler h) {
+          detail::start_extend_all(std::move(s), lk, ttl, diag, std::move(h));
+        },
+        std::forward<CompletionToken>(token));
   }
 
   template <typename Start, typename CompletionToken>

@@ -60,6 +60,47 @@ auto lock_all(redlock::client& c, names r, redlock::lock_options o) {
   return c.async_lock_all(std::move(r), o, asio::use_awaitable);
 }
 
+// Whether a diagnostics message says that node i of `fleet` did not answer in time.
+bool names_silent_node(const std::string& message, const redlock::test::redis_fleet& fleet,
+                       std::size_t i) {
+  const auto line = "node " + std::to_string(i) + " (127.0.0.1:" + std::to_string(fleet[i].port()) +
+                    "): " + make_error_code(redlock::error::node_timeout).message();
+  return message.find(line) != std::string::npos;
+}
+
+// Checks a failure that only node 0 of three answered: it says what failed on which
+// set, counts the one vote, and names the two silent nodes.
+void check_only_node_0_answered(const redlock::diagnostics& diag, const std::string& what,
+                                const redlock::test::redis_fleet& fleet) {
+  BOOST_TEST(diag.message.find("could not " + what) != std::string::npos, diag.message);
+  BOOST_TEST(diag.message.find("(1 of 3 nodes agreed, 2 needed)") != std::string::npos, diag.message);
+  BOOST_TEST(diag.message.find("node 0 (127.0.0.1:" + std::to_string(fleet[0].port()) + "): ok") !=
+                 std::string::npos, diag.message);
+  BOOST_TEST(names_silent_node(diag.message, fleet, 1), diag.message);
+  BOOST_TEST(names_silent_node(diag.message, fleet, 2), diag.message);
+}
+
+// Runs `op(diag, token)`, an extend or unlock, to completion and returns its outcome.
+template <typename Op>
+error_code run_diagnosed(asio::io_context& io, redlock::diagnostics& diag, Op op) {
+  error_code ec;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await op(diag, asio::redirect_error(asio::use_awaitable, ec));
+  }(), 5s);
+  return ec;
+}
+
+// Takes `set` with `c`, then freezes nodes 1 and 2 (SIGSTOP): a majority of three. Should
+// a check stop the test before it thaws them, the fleet's destructor resumes and kills them.
+redlock::multi_lock take_then_freeze_majority(three_nodes& f, redlock::client& c, const names& set,
+                                              std::chrono::milliseconds ttl) {
+  redlock::multi_lock lk;
+  run_bounded(f.io, [&]() -> asio::awaitable<void> { lk = co_await lock_all(c, set, {.ttl = ttl}); }());
+  f.fleet[1].freeze();
+  f.fleet[2].freeze();
+  return lk;
+}
+
 // A forked child's work: 10 rounds of `order` with its own client, counting who is
 // inside each resource "x:N" in shared[N] and overlaps in shared[3], entries in shared[4].
 // Returns the exit code: 0 when every round completed.
@@ -331,6 +372,49 @@ BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
   }(), 10s);
   five[3].thaw();
   five[4].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(a_set_extension_answered_by_a_minority_fails_with_no_quorum_and_keeps_its_deadline) {
+  auto c = make_client();
+  auto lk = take_then_freeze_majority(*this, c, {"e:1", "e:2"}, 5s);
+  const auto deadline = lk.deadline();
+  redlock::diagnostics diag;
+  const auto ec = run_diagnosed(io, diag, [&](auto& d, auto token) { return c.async_extend(lk, 20s, d, token); });
+  BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
+  check_only_node_0_answered(diag, "extend all of \"e:1, e:2\"", fleet);
+  // Only node 0 extended: the set keeps the deadline and TTL it had, and is not lost.
+  BOOST_TEST((lk.deadline() == deadline));
+  BOOST_TEST(lk.ttl() == 5s);
+  BOOST_TEST(!lk.lost());
+  BOOST_TEST(lk.valid());
+  fleet[1].thaw();
+  fleet[2].thaw();
+  // The abandoned extension still runs on the thawed nodes: there the keys may outlive
+  // the deadline the client keeps, never the other way round.
+  const bool extended_late = run_bounded(io, eventually([&] {
+    for (std::size_t i = 1; i < 3; ++i)
+      for (const auto& k : lk.keys())
+        if (fleet[i].command({"PTTL", k}).integer <= 10000) return false;
+    return true;
+  }, 5s));
+  BOOST_TEST(extended_late);
+}
+
+BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_reports_no_quorum_naming_the_silent_nodes) {
+  auto c = make_client();
+  auto lk = take_then_freeze_majority(*this, c, {"u:1", "u:2"}, 30s);
+  const auto keys = lk.keys();
+  redlock::diagnostics diag;
+  const auto ec = run_diagnosed(io, diag, [&](auto& d, auto token) { return c.async_unlock(lk, d, token); });
+  BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
+  check_only_node_0_answered(diag, "unlock all of \"u:1, u:2\"", fleet);
+  BOOST_TEST(!lk.owns());
+  BOOST_TEST(copies_of_any(keys) == 0u);  // node 0 released; 1 and 2 are frozen
+  fleet[1].thaw();
+  fleet[2].thaw();
+  // The release was sent to every node: the thawed ones run it long before the 30 s TTL.
+  const bool released = run_bounded(io, eventually([&] { return fleet.total_keys() == 0; }, 5s));
+  BOOST_TEST(released);
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_are_refused_with_a_clear_message) {
