@@ -73,9 +73,10 @@ bool names_silent_node(const std::string& message, const redlock::test::redis_fl
 void check_only_node_0_answered(const redlock::diagnostics& diag, const std::string& what,
                                 const redlock::test::redis_fleet& fleet) {
   BOOST_TEST(diag.message.find("could not " + what) != std::string::npos, diag.message);
-  BOOST_TEST(diag.message.find("(1 of 3 nodes agreed, 2 needed)") != std::string::npos, diag.message);
-  BOOST_TEST(diag.message.find("node 0 (127.0.0.1:" + std::to_string(fleet[0].port()) + "): ok") !=
-                 std::string::npos, diag.message);
+  const auto node_0 = "node 0 (127.0.0.1:" + std::to_string(fleet[0].port()) + "): ok";
+  BOOST_TEST(diag.message.find("(1 of 3 nodes agreed, 2 needed)") != std::string::npos,
+             diag.message);
+  BOOST_TEST(diag.message.find(node_0) != std::string::npos, diag.message);
   BOOST_TEST(names_silent_node(diag.message, fleet, 1), diag.message);
   BOOST_TEST(names_silent_node(diag.message, fleet, 2), diag.message);
 }
@@ -95,7 +96,9 @@ error_code run_diagnosed(asio::io_context& io, redlock::diagnostics& diag, Op op
 redlock::multi_lock take_then_freeze_majority(three_nodes& f, redlock::client& c, const names& set,
                                               std::chrono::milliseconds ttl) {
   redlock::multi_lock lk;
-  run_bounded(f.io, [&]() -> asio::awaitable<void> { lk = co_await lock_all(c, set, {.ttl = ttl}); }());
+  run_bounded(f.io, [&]() -> asio::awaitable<void> {
+    lk = co_await lock_all(c, set, {.ttl = ttl});
+  }());
   f.fleet[1].freeze();
   f.fleet[2].freeze();
   return lk;
@@ -374,12 +377,13 @@ BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
   five[4].thaw();
 }
 
-BOOST_AUTO_TEST_CASE(a_set_extension_answered_by_a_minority_fails_with_no_quorum_and_keeps_its_deadline) {
+BOOST_AUTO_TEST_CASE(a_set_extension_answered_by_a_minority_is_no_quorum_and_keeps_its_deadline) {
   auto c = make_client();
   auto lk = take_then_freeze_majority(*this, c, {"e:1", "e:2"}, 5s);
   const auto deadline = lk.deadline();
   redlock::diagnostics diag;
-  const auto ec = run_diagnosed(io, diag, [&](auto& d, auto token) { return c.async_extend(lk, 20s, d, token); });
+  const auto ec = run_diagnosed(
+      io, diag, [&](auto& d, auto token) { return c.async_extend(lk, 20s, d, token); });
   BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
   check_only_node_0_answered(diag, "extend all of \"e:1, e:2\"", fleet);
   // Only node 0 extended: the set keeps the deadline and TTL it had, and is not lost.
@@ -400,12 +404,13 @@ BOOST_AUTO_TEST_CASE(a_set_extension_answered_by_a_minority_fails_with_no_quorum
   BOOST_TEST(extended_late);
 }
 
-BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_reports_no_quorum_naming_the_silent_nodes) {
+BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_is_no_quorum_naming_silent_nodes) {
   auto c = make_client();
   auto lk = take_then_freeze_majority(*this, c, {"u:1", "u:2"}, 30s);
   const auto keys = lk.keys();
   redlock::diagnostics diag;
-  const auto ec = run_diagnosed(io, diag, [&](auto& d, auto token) { return c.async_unlock(lk, d, token); });
+  const auto ec = run_diagnosed(
+      io, diag, [&](auto& d, auto token) { return c.async_unlock(lk, d, token); });
   BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
   check_only_node_0_answered(diag, "unlock all of \"u:1, u:2\"", fleet);
   BOOST_TEST(!lk.owns());

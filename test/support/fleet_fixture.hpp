@@ -4,7 +4,6 @@
 // A test file derives from it to add what only its own tests need.
 
 #include <boost/asio/io_context.hpp>
-
 #include <cstddef>
 #include <utility>
 
