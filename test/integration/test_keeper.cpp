@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "async_helpers.hpp"
-#include "redis_fleet.hpp"
+#include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
 namespace asio = boost::asio;
@@ -17,25 +17,13 @@ using redlock::test::run_bounded;
 
 namespace {
 
-struct five_nodes {
-  redlock::test::redis_fleet fleet{5};
-  asio::io_context io;
-
+struct five_nodes : redlock::test::fleet_fixture<5> {
   redlock::client make_client() {
-    return redlock::client{io.get_executor(),
-                           redlock::config{.nodes = fleet.uris(),
-                                           .connect_timeout = 300ms,
-                                           .node_timeout = 50ms,
-                                           .reconnect_min = 10ms,
-                                           .reconnect_max = 100ms,
-                                           .retry_delay = 10ms,
-                                           .restart_guard = false}};
-  }
-  int copies(std::string_view key) const {
-    int n = 0;
-    for (std::size_t i = 0; i < fleet.size(); ++i)
-      if (fleet[i].running() && !fleet[i].frozen() && fleet.has_key(i, key)) ++n;
-    return n;
+    auto cfg = config();
+    cfg.connect_timeout = 300ms;
+    cfg.node_timeout = 50ms;
+    cfg.reconnect_max = 100ms;
+    return fleet_fixture::make_client(std::move(cfg));
   }
   std::int64_t evalsha_calls(std::size_t node) const {
     auto info = fleet[node].command({"INFO", "commandstats"}).text;

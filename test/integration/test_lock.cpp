@@ -10,7 +10,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
-#include "redis_fleet.hpp"
+#include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
 namespace asio = boost::asio;
@@ -20,30 +20,12 @@ using redlock::test::run_bounded;
 
 namespace {
 
-struct five_nodes {
-  redlock::test::redis_fleet fleet{5};
-  asio::io_context io;
-
-  redlock::config cfg(std::chrono::milliseconds node_timeout = 100ms) const {
-    return redlock::config{.nodes = fleet.uris(),
-                           .connect_timeout = 500ms,
-                           .node_timeout = node_timeout,
-                           .reconnect_min = 10ms,
-                           .reconnect_max = 100ms,
-                           .retry_delay = 10ms,
-                           // Fresh test servers would be held back for a whole TTL; the
-                           // restart guard has tests of its own (test_fencing).
-                           .restart_guard = false};
-  }
+struct five_nodes : redlock::test::fleet_fixture<5> {
   redlock::client make_client(std::chrono::milliseconds node_timeout = 100ms) {
-    return redlock::client{io.get_executor(), cfg(node_timeout)};
-  }
-  // How many nodes hold `key` right now.
-  int copies(std::string_view key) const {
-    int n = 0;
-    for (std::size_t i = 0; i < fleet.size(); ++i)
-      if (fleet[i].running() && !fleet[i].frozen() && fleet.has_key(i, key)) ++n;
-    return n;
+    auto cfg = config();
+    cfg.node_timeout = node_timeout;
+    cfg.reconnect_max = 100ms;
+    return fleet_fixture::make_client(std::move(cfg));
   }
 };
 

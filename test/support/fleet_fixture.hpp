@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cstddef>
+#include <string_view>
 #include <utility>
 
 #include "fast_config.hpp"
@@ -25,6 +26,14 @@ struct fleet_fixture {
   redlock::client make_client() { return make_client(config()); }
   redlock::client make_client(redlock::config cfg) {
     return redlock::client{io.get_executor(), std::move(cfg)};
+  }
+
+  /// How many nodes, running and not frozen, hold `key` now.
+  int copies(std::string_view key) const {
+    int n = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet[i].running() && !fleet[i].frozen() && fleet.has_key(i, key)) ++n;
+    return n;
   }
 };
 
