@@ -973,6 +973,7 @@ void client_state::wake_waiter(const std::string& key, std::string_view token) {
   if (wakes && !token.empty()) wakes->heard(key, token);
   auto it = waiters.find(key);
   if (it != waiters.end() && !it->second.empty()) it->second.front()->wake();
+  wake_sets(key, token);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/token.hpp"
@@ -57,6 +58,19 @@ class waiter {
   ~waiter() = default;
 };
 
+/// A multi-resource lock call waiting for a release of any of its resources (see
+/// client_state::waiting_sets). Not in a line: each set needs its own keys free.
+class set_waiter {
+ public:
+  /// A release of one of the set's resources by the owner of `token` ("" if unknown:
+  /// a fresh subscription, or shutdown): try again now (or right after the attempt in
+  /// flight); the same token again is the same release (a set releases all its keys).
+  virtual void wake(std::string_view token) = 0;
+
+ protected:
+  ~set_waiter() = default;
+};
+
 struct client_state : std::enable_shared_from_this<client_state> {
   client_state(asio::any_io_executor ex, config c);
 
@@ -88,11 +102,20 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// Release announcements from the nodes (pub/sub), for keys with a local line; created
   /// by the first line (src/client/wake.cpp).
   std::unique_ptr<wake_hub> wakes;
-  /// A line of waiters formed for `key` / emptied: start / stop listening for its releases.
+  /// A line of waiters formed for `key` / emptied: start / stop listening for its releases
+  /// (counted with the sets waiting on `key`: the last one leaving stops).
   void line_formed(const std::string& key);
   void line_gone(const std::string& key);
-  /// At shutdown: wakes every waiting call, which then completes with shut_down (a call
-  /// parked in a line would otherwise sleep until its wait ended). On the strand.
+  /// Multi-resource lock calls waiting for a release, per key: a release of the key (local
+  /// or announced) wakes every one of them once (src/client/wake.cpp). On the strand.
+  std::unordered_map<std::string, std::vector<set_waiter*>> waiting_sets;
+  /// `w` starts / stops waiting on every key of `keys` (and listening for their releases).
+  void set_waits(set_waiter& w, const std::vector<std::string>& keys);
+  void set_stops(set_waiter& w, const std::vector<std::string>& keys);
+  /// Wakes every set waiting on `key` (a release of `token`, "" if unknown).
+  void wake_sets(const std::string& key, std::string_view token);
+  /// At shutdown: wakes every waiting call and set, which then completes with shut_down (a
+  /// call parked in a line would otherwise sleep until its wait ended). On the strand.
   void end_waits();
   std::string fence_hash_key;    // key_prefix + "redlock:fence"
   std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"

@@ -3,7 +3,8 @@
 // held, so a node never keeps part of a set; the set is ours with a majority of such
 // nodes within validity, exactly as one key is. Because no attempt leaves a partial hold
 // behind (a failed one is released everywhere), two callers naming the same resources in
-// any order cannot deadlock: the loser simply retries later, with jitter.
+// any order cannot deadlock: the loser simply retries, when a release of one of its
+// resources is heard (client_state::waiting_sets) or after its jittered delay.
 //
 // The ops are shared-owned: a connection holds a raw pointer to each request, so an op
 // keeps itself alive while requests are out (self_), and a timer or cancellation
@@ -146,6 +147,8 @@ class set_op<void(error_code, Args...)>
   virtual void on_tally() = 0;
   virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
   virtual void on_cancel() = 0;
+  /// Runs once, when the op completes (before the handler is posted or run).
+  virtual void before_complete() {}
   /// For the diagnostics: the yes votes that count towards the majority, and how a node
   /// that voted yes is described.
   virtual std::size_t counted_yes() const { return yes_; }
@@ -162,6 +165,7 @@ class set_op<void(error_code, Args...)>
   void complete(error_code ec, Args... args) {
     if (done_) return;
     done_ = true;
+    before_complete();
     if (slot_.is_connected()) slot_.clear();
     if (diag_) diag_->message = ec ? describe(ec) : std::string{};
     if (initiating_) {
@@ -268,7 +272,7 @@ class set_op<void(error_code, Args...)>
 
 // ---- acquire -----------------------------------------------------------------------
 
-class lock_all_op final : public set_op<void(error_code, multi_lock)> {
+class lock_all_op final : public set_op<void(error_code, multi_lock)>, public set_waiter {
  public:
   lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
               lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
@@ -277,6 +281,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
         opts_(opts),
         wait_(wait),
         retry_timer_(s_->strand) {}
+  ~lock_all_op() override { stop_waiting(); }
 
   void start() {
     if (s_->closed) return complete(error::shut_down, multi_lock{});
@@ -325,6 +330,11 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
   }
 
   void attempt() {
+    if (s_->closed) {
+      // Shut down while waiting (client_state::end_waits woke us): stop here.
+      decided_ = true;
+      return complete(error::shut_down, multi_lock{});
+    }
     decided_ = false;
     second_round_ = false;
     marked_yes_ = unmarked_yes_ = 0;
@@ -504,6 +514,8 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
   }
 
   void succeed() {
+    // While keys_ still names the keys.
+    stop_waiting();
     s_->held_sets.emplace(token_, keys_);  // released by async_shutdown if still held then
     multi_lock lk;
     multi_lock_access::owner(lk) = s_;
@@ -541,17 +553,60 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
       if (wait_ && reason == error::contended) reason = error::wait_timeout;
       return complete(reason, multi_lock{});
     }
+    if (reason == error::contended && !waiting_) {
+      // Held by others: a release of any of the keys wakes the set (the delay stays the
+      // fallback for lost announcements and expiries).
+      s_->set_waits(*this, keys_);
+      waiting_ = true;
+    }
+    if (std::exchange(woken_, false)) return retry_after(std::chrono::nanoseconds{0});
     auto delay = s_->jitter(s_->cfg.retry_delay);
     if (wait_deadline_ - now < delay)
       delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
+    retry_after(delay);
+  }
+
+  void retry_after(std::chrono::nanoseconds delay) {
     retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([self = shared_from_this(), this](error_code ec) {
-      if (ec || done_) return;
+    retry_timer_.async_wait([self = shared_from_this(), this, gen = ++timer_gen_](error_code ec) {
+      // A wait that expired just as a wake tried at once is stale too.
+      if (ec || done_ || gen != timer_gen_) return;
       if (outstanding_ > 0)
         retry_when_idle_ = true;  // the request slots are still in use
       else
         attempt();
     });
+  }
+
+ public:
+  void wake(std::string_view token) override {
+    if (done_) return;
+    if (!token.empty()) {
+      if (token == last_release_) return;  // heard already on another key of the set
+      last_release_.assign(token);
+    }
+    if (!decided_ || second_round_) {
+      woken_ = true;  // right after the attempt in flight
+      return;
+    }
+    ++timer_gen_;
+    retry_timer_.cancel();
+    if (outstanding_ > 0) {
+      retry_when_idle_ = true;  // the request slots are still in use
+      return;
+    }
+    // Now: after a local release, the script leaves right behind it on every connection.
+    // Guarded like a start: an attempt decided at once completes from a posted handler.
+    auto keep = shared_from_this();
+    run_start([this] { attempt(); });
+  }
+
+ private:
+  void before_complete() override { stop_waiting(); }
+
+  void stop_waiting() {
+    if (!std::exchange(waiting_, false)) return;
+    s_->set_stops(*this, keys_);
   }
 
   void on_cancel() override {
@@ -577,6 +632,11 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)> {
   std::string payload2_;
   bool decided_ = false;
   bool retry_when_idle_ = false;
+  // Waiting for releases (client_state::waiting_sets).
+  bool waiting_ = false;
+  bool woken_ = false;           // woken while an attempt was in flight
+  std::string last_release_;     // the token of the last release that woke the set
+  std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
   // Fencing: the counters each node answered, at node * keys_.size() + resource.
   std::vector<std::uint64_t> counters_;
   std::vector<std::uint64_t> fences_;

@@ -2,6 +2,7 @@
 
 #include "client/client_state.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace redlock::detail {
@@ -16,11 +17,40 @@ void client_state::line_gone(const std::string& key) {
   if (wakes) wakes->unwatch(key);
 }
 
+void client_state::set_waits(set_waiter& w, const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    waiting_sets[key].push_back(&w);
+    line_formed(key);
+  }
+}
+
+void client_state::set_stops(set_waiter& w, const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    auto it = waiting_sets.find(key);
+    if (it == waiting_sets.end() || std::erase(it->second, &w) == 0) continue;
+    if (it->second.empty()) waiting_sets.erase(it);
+    line_gone(key);
+  }
+}
+
+void client_state::wake_sets(const std::string& key, std::string_view token) {
+  auto it = waiting_sets.find(key);
+  if (it == waiting_sets.end()) return;
+  // Copied: a woken set may finish (and stop waiting) at once.
+  const std::vector<set_waiter*> sets = it->second;
+  for (set_waiter* w : sets) w->wake(token);
+}
+
 void client_state::end_waits() {
-  // Collected first: each call leaves its line as it completes.
+  // Collected first: each call leaves its line (each set its keys) as it completes.
   std::vector<waiter*> all;
   for (auto& [key, line] : waiters) all.insert(all.end(), line.begin(), line.end());
   for (waiter* w : all) w->wake();
+  std::vector<set_waiter*> sets;
+  for (auto& [key, waiting] : waiting_sets)
+    for (set_waiter* w : waiting)
+      if (std::find(sets.begin(), sets.end(), w) == sets.end()) sets.push_back(w);
+  for (set_waiter* w : sets) w->wake({});
 }
 
 void wake_hub::open() {
@@ -44,13 +74,16 @@ void wake_hub::open() {
 void wake_hub::watch(const std::string& key) {
   if (closed_) return;
   if (subscribers_.empty()) open();
-  if (!watched_.try_emplace(key).second) return;
+  if (++watched_[key].watchers > 1) return;
   for (std::size_t i = 0; i < subscribers_.size(); ++i)
     if (up_[i]) send(i, "SUBSCRIBE", key);
 }
 
 void wake_hub::unwatch(const std::string& key) {
-  if (closed_ || watched_.erase(key) == 0) return;
+  if (closed_) return;
+  auto it = watched_.find(key);
+  if (it == watched_.end() || --it->second.watchers > 0) return;
+  watched_.erase(it);
   for (std::size_t i = 0; i < subscribers_.size(); ++i)
     if (up_[i]) send(i, "UNSUBSCRIBE", key);
 }
@@ -83,15 +116,18 @@ void wake_hub::on_message(const resp::reply& r) {
   if (closed_) return;
   const std::string key{r[2].text};
   auto it = watched_.find(key);
-  if (it == watched_.end()) return;  // a line that is gone, or a late message
+  if (it == watched_.end()) return;  // a line or set that is gone, or a late message
+  std::string_view token;
   if (r[1].text == "subscribe") {
-    // A release between the waiter's last attempt and this subscription went unheard:
-    // the first confirmation lets the head try once more.
+    // A release between the waiters' last attempt and this subscription went unheard:
+    // the first confirmation lets the head (and the sets waiting) try once more.
     if (std::exchange(it->second.confirmed, true)) return;
   } else if (!r[3].is_string() || !heard(key, r[3].text)) {
     return;  // the same release, announced by another node (or heard locally)
+  } else {
+    token = r[3].text;  // a set waits on several keys: the same release on another is no news
   }
-  s_.wake_waiter(key);
+  s_.wake_waiter(key, token);
 }
 
 void wake_hub::shutdown() {

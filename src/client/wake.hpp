@@ -14,20 +14,22 @@ namespace redlock::detail {
 
 struct client_state;
 
-/// One subscriber connection per node, opened when the first local line of waiters
-/// forms and closed at shutdown, subscribed to the channel of every key that has a line
-/// (the channel is named like the key; the release script publishes the released token
-/// on it). A message wakes only the head of that key's line, once per release however
-/// many nodes announce it, so a release sets off at most one attempt per client. Lost
-/// messages (a subscriber connection that dropped) only cost the head its retry delay.
-/// Everything runs on the client's strand.
+/// One subscriber connection per node, opened when the first local line of waiters (or
+/// waiting multi-resource set) forms and closed at shutdown, subscribed to the channel of
+/// every key that has a line or a waiting set (the channel is named like the key; the
+/// release scripts publish the released token on it). A message wakes the head of that
+/// key's line and each set waiting on it, once per release however many nodes announce
+/// it, so a release sets off at most one attempt per line and per set. Lost messages (a
+/// subscriber connection that dropped) only cost them their retry delay. Everything
+/// runs on the client's strand.
 class wake_hub {
  public:
   explicit wake_hub(client_state& s) : s_(s) {}
   wake_hub(const wake_hub&) = delete;
   wake_hub& operator=(const wake_hub&) = delete;
 
-  /// Starts / stops listening for releases of `key`.
+  /// Starts / stops listening for releases of `key`. Counted: a line and the sets waiting
+  /// on one key each watch it, and the last unwatch unsubscribes.
   void watch(const std::string& key);
   void unwatch(const std::string& key);
   /// A release of `token` on `key` is known (a local one, or announced by a node).
@@ -40,6 +42,7 @@ class wake_hub {
   struct watched {
     std::string last_token;  // the latest release heard, to wake once per release
     bool confirmed = false;  // a node confirmed the subscription
+    std::size_t watchers = 0;
   };
   void open();
   void on_message(const resp::reply& r);

@@ -2,7 +2,8 @@
 // released together; a set blocked by one key takes nothing anywhere; single and multi
 // locks on one resource exclude each other; opposite orders neither deadlock nor
 // overlap; a failed partial attempt leaves no key; fencing gives one increasing token
-// per resource; a frozen minority does not stop a set; bad arguments say what is wrong.
+// per resource; a frozen minority does not stop a set; bad arguments say what is wrong;
+// a waiting set is woken by a release of any of its resources, local or announced.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 
 #include "async_helpers.hpp"
 #include "client/multi.hpp"
@@ -49,6 +51,48 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
     std::size_t n = 0;
     for (const auto& k : keys) n += copies(k);
     return n;
+  }
+  // Whether every node has `n` subscribers to each channel of `keys` (PUBSUB NUMSUB).
+  bool listened_to(const names& keys, std::int64_t n = 1) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      for (const auto& k : keys)
+        if (fleet[i].command({"PUBSUB", "NUMSUB", k}).elements.at(1).integer != n) return false;
+    return true;
+  }
+
+  // A client that only a release can wake in a test's time: each retry delay is drawn
+  // from [15 s, 45 s].
+  redlock::client patient_client(bool wake_on_release = true) {
+    auto c = fast_config(fleet.uris());
+    c.retry_delay = 30s;
+    c.wake_on_release = wake_on_release;
+    return redlock::client{io.get_executor(), c};
+  }
+  // The waiting set's outcome (members: the call refers to them until it completes).
+  std::optional<error_code> waited;
+  redlock::multi_lock waited_set;
+  // The waiting set must be taken soon after `released`, long before any retry.
+  asio::awaitable<void> expect_taken_since(std::chrono::steady_clock::time_point released) {
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 10s));
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - released);
+    BOOST_TEST_MESSAGE("set taken " << us.count() << " us after the release began");
+    BOOST_TEST(!*waited, waited->message());
+    BOOST_TEST(waited_set.valid());
+  }
+  // A lock and release of a probe resource with `c`: a full round trip on its
+  // connections, behind whatever `c` queued before.
+  asio::awaitable<void> round_trip(redlock::client& c) {
+    auto probe = co_await c.async_lock("probe", {.ttl = 20s}, asio::use_awaitable);
+    co_await c.async_unlock(probe, asio::use_awaitable);
+  }
+  // Starts waiting for `set` now: its first attempt is queued before any later call of `c`.
+  void wait_for_set(redlock::client& c, names set) {
+    c.async_lock_all(std::move(set), {.ttl = 20s, .wait = 60s},
+                     [this](error_code ec, redlock::multi_lock lk) {
+                       waited_set = std::move(lk);
+                       waited = ec;
+                     });
   }
 };
 
@@ -461,6 +505,101 @@ BOOST_AUTO_TEST_CASE(shutdown_releases_held_and_dropped_sets) {
   }, asio::detached);
   io.run();
   BOOST_TEST(fleet.total_keys() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_set_takes_its_resources_at_another_clients_release) {
+  auto holder = make_client();
+  auto waiter = patient_client();
+  const names set{"p:1", "p:2"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await holder.async_lock("p:2", {.ttl = 20s}, asio::use_awaitable);
+    wait_for_set(waiter, set);
+    // Refused once, then listening on both keys (and refused again when the
+    // subscriptions were confirmed): only a release can let it in before its delay.
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return listened_to(set); }));
+    BOOST_TEST(!waited.has_value());
+    const auto released = std::chrono::steady_clock::now();
+    co_await holder.async_unlock(held, asio::use_awaitable);
+    co_await expect_taken_since(released);
+    // Done waiting: no longer listening.
+    BOOST_TEST(co_await eventually([&] { return listened_to(set, 0); }));
+    co_await waiter.async_unlock(waited_set, asio::use_awaitable);
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_set_takes_its_resources_at_a_release_in_its_own_client) {
+  // No subscriptions: the local release alone must wake the set.
+  auto c = patient_client(false);
+  const names held_set{"o:2", "o:3"}, set{"o:1", "o:2"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await lock_all(c, held_set, {.ttl = 20s});
+    wait_for_set(c, set);
+    // Queued behind the set's first attempt: once the probe is taken, a majority has
+    // refused the set, which now waits.
+    co_await round_trip(c);
+    BOOST_TEST(!waited.has_value());
+    const auto released = std::chrono::steady_clock::now();
+    co_await c.async_unlock(held, asio::use_awaitable);
+    co_await expect_taken_since(released);
+    co_await c.async_unlock(waited_set, asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_ends_a_waiting_set) {
+  auto waiter = patient_client();
+  for (std::size_t i = 0; i < 3; ++i)
+    fleet[i].command({"SET", "e:2", "someone-else", "PX", "60000"});
+  const names set{"e:1", "e:2"}, mine{"e:1"};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    wait_for_set(waiter, set);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return listened_to(set); }));
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    // Its next retry is 15 s away at the earliest.
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 5s));
+    BOOST_TEST(*waited == redlock::error::shut_down, waited->message());
+    BOOST_TEST(copies_of_any(mine) == 0u);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_release_of_several_of_its_keys_wakes_a_set_once) {
+  // Local releases only: one release of two of the set's keys is one wake, however
+  // many keys it frees; the third key, held elsewhere, refuses that attempt, and the
+  // set then sleeps for its retry delay.
+  auto c = patient_client(false);
+  for (std::size_t i = 0; i < 3; ++i)
+    fleet[i].command({"SET", "u:3", "someone-else", "PX", "60000"});
+  const names held_set{"u:1", "u:2"}, set{"u:1", "u:2", "u:3"};
+  // Each node in the end (commandstats count the scripts' inner calls too): SET for u:3,
+  // the held set's 2 and the 5 probes'; EVALSHA for taking and releasing the held set,
+  // the waiting set's first attempt and the one after the release (both refused: no
+  // SET), and the probes' releases.
+  const auto all_ran = [&](std::int64_t probes) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet[i].calls("set") != 1 + 2 * (probes > 1) + probes || fleet.has_key(i, "probe"))
+        return false;
+    return true;
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // Every node answers before anything is counted (a slow handshake would hold the
+    // waiting set's retry back until its first attempt was answered everywhere).
+    co_await round_trip(c);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return all_ran(1); }));
+    auto held = co_await lock_all(c, held_set, {.ttl = 20s});
+    wait_for_set(c, set);
+    co_await round_trip(c);
+    co_await c.async_unlock(held, asio::use_awaitable);
+    // A second attempt would be queued long before the last probe (each a round trip).
+    for (int i = 0; i < 3; ++i) co_await round_trip(c);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return all_ran(5); }));
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      BOOST_TEST(fleet[i].calls("evalsha") == 2 + 2 + 5, "node " << i);
+    BOOST_TEST(!waited.has_value());
+    co_await c.async_shutdown(asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 5s));
+    BOOST_TEST(*waited == redlock::error::shut_down, waited->message());
+  }());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <optional>
 
 #include "async_helpers.hpp"
@@ -57,16 +56,8 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
   asio::awaitable<void> hand_over(redlock::client& holder, redlock::client& waiter,
                                   redlock::lock first);
 
-  // Calls of `SET` on node i so far (INFO commandstats).
-  std::int64_t set_calls(std::size_t i) {
-    const auto info = fleet[i].command({"INFO", "commandstats"}).text;
-    const auto at = info.find("cmdstat_set:calls=");
-    if (at == std::string::npos) return 0;
-    std::int64_t n = 0;
-    const char* from = info.data() + at + 18;
-    std::from_chars(from, info.data() + info.size(), n);
-    return n;
-  }
+  // Calls of `SET` on node i so far.
+  std::int64_t set_calls(std::size_t i) { return fleet[i].calls("set"); }
 };
 
 // Takes `resource` with `c` (waiting): the outcome into `out`, the lock into `lk`.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -544,6 +545,16 @@ std::int64_t redis_fleet::total_keys() const {
     total += r.integer;
   }
   return total;
+}
+
+std::int64_t redis_server::calls(std::string_view name) const {
+  const std::string info = admin_command({"INFO", "commandstats"}).text;
+  const std::string field = "cmdstat_" + std::string(name) + ":calls=";
+  const auto at = info.find(field);
+  std::int64_t n = 0;
+  if (at != std::string::npos)
+    std::from_chars(info.data() + at + field.size(), info.data() + info.size(), n);
+  return n;
 }
 
 bool redis_fleet::has_key(std::size_t i, std::string_view key) const {

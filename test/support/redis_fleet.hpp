@@ -130,6 +130,9 @@ class redis_server {
   /// errors come back as replies; throws std::runtime_error on a connect or I/O failure,
   /// including no reply within 5 s (e.g. the server is frozen).
   sync_reply command(const std::vector<std::string>& args) const;
+  /// How many times the server ran `name` (lower case, e.g. "evalsha"), by INFO
+  /// commandstats; 0 if never. Throws as command().
+  std::int64_t calls(std::string_view name) const;
 
  private:
   friend class redis_fleet;
