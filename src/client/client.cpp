@@ -43,6 +43,12 @@ namespace detail {
 const script release_script{
     R"(if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) redis.pcall("publish",KEYS[1],ARGV[1]) return 1 else return 0 end)",
     "1a824c1f3b7d2a0f38a478f368ad49f80b3a9934"};
+// The clean-up of a failed attempt: the lock was never taken, so nobody is told.
+// Announcing it would wake this client's own waiter, whose next attempt could win the same
+// minority again and be undone again: a loop at the speed of the network.
+const script quiet_release_script{
+    R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end)",
+    "b70c2384248f88e6b75b9f89241a180f856ad852"};
 const script extend_script{
     R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end)",
     "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"};
@@ -193,11 +199,12 @@ client_state::client_state(asio::any_io_executor ex, config c)
 }
 
 void client_state::release_detached(std::string_view key, std::string_view token,
-                                    const std::array<bool, max_nodes>* only) {
+                                    const std::array<bool, max_nodes>* only, bool announce) {
   // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
   // turn it into a silent NOSCRIPT.
   std::string payload;
-  resp::append_command(payload, "EVAL", release_script.body, "1", key, token);
+  resp::append_command(payload, "EVAL", (announce ? release_script : quiet_release_script).body,
+                       "1", key, token);
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
 }
@@ -792,7 +799,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
       mask[i] = maybe_set;
       any = any || maybe_set;
     }
-    if (any) s_->release_detached(key_, token_, &mask);
+    if (any) s_->release_detached(key_, token_, &mask, false);
   }
 
   void fail_attempt(error_code reason) {

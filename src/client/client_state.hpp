@@ -146,9 +146,11 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void close_all_gracefully(std::function<void()> done);
   /// Locks handed out and not yet released: token -> key (released at shutdown).
   std::unordered_map<std::string, std::string> held;
-  /// Queues a compare-and-delete of (key, token) on every node, reply ignored. On the strand.
+  /// Queues a compare-and-delete of (key, token) on every node (or those in `only`),
+  /// reply ignored; `announce`: publish the release to waiters (not for the clean-up of
+  /// a failed attempt). On the strand.
   void release_detached(std::string_view key, std::string_view token,
-                        const std::array<bool, max_nodes>* only = nullptr);
+                        const std::array<bool, max_nodes>* only = nullptr, bool announce = true);
   /// Multi-resource locks handed out and not yet released: token -> keys (multi.cpp).
   std::unordered_map<std::string, std::vector<std::string>> held_sets;
   /// release_detached for every key of a set, in one script call per node.
