@@ -99,6 +99,13 @@ struct config {
   /// docs/deployment.md. Default on.
   bool wake_on_release = true;
 
+  /// Fair mode (lock_options::fair): how long a waiter's place in a resource's line on
+  /// the nodes lasts unless renewed. Every attempt of a waiting call renews it, and a
+  /// waiting call attempts at least every fair_entry_ttl / 3. A client that dies while
+  /// queued holds the line up for at most this long once its place reaches the front.
+  /// 30 ms to 1 h. Default 1 s.
+  std::chrono::milliseconds fair_entry_ttl = 1000ms;
+
   /// Every key the client writes is `key_prefix + resource`; the fencing keys are
   /// `key_prefix + "redlock:fence"` (a hash) and `key_prefix + "redlock:fence:marker"`,
   /// the only keys without a TTL. Default: empty.
@@ -149,6 +156,15 @@ struct lock_options {
   /// Also mint a fencing token (lock::fence()): strictly increasing per resource across
   /// successive holders. Costs a second round trip. Default off.
   bool fenced = false;
+  /// Fair mode: async_lock waits in a line kept on the nodes and acquires in the order
+  /// of its calls' start (wall clock, so across clients as far as their clocks agree);
+  /// async_try_lock in fair mode refuses (contended) while anyone waits in the line.
+  /// Only fair calls respect the line: a call without it takes a free lock at once.
+  /// Single locks only (async_lock_all refuses it). Costs a few more key operations
+  /// per attempt on each node and keys `key_prefix + "redlock:line:" + resource` and
+  /// `key_prefix + "redlock:line-expiry:" + resource` while anyone waits (with a TTL).
+  /// See docs/api.md, "Fair mode", and config::fair_entry_ttl. Default off.
+  bool fair = false;
 };
 
 /// A Redis node address parsed from a URI.

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <tuple>
 
 #include "client/arithmetic.hpp"
 #include "client/claims.hpp"
@@ -68,7 +69,7 @@ std::string acl_hint(std::string_view server_text) {
       &release_script,      &extend_script,     &batch_extend_script, &fence_acquire_script,
       &fence_raise_script,  &fence_read_script, &fence_repair_script, &claim_script,
       &settle_script,       &multi_acquire_script, &multi_raise_script, &multi_extend_script,
-      &multi_release_script};
+      &multi_release_script, &fair_acquire_script, &fair_fence_acquire_script};
   for (const script* sc : scripts) {
     if (server_text.find(sc->sha) == std::string_view::npos) continue;
     std::string names = " ";
@@ -165,6 +166,8 @@ std::vector<node_uri> validate(const config& c) {
     bad_config("config.reconnect_max must not be below config.reconnect_min");
   if (!(c.drift_factor >= 0.0 && c.drift_factor < 0.5))
     bad_config("config.drift_factor must be in [0, 0.5)");
+  if (c.fair_entry_ttl < std::chrono::milliseconds{30} || c.fair_entry_ttl > std::chrono::hours{1})
+    bad_config("config.fair_entry_ttl must be from 30 ms to 1 h");
   if (c.max_queued_per_node == 0) bad_config("config.max_queued_per_node must be positive");
   if (c.max_ttl < std::chrono::milliseconds::zero())
     bad_config("config.max_ttl must not be negative (0 means each lock's own TTL)");
@@ -186,7 +189,8 @@ client_state::client_state(asio::any_io_executor ex, config c)
   static const std::vector<const script*> preload{
       &release_script,       &extend_script,      &batch_extend_script, &fence_acquire_script,
       &fence_raise_script,   &claim_script,       &settle_script,       &multi_acquire_script,
-      &multi_raise_script,   &multi_extend_script, &multi_release_script};
+      &multi_raise_script,   &multi_extend_script, &multi_release_script, &fair_acquire_script,
+      &fair_fence_acquire_script};
   std::shared_ptr<tls_settings> tls;
   if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
     std::string why;
@@ -317,6 +321,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   /// that voted yes is described.
   virtual std::size_t counted_yes() const { return yes_; }
   virtual const char* yes_text(std::size_t) const { return "ok"; }
+  virtual const char* held_text(std::size_t) const { return "held by another owner"; }
 
   void record_held_back(std::size_t i, std::string why) {
     record_failure(i, error::node_held_back);
@@ -440,7 +445,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
         case vote::pending: m += "no answer yet"; break;
         case vote::yes: m += yes_text(i); break;
         case vote::no: m += no_text_; break;
-        case vote::held: m += "held by another owner"; break;
+        case vote::held: m += held_text(i); break;
         case vote::failed:
           m += errors_[i].message();
           if (errors_[i] == error::server_error)
@@ -565,6 +570,14 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     }
     key_ = s_->cfg.key_prefix + resource_;
     if (opts_.fenced) field_ = s_->fence_field(resource_);
+    if (opts_.fair) {
+      line_key_ = s_->cfg.key_prefix + "redlock:line:" + resource_;
+      expiry_key_ = s_->cfg.key_prefix + "redlock:line-expiry:" + resource_;
+      // The place in line: chosen once per call, so that retries keep it.
+      line_ticket = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    }
     const auto now = boot_clock::now();
     call_start_ = now;
     wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
@@ -587,6 +600,10 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     marked_yes_ = unmarked_yes_ = 0;
     try {
       s_->tokens.next(token_);
+      if (opts_.fair && line_id_.empty()) {
+        s_->tokens.next(line_id_);
+        line_id = line_id_;
+      }
     } catch (const boost::system::system_error& e) {
       // No randomness from the kernel: refuse rather than take a guessable token.
       decided_ = true;
@@ -595,14 +612,27 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     payload_.clear();
     payload_.reserve(96 + 2 * key_.size());
     const script* lua = nullptr;
-    if (opts_.fenced) {
-      // A node whose counters are not trusted yet is repaired in the background, so that
-      // a majority of marked nodes stays available for tokens.
-      for (std::size_t i = 0; i < s_->size(); ++i)
-        if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
-          s_->start_fence_repair(opts_.ttl);
-          break;
-        }
+    queued_on_.fill(false);
+    // Fair mode: a waiting call takes (or renews) its place in the nodes' line; a single
+    // try only checks that nobody waits.
+    const bool join = opts_.fair && wait_ && boot_clock::now() < wait_deadline_;
+    joined_ = joined_ || join;
+    const std::string_view join_arg = join ? "1" : "0";
+    const std::int64_t place_ms = s_->cfg.fair_entry_ttl.count();
+    if (opts_.fair && opts_.fenced) {
+      fence_repair_if_needed();
+      resp::append_command(payload_, "EVALSHA", fair_fence_acquire_script.sha, "5", key_,
+                           s_->fence_hash_key, s_->fence_marker_key, line_key_, expiry_key_, token_,
+                           std::int64_t{opts_.ttl.count()}, field_, line_id_, line_ticket, place_ms,
+                           join_arg);
+      lua = &fair_fence_acquire_script;
+    } else if (opts_.fair) {
+      resp::append_command(payload_, "EVALSHA", fair_acquire_script.sha, "3", key_, line_key_,
+                           expiry_key_, token_, std::int64_t{opts_.ttl.count()}, line_id_,
+                           line_ticket, place_ms, join_arg);
+      lua = &fair_acquire_script;
+    } else if (opts_.fenced) {
+      fence_repair_if_needed();
       resp::append_command(payload_, "EVALSHA", fence_acquire_script.sha, "3", key_,
                            s_->fence_hash_key, s_->fence_marker_key, token_,
                            std::int64_t{opts_.ttl.count()}, field_);
@@ -621,6 +651,16 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     on_tally();
   }
 
+  // A node whose counters are not trusted yet is repaired in the background, so that a
+  // majority of marked nodes stays available for tokens.
+  void fence_repair_if_needed() {
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
+        s_->start_fence_repair(opts_.ttl);
+        break;
+      }
+  }
+
   bool should_send(std::size_t i) override { return counts(i); }
 
   bool counts(std::size_t i) override {
@@ -637,27 +677,37 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
                                          "(restarted empty or new), so its vote does not count"
                                        : "ok";
   }
+  const char* held_text(std::size_t i) const override {
+    return queued_on_[i] ? "an earlier waiter is first in the line (fair mode)" : "held by another owner";
+  }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     const resp::node& top = r[0];
-    if (!opts_.fenced) {
+    if (!opts_.fenced && !opts_.fair) {
       // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
       if (top.kind == resp::type::null) return vote::yes;
       if (top.is_string()) return vote::held;
       return vote::failed;
     }
-    // {0, holder} held; {1, counter} set on a marked node; {2, 0} set, node unmarked.
+    // {0, holder} held; {1, counter} set on a marked node ({1, 0} unfenced); {2, 0} set,
+    // node unmarked; {3, id} (fair) another waiter is first in line.
     if (top.kind != resp::type::array || r.size() != 3 || r[1].kind != resp::type::integer)
       return vote::failed;
     switch (r[1].integer) {
       case 0: return vote::held;
+      case 3:
+        if (!opts_.fair) return vote::failed;
+        queued_on_[i] = true;
+        return vote::held;
       case 1:
+        if (!opts_.fenced) return vote::yes;
         if (r[2].kind != resp::type::integer) return vote::failed;
         fence_[i] = static_cast<std::uint64_t>(r[2].integer);
         marked_[i] = true;
         ++marked_yes_;
         return vote::yes;
       case 2:
+        if (!opts_.fenced) return vote::failed;
         marked_[i] = false;
         ++unmarked_yes_;
         return vote::yes;
@@ -823,17 +873,37 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
       // leaves. The nodes still decide who holds the lock.
       auto& line = s_->waiters[key_];
       if (line.empty()) s_->line_formed(key_);
-      line.push_back(this);
-      queued_ = true;
+      join_local_line(line);
     }
     if (queued_ && s_->waiters[key_].front() != static_cast<waiter*>(this)) {
-      // Parked behind the head: only the wait deadline (or a promotion) wakes it.
-      return retry_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::min(wait_deadline_, now + std::chrono::hours{24}) - now));
+      // Parked behind the head: only the wait deadline (or a promotion) wakes it; in
+      // fair mode it also renews its place on the nodes in time.
+      auto park = std::min(wait_deadline_, now + std::chrono::hours{24}) - now;
+      if (opts_.fair) park = std::min<boot_clock::duration>(park, renew_interval());
+      return retry_after(std::chrono::duration_cast<std::chrono::nanoseconds>(park));
     }
     auto delay = s_->jitter(s_->cfg.retry_delay);
+    if (opts_.fair) delay = std::min<std::chrono::nanoseconds>(delay, renew_interval());
     if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
     retry_after(delay);
+  }
+
+  // Fair mode: attempts come often enough that the nodes keep this call's place.
+  std::chrono::nanoseconds renew_interval() const { return s_->cfg.fair_entry_ttl / 3; }
+
+  // The local line is in arrival order; fair calls are placed by their ticket among the
+  // fair ones, the order of the nodes' line.
+  void join_local_line(std::deque<waiter*>& line) {
+    queued_ = true;
+    auto at = line.end();
+    if (opts_.fair) {
+      at = std::find_if(line.begin(), line.end(), [this](const waiter* w) {
+        return !w->line_id.empty() &&
+               std::tie(w->line_ticket, w->line_id) > std::tie(line_ticket, line_id);
+      });
+    }
+    // Placed first, this call polls; the old head parks at its next failed attempt.
+    line.insert(at, this);
   }
 
   void retry_after(std::chrono::nanoseconds delay) {
@@ -875,6 +945,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     if (done_ || !decided_ || second_round_) return;
     const auto now = boot_clock::now();
     auto delay = s_->jitter(s_->cfg.retry_delay);
+    if (opts_.fair) delay = std::min<std::chrono::nanoseconds>(delay, renew_interval());
     if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(wait_deadline_ - now, boot_clock::duration::zero()));
     retry_timer_.cancel();
     retry_after(delay);
@@ -883,6 +954,12 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
  private:
   void before_complete(error_code ec) override {
     leave_line();
+    if (joined_) {
+      // Leave the nodes' line: everywhere but where this call's win already took its place.
+      std::array<bool, max_nodes> mask{};
+      for (std::size_t i = 0; i < s_->size(); ++i) mask[i] = ec || votes_[i] != vote::yes;
+      s_->leave_line_detached(line_key_, expiry_key_, line_id_, mask);
+    }
     if (s_->obs && !reported_) report_call(ec, 0);
   }
 
@@ -969,7 +1046,11 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   bool second_round_ = false;
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;
-  bool woken_ = false;   // woken while an attempt was in flight
+  bool woken_ = false;
+  // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
+  std::string line_key_, expiry_key_, line_id_;
+  bool joined_ = false;  // took a place on some node: leave it at the end
+  std::array<bool, max_nodes> queued_on_{};  // this round: another waiter was first there   // woken while an attempt was in flight
   std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
 };
 

@@ -2,6 +2,7 @@
 // State shared by a client and its operations; lives on the client's strand.
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <unordered_map>
@@ -41,6 +42,8 @@ extern const script fence_acquire_script;  // SET NX PX GET, then HINCRBY where 
 extern const script fence_raise_script;    // raise the counter to T where the key is ours
 extern const script fence_read_script;     // marker + all counters
 extern const script fence_repair_script;   // raise many counters, then set the marker
+extern const script fair_acquire_script;        // fair mode: the line, then SET NX PX GET
+extern const script fair_fence_acquire_script;  // fair mode: the line, then as fenced
 
 class renewal_scheduler;
 class claim_coalescer;
@@ -53,6 +56,11 @@ class waiter {
   virtual void wake() = 0;
   /// Now first in line: start polling.
   virtual void promote() = 0;
+
+  /// Fair mode (non-empty line_id): the call's place in the nodes' line, by which the
+  /// local line is ordered too, so that its head is this client's first on the nodes.
+  std::int64_t line_ticket = 0;
+  std::string_view line_id;
 
  protected:
   ~waiter() = default;
@@ -151,6 +159,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// a failed attempt). On the strand.
   void release_detached(std::string_view key, std::string_view token,
                         const std::array<bool, max_nodes>* only = nullptr, bool announce = true);
+  /// Fair mode: removes waiter `id` from a resource's line on the nodes in `only`, reply
+  /// ignored (src/client/fair.cpp). On the strand.
+  void leave_line_detached(std::string_view line_key, std::string_view expiry_key,
+                           std::string_view id, const std::array<bool, max_nodes>& only);
   /// Multi-resource locks handed out and not yet released: token -> keys (multi.cpp).
   std::unordered_map<std::string, std::vector<std::string>> held_sets;
   /// release_detached for every key of a set, in one script call per node.

@@ -309,6 +309,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
  private:
   // Sorts the names (the order every node sees), and says what is wrong with the call.
   std::string check_arguments() {
+    if (opts_.fair) return "fair mode applies to single locks, not to sets";
     if (resources_.empty()) return "the set of resources is empty";
     if (resources_.size() > max_multi_lock)
       return fmt::format("the set has {} resources; at most {} are allowed", resources_.size(),
