@@ -53,6 +53,8 @@ struct options {
   /// w3: the contenders run in one process, or are split evenly over several, each with
   /// its own client; several values give one line each (default 1 and 4).
   std::vector<std::size_t> processes{1, 4};
+  /// w3: without and/or with lock_options::fair, one line each (default both).
+  std::vector<bool> fair_modes{false, true};
   std::chrono::milliseconds hold{1};
   std::chrono::milliseconds ttl{10000};
   std::chrono::milliseconds node_timeout{250};

@@ -20,7 +20,7 @@ endforeach()
 # Fields a workload adds; they may be null (unknown), but must be there.
 set(extra_w1 failures failure_rate allocs_per_cycle)
 set(extra_w2 rtt_set_p50_us conn_set_p50_us acquire_p50_vs_rtt)
-set(extra_w3 processes handoff_p50_us handoff_p90_us handoff_p99_us handoff_max_us fairness_min
+set(extra_w3 processes fair handoff_p50_us handoff_p90_us handoff_p99_us handoff_max_us fairness_min
     fairness_max overlaps)
 set(extra_w4 failure_rate frozen healthy_acquire_p99_us acquire_p99_vs_healthy)
 set(extra_memory allocs_per_cycle client_bytes_per_lock server_bytes_per_lock)

@@ -101,6 +101,7 @@ struct w3_event {
 struct contention_run {
   const options& opts;
   std::string resource;
+  bool fair = false;  // lock_options::fair
   measure_window window;
   std::uint32_t first_worker = 0;  // global number of this process's first worker
   std::vector<w3_event> events;
@@ -123,7 +124,7 @@ asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::ui
     const bool measured = run.window.enter(t0);
     // Waits no longer than the run lasts, so that every worker ends with it.
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(run.window.until() - t0);
-    const redlock::lock_options opts{.ttl = run.opts.ttl, .wait = left};
+    const redlock::lock_options opts{.ttl = run.opts.ttl, .wait = left, .fair = run.fair};
     std::tuple<error_code, redlock::lock> got =
         co_await c.async_lock(run.resource, opts, asio::as_tuple(asio::use_awaitable));
     const auto t1 = bench_clock::now();
@@ -159,12 +160,14 @@ asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::ui
 // Runs `workers` contenders numbered from `first_worker` in this process, on a client of
 // its own; returns their events.
 contention_run contend(bench_context& ctx, const std::vector<std::string>& uris,
-                       std::string resource, std::uint32_t first_worker, std::size_t workers) {
+                       std::string resource, bool fair, std::uint32_t first_worker,
+                       std::size_t workers) {
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
   wait_until_lockable(io, c, ctx);
   contention_run run{.opts = ctx.opts,
                      .resource = std::move(resource),
+                     .fair = fair,
                      .window = {ctx.opts.warmup, ctx.opts.contention_duration},
                      .first_worker = first_worker};
   for (std::size_t i = 0; i < workers; ++i) {
@@ -218,7 +221,8 @@ void report(int fd, const contention_run& run) {
 // connections) and gathers their events. A child never returns into main(): it must not
 // stop the parent's redis-server processes, or flush the parent's buffers twice.
 contention_run contend_in_processes(bench_context& ctx, const std::vector<std::string>& uris,
-                                    const std::string& resource, std::size_t processes) {
+                                    const std::string& resource, bool fair,
+                                    std::size_t processes) {
   const std::size_t per = ctx.opts.contenders / processes;
   std::vector<std::pair<pid_t, int>> children;
   std::fflush(stdout);
@@ -233,7 +237,7 @@ contention_run contend_in_processes(bench_context& ctx, const std::vector<std::s
       int status = 0;
       try {
         const auto first = static_cast<std::uint32_t>(p * per);
-        report(fds[1], contend(ctx, uris, resource, first, per));
+        report(fds[1], contend(ctx, uris, resource, fair, first, per));
       } catch (const std::exception& e) {
         fmt::print(stderr, "w3 child {}: {}\n", p, e.what());
         status = 2;
@@ -274,6 +278,7 @@ contention_run contend_in_processes(bench_context& ctx, const std::vector<std::s
 void run_w3(bench_context& ctx) {
   const auto& o = ctx.opts;
   const auto uris = ctx.node_uris(fleet_size);
+  for (const bool fair : o.fair_modes)
   for (const std::size_t processes : o.processes) {
     if (processes == 0 || o.contenders % processes != 0) {
       fmt::print(stderr, "w3 with {} processes skipped: --contenders ({}) must be a multiple\n",
@@ -281,10 +286,11 @@ void run_w3(bench_context& ctx) {
       continue;
     }
     // A resource of its own per configuration: a lock left by one cannot slow the next.
-    const std::string resource =
-        ctx.key_prefix("w3") + "the-one-resource-" + std::to_string(processes);
-    contention_run run = processes == 1 ? contend(ctx, uris, resource, 0, o.contenders)
-                                        : contend_in_processes(ctx, uris, resource, processes);
+    const std::string resource = ctx.key_prefix("w3") + "the-one-resource-" +
+                                 std::to_string(processes) + (fair ? "-fair" : "");
+    contention_run run = processes == 1
+                             ? contend(ctx, uris, resource, fair, 0, o.contenders)
+                             : contend_in_processes(ctx, uris, resource, fair, processes);
 
     // In the order of acquisition: each must come after the previous holder started its
     // release (else two held the lock at once); the gap between the two is the hand-off.
@@ -310,6 +316,7 @@ void run_w3(bench_context& ctx) {
     json_line l = base_line("w3", uris.size(), o.contenders, acquisitions,
                             seconds_f{o.contention_duration});
     l.add("processes", processes);
+    l.add("fair", static_cast<int>(fair));
     l.add_latency("acquire", acquire);
     l.add_latency("release", release);
     l.add_latency("handoff", handoff);
@@ -325,9 +332,9 @@ void run_w3(bench_context& ctx) {
     l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
     l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
     const std::string human = fmt::format(
-        "w3 contention: {:.0f} acquisitions/s by {} workers in {} process(es) on one resource; "
+        "w3 contention{}: {:.0f} acquisitions/s by {} workers in {} process(es) on one resource; "
         "hand-off gap p50/p99 {:.0f}/{:.0f} us; per worker min {} max {}; {} overlaps{}",
-        l.number("ops_per_s").value_or(0), o.contenders, processes,
+        fair ? " (fair)" : "", l.number("ops_per_s").value_or(0), o.contenders, processes,
         l.number("handoff_p50_us").value_or(0), l.number("handoff_p99_us").value_or(0),
         per_worker.empty() ? 0 : *lo, per_worker.empty() ? 0 : *hi, overlaps,
         run.failures ? fmt::format("; {} failures (first: {})", run.failures, run.first_error)

@@ -72,6 +72,7 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
                           (default 64)
   --contenders N          w3's workers (default 16)
   --processes N[,N...]    w3's workers split over N processes, one line each (default 1,4)
+  --fair off|on[,...]     w3 without and/or with fair mode, one line each (default off,on)
   --hold-ms MS            how long a w3 worker holds the lock (default 1)
   --ttl MS                lock TTL (default 10000; quick 2000)
   --node-timeout MS       per-node request timeout of the clients (default 250)
@@ -198,6 +199,13 @@ parsed parse_args(std::span<char*> args) {
       o.processes.clear();
       for (const auto& n : split(value())) o.processes.push_back(parse_count(flag, n));
       if (o.processes.empty()) usage_error("--processes needs a value");
+    } else if (flag == "--fair") {
+      o.fair_modes.clear();
+      for (const auto& m : split(value())) {
+        if (m != "off" && m != "on") usage_error("--fair takes off, on or off,on");
+        o.fair_modes.push_back(m == "on");
+      }
+      if (o.fair_modes.empty()) usage_error("--fair needs a value");
     } else if (flag == "--contenders") {
       o.contenders = parse_count(flag, value());
     } else if (flag == "--hold-ms") {

@@ -613,9 +613,10 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     payload_.reserve(96 + 2 * key_.size());
     const script* lua = nullptr;
     queued_on_.fill(false);
-    // Fair mode: a waiting call takes (or renews) its place in the nodes' line; a single
-    // try only checks that nobody waits.
-    const bool join = opts_.fair && wait_ && boot_clock::now() < wait_deadline_;
+    // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
+    // attempt too (the same script, so the same permissions, whatever the timing); a
+    // single try only checks that nobody waits.
+    const bool join = opts_.fair && wait_;
     joined_ = joined_ || join;
     const std::string_view join_arg = join ? "1" : "0";
     const std::int64_t place_ms = s_->cfg.fair_entry_ttl.count();
@@ -831,9 +832,9 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
 
   // Undo whatever this attempt may have taken: every node the SET was sent to that said
   // yes, has not answered yet, or lost its reply. Nodes that answered "held" did not set
-  // our token, nor did a plain SET answered with an error; the fenced script may have
-  // failed after its SET (an ACL user without EXISTS or HINCRBY), so an error there is
-  // undone too. The release is queued behind the SET on each connection, so it runs
+  // our token, nor did a plain SET answered with an error; the fenced and fair scripts
+  // may have failed after their SET (an ACL user without EXISTS, HINCRBY or ZREM), so an
+  // error there is undone too. The release is queued behind the SET on each connection, so it runs
   // after it.
   void release_attempt() {
     std::array<bool, max_nodes> mask{};
@@ -845,7 +846,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
            (votes_[i] == vote::failed &&
             (errors_[i] == error::node_timeout || errors_[i] == error::connection_lost ||
              errors_[i] == error::node_held_back ||
-             (opts_.fenced && errors_[i] == error::server_error))));
+             ((opts_.fenced || opts_.fair) && errors_[i] == error::server_error))));
       mask[i] = maybe_set;
       any = any || maybe_set;
     }

@@ -30,6 +30,8 @@ const std::vector<std::string> lock_commands{"+info",  "+role", "+time",       "
 const std::vector<std::string> fence_commands{"+exists", "+hincrby", "+hget", "+hset", "+hgetall"};
 // Waking waiters of other clients (with channels "&app:*"); without them waiters poll.
 const std::vector<std::string> wake_commands{"+publish", "+subscribe", "+unsubscribe"};
+// Fair mode's line of waiters.
+const std::vector<std::string> fair_commands{"+zadd", "+zrem", "+zrange", "+zrangebyscore"};
 
 const std::string password = "Pa55-for-locker";
 
@@ -54,10 +56,10 @@ redlock::config locker_config(const redlock::test::redis_fleet& fleet) {
 
 // Small coroutines, one path each (GCC 12 under ASan misreads one large frame).
 asio::awaitable<error_code> lock_extend_unlock(redlock::client& c, redlock::diagnostics& diag,
-                                               bool fenced) {
-  const redlock::lock_options opts{.ttl = 5s, .wait = 300ms, .fenced = fenced};
-  auto [ec, lk] = co_await c.async_lock(fenced ? "fenced" : "plain", opts, diag,
-                                        asio::as_tuple(asio::use_awaitable));
+                                               bool fenced, bool fair = false) {
+  const redlock::lock_options opts{.ttl = 5s, .wait = 300ms, .fenced = fenced, .fair = fair};
+  const std::string resource = fair ? "fair" : fenced ? "fenced" : "plain";
+  auto [ec, lk] = co_await c.async_lock(resource, opts, diag, asio::as_tuple(asio::use_awaitable));
   if (ec) co_return ec;
   if (fenced) BOOST_TEST(lk.fence() > 0u);
   auto [extended] = co_await c.async_extend(lk, 6s, diag, asio::as_tuple(asio::use_awaitable));
@@ -109,6 +111,7 @@ std::pair<error_code, std::string> every_path(const redlock::config& cfg) {
     if (!ec) ec = co_await claim_and_settle(c, diag, names);
     if (!ec) ec = co_await lock_all_extend_unlock(c, diag, set, false);
     if (!ec) ec = co_await lock_all_extend_unlock(c, diag, set, true);
+    if (!ec) ec = co_await lock_extend_unlock(c, diag, false, true);
     out = {ec, diag.message};
     co_await c.async_shutdown(asio::use_awaitable);
   }());
@@ -126,6 +129,7 @@ std::vector<std::string> all_commands() {
   auto rules = lock_commands;
   rules.insert(rules.end(), fence_commands.begin(), fence_commands.end());
   rules.insert(rules.end(), wake_commands.begin(), wake_commands.end());
+  rules.insert(rules.end(), fair_commands.begin(), fair_commands.end());
   return rules;
 }
 
@@ -176,6 +180,9 @@ BOOST_AUTO_TEST_CASE(a_user_missing_one_command_gets_an_error_that_names_it) {
                     diag.find(" " + upper + ";") != std::string::npos))),
                  diag);
       BOOST_TEST(diag.find(password) == std::string::npos, diag);
+      // A fair attempt refused after its SET (no ZREM) is undone like any other.
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        BOOST_TEST(fleet[i].command({"EXISTS", "app:fair"}).integer == 0, "node " << i);
     }
   }
 }

@@ -259,6 +259,46 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
   BOOST_TEST(entries == 20);
 }
 
+BOOST_AUTO_TEST_CASE(fair_waiters_run_in_the_order_they_started) {
+  wait_until_nodes_are_older_than(2);
+  const std::string started = file("fair-started"), go = file("fair-go"), order = file("order");
+  const pid_t holder = start_cli({"run", "--ttl", "1000", "--fair", "queue", "--", "sh", "-c",
+                                  "touch " + started + "; while [ ! -e " + go +
+                                      " ]; do sleep 0.01; done"},
+                                 dir, "fair-holder", {"REDLOCK_NODES=" + nodes});
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
+  // Each waiter starts once the previous one has its place on every node and the clock
+  // has moved past its ticket (equal tickets would be ordered by random ids).
+  auto placed = [&](long long n) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet[i].command({"ZCARD", "redlock:line:queue"}).integer != n) return false;
+    return true;
+  };
+  std::vector<pid_t> waiters;
+  for (const std::string name : {"first", "second", "third"}) {
+    waiters.push_back(start_cli({"run", "--ttl", "1000", "--fair", "queue", "--", "sh", "-c",
+                                 "echo " + name + " >> " + order},
+                                dir, "fair-" + name, {"REDLOCK_NODES=" + nodes}));
+    const auto n = static_cast<long long>(waiters.size());
+    bool ok = false;
+    for (int i = 0; i < 1000 && !ok; ++i) {
+      ok = placed(n);
+      if (!ok) std::this_thread::sleep_for(10ms);  // polls the nodes for the event
+    }
+    BOOST_TEST_REQUIRE(ok, "waiter " << name << " has no place on every node");
+    const auto last = fleet[0].command({"ZRANGE", "redlock:line:queue", "-1", "-1", "WITHSCORES"});
+    const long long ticket = std::stoll(last.elements.at(1).text);
+    while (std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count() <= ticket)
+      std::this_thread::yield();
+  }
+  std::ofstream{go}.put('\n');
+  BOOST_TEST(wait_exit(holder) == 0);
+  for (pid_t w : waiters) BOOST_TEST(wait_exit(w) == 0);
+  BOOST_TEST(slurp(order) == "first\nsecond\nthird\n");
+}
+
 BOOST_AUTO_TEST_CASE(an_interrupted_wait_exits_130_and_leaves_nothing_running) {
   const std::string started = file("busy-started");
   const pid_t holder = start_cli({"run", "--ttl", "1000", "busy", "--", "sh", "-c",

@@ -15,26 +15,20 @@
 #include <vector>
 
 #include "async_helpers.hpp"
-#include "fast_config.hpp"
-#include "redis_fleet.hpp"
+#include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::test::eventually;
-using redlock::test::fast_config;
 using redlock::test::run_bounded;
 
 namespace {
 
 const redlock::lock_options fair_wait{.ttl = 20s, .wait = 30s, .fair = true};
 
-struct fair_fleet {
-  redlock::test::redis_fleet fleet{3};
-  asio::io_context io;
-
-  redlock::config cfg() const { return fast_config(fleet.uris()); }
+struct fair_fleet : redlock::test::fleet_fixture<3> {
 
   // Places in the line of `resource` on node i (ZCARD), and whether every node has n.
   std::int64_t places(std::size_t i, const std::string& resource) const {
@@ -140,10 +134,10 @@ asio::awaitable<void> queue_three(fair_fleet& f, std::array<redlock::client*, 4>
 struct four_clients {
   redlock::client holder, a, b, c;
   explicit four_clients(fair_fleet& f)
-      : holder(f.io.get_executor(), f.cfg()),
-        a(f.io.get_executor(), f.cfg()),
-        b(f.io.get_executor(), f.cfg()),
-        c(f.io.get_executor(), f.cfg()) {}
+      : holder(f.io.get_executor(), f.config()),
+        a(f.io.get_executor(), f.config()),
+        b(f.io.get_executor(), f.config()),
+        c(f.io.get_executor(), f.config()) {}
   // c queues first: the order is not that of construction.
   std::array<redlock::client*, 4> all() { return {&holder, &c, &a, &b}; }
 };
@@ -176,7 +170,7 @@ BOOST_AUTO_TEST_CASE(fenced_waiters_keep_the_order_and_get_increasing_tokens) {
 }
 
 BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_lapses) {
-  auto c = cfg();
+  auto c = config();
   c.fair_entry_ttl = 300ms;
   // The stopped client runs on its own io_context, which the test stops driving: to the
   // nodes it is a paused (or dead) process whose place stays in the line.
@@ -229,8 +223,8 @@ BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_l
 }
 
 BOOST_AUTO_TEST_CASE(a_waiter_that_gives_up_leaves_the_line) {
-  redlock::client holder{io.get_executor(), cfg()};
-  redlock::client waiter{io.get_executor(), cfg()};
+  redlock::client holder{io.get_executor(), config()};
+  redlock::client waiter{io.get_executor(), config()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto first = co_await hold_everywhere(holder, "leave");
     auto opts = fair_wait;
@@ -268,7 +262,7 @@ BOOST_AUTO_TEST_CASE(workers_in_several_clients_share_a_busy_lock_evenly) {
   // client's next waiter in the same write, and the other client starves.
   constexpr int workers = 8, total = 160;
   std::array<std::unique_ptr<redlock::client>, 2> clients;
-  for (auto& cl : clients) cl = std::make_unique<redlock::client>(io.get_executor(), cfg());
+  for (auto& cl : clients) cl = std::make_unique<redlock::client>(io.get_executor(), config());
   std::array<int, workers> wins{};
   int taken = 0;
   int running = workers;
@@ -302,9 +296,9 @@ BOOST_AUTO_TEST_CASE(a_waiter_that_wins_only_a_minority_does_not_spin) {
   // release, or the waiter's own subscription would wake it at once, again and again.
   for (const bool fair : {false, true}) {
     BOOST_TEST_CONTEXT("fair " << fair) {
-      auto slow = cfg();
+      auto slow = config();
       slow.retry_delay = 30s;  // only wakes could make more than a few attempts
-      redlock::client holder{io.get_executor(), cfg()};
+      redlock::client holder{io.get_executor(), config()};
       redlock::client waiter{io.get_executor(), slow};
       const std::string resource = fair ? "minority-fair" : "minority";
       run_bounded(io, [&]() -> asio::awaitable<void> {
@@ -328,14 +322,14 @@ BOOST_AUTO_TEST_CASE(a_waiter_that_wins_only_a_minority_does_not_spin) {
 }
 
 BOOST_AUTO_TEST_CASE(sets_and_bad_settings_are_refused) {
-  redlock::client c{io.get_executor(), cfg()};
+  redlock::client c{io.get_executor(), config()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     std::vector<std::string> names{"a", "b"};
     auto [ec, set] = co_await c.async_lock_all(names, fair_wait, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::invalid_argument, ec.message());
     co_await c.async_shutdown(asio::use_awaitable);
   }());
-  auto bad = cfg();
+  auto bad = config();
   bad.fair_entry_ttl = 10ms;
   BOOST_CHECK_EXCEPTION(redlock::client(io.get_executor(), bad), boost::system::system_error,
                         [](const boost::system::system_error& e) {

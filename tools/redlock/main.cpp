@@ -32,7 +32,7 @@ Credentials and TLS, for every command:
 See docs/cli.md and docs/deployment.md.
 )";
 
-constexpr const char* run_help = R"(usage: redlock run [--nodes URI,...] [--ttl MS] [--wait MS | --nonblock]
+constexpr const char* run_help = R"(usage: redlock run [--nodes URI,...] [--ttl MS] [--wait MS | --nonblock] [--fair]
                    [--grace MS] [--max-ttl MS] [--verbose] RESOURCE -- COMMAND [ARG...]
 
 Takes a lock on RESOURCE across the nodes (a majority must agree), runs COMMAND as a
@@ -43,6 +43,8 @@ releases the lock, and exits with COMMAND's status.
   --ttl MS         lock TTL, renewed every third of it (default 10000)
   --wait MS        give up after MS milliseconds (default: wait indefinitely)
   --nonblock       one attempt only
+  --fair           wait in a line kept on the nodes: first come, first served
+                   (every waiter of RESOURCE should use it)
   --grace MS       after a lost lock, SIGKILL this long after SIGTERM (default 2000)
   --max-ttl MS     the longest TTL any client of these nodes uses, for the restart
                    guard (default: $REDLOCK_MAX_TTL, else --ttl)

@@ -177,6 +177,8 @@ run_options parse_run(const std::vector<std::string>& args) {
       o.wait = parse_ms("--wait", v);
     } else if (a == "--nonblock" || a == "-n") {
       o.nonblock = true;
+    } else if (a == "--fair") {
+      o.fair = true;
     } else if (flag_value(c, a, "--grace", v)) {
       o.grace = parse_ms("--grace", v);
     } else if (flag_value(c, a, "--max-ttl", v)) {

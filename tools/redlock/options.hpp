@@ -44,6 +44,7 @@ struct run_options {
   std::chrono::milliseconds ttl{10000};
   std::optional<std::chrono::milliseconds> wait;  // nullopt: indefinitely
   bool nonblock = false;
+  bool fair = false;  // lock_options::fair
   std::chrono::milliseconds grace{2000};
   std::chrono::milliseconds max_ttl{0};  // resolved: --max-ttl, REDLOCK_MAX_TTL, or ttl
   std::string resource;

@@ -147,7 +147,8 @@ class runner {
   asio::awaitable<int> acquire() {
     const lock_options opts{.ttl = o_.ttl,
                             .wait = o_.wait.value_or(wait_forever),
-                            .fenced = true};
+                            .fenced = true,
+                            .fair = o_.fair};
     diagnostics diag;
     if (o_.common.verbose) {
       say(fmt::format("waiting for {} on {} nodes (ttl {} ms, {})", o_.resource,
