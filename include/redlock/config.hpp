@@ -93,8 +93,9 @@ struct config {
   /// Wake waiters when another client releases: while a lock call waits for a resource,
   /// the client subscribes (one extra connection per node, opened when the first call
   /// waits, shared by all) to the channel named like the resource's key, on which every
-  /// release publishes; the first waiter in line then tries at once instead of after its
-  /// retry delay, which stays the fallback (messages can be lost). Needs SUBSCRIBE,
+  /// release publishes; the first waiter in line (and every multi-resource set waiting
+  /// on that key) then tries at once instead of after its retry delay, which stays the
+  /// fallback (messages can be lost). Needs SUBSCRIBE,
   /// UNSUBSCRIBE, PING and PUBLISH with channel access (`&PREFIX*`) for an ACL user; see
   /// docs/deployment.md. Default on.
   bool wake_on_release = true;

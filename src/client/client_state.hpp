@@ -167,7 +167,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::unordered_map<std::string, std::vector<std::string>> held_sets;
   /// release_detached for every key of a set, in one script call per node.
   void release_set_detached(const std::vector<std::string>& keys, std::string_view token,
-                            const std::array<bool, max_nodes>* only = nullptr);
+                            const std::array<bool, max_nodes>* only = nullptr,
+                            bool announce = true);
   /// A delay drawn from [d/2, 3d/2].
   std::chrono::nanoseconds jitter(std::chrono::milliseconds d);
 };

@@ -43,6 +43,11 @@ const script multi_release_script{
     R"(local n = 0 for i = 1, #KEYS do if redis.call("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) redis.pcall("PUBLISH", KEYS[i], ARGV[1]) end end return n)",
     "dc0443a612207cd95a0b9485a2d95d6685121dc7"};
 
+// The clean-up of a failed attempt announces nothing (see quiet_release_script).
+const script quiet_multi_release_script{
+    R"(local n = 0 for i = 1, #KEYS do if redis.call("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) end end return n)",
+    "fe91bd0514a80a2972f0aa90f5702fb5e62b95e6"};
+
 /// Grants the ops access to multi_lock's private members.
 struct multi_lock_access {
   static std::weak_ptr<client_state>& owner(multi_lock& l) { return l.owner_; }
@@ -57,12 +62,12 @@ struct multi_lock_access {
 
 void client_state::release_set_detached(const std::vector<std::string>& keys,
                                         std::string_view token,
-                                        const std::array<bool, max_nodes>* only) {
+                                        const std::array<bool, max_nodes>* only, bool announce) {
   // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
   // turn it into a silent NOSCRIPT.
   std::string payload;
   resp::command_writer w{payload};
-  w.begin(4 + keys.size()).arg("EVAL").arg(multi_release_script.body).arg(std::int64_t(keys.size()));
+  w.begin(4 + keys.size()).arg("EVAL").arg((announce ? multi_release_script : quiet_multi_release_script).body).arg(std::int64_t(keys.size()));
   for (const auto& k : keys) w.arg(k);
   w.arg(token);
   for (std::size_t i = 0; i < nodes.size(); ++i)
@@ -543,7 +548,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
       mask[i] = sent_to_[i] && !took_nothing;
       any = any || mask[i];
     }
-    if (any) s_->release_set_detached(keys_, token_, &mask);
+    if (any) s_->release_set_detached(keys_, token_, &mask, false);
   }
 
   void fail_attempt(error_code reason) {

@@ -321,6 +321,32 @@ BOOST_AUTO_TEST_CASE(a_waiter_that_wins_only_a_minority_does_not_spin) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_waiting_set_that_wins_only_a_minority_does_not_spin) {
+  // As above, for a multi-resource set: the undoing of its attempt releases both keys
+  // on node 1 and must not wake the set itself.
+  auto slow = config();
+  slow.retry_delay = 30s;
+  redlock::client holder{io.get_executor(), config()};
+  redlock::client waiter{io.get_executor(), slow};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await hold_everywhere(holder, "set-a");
+    fleet[1].command({"DEL", "set-a"});
+    const auto before = calls(1, "evalsha");
+    std::vector<std::string> names{"set-a", "set-b"};
+    const redlock::lock_options opts{.ttl = 20s, .wait = 300ms};
+    auto [ec, set] = co_await waiter.async_lock_all(names, opts, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::wait_timeout, ec.message());
+    BOOST_TEST(calls(1, "evalsha") - before <= 5);
+    // The last attempt's undoing leaves after the call's outcome.
+    const bool undone = co_await eventually(
+        [&] { return fleet[1].command({"EXISTS", "set-a", "set-b"}).integer == 0; });
+    BOOST_TEST(undone);
+    co_await holder.async_unlock(first, asio::use_awaitable);
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(sets_and_bad_settings_are_refused) {
   redlock::client c{io.get_executor(), config()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
