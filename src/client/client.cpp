@@ -598,6 +598,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     decided_ = false;
     second_round_ = false;
     marked_yes_ = unmarked_yes_ = 0;
+    retry_now_ = false;
     try {
       s_->tokens.next(token_);
       if (opts_.fair && line_id_.empty()) {
@@ -687,7 +688,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     if (!opts_.fenced && !opts_.fair) {
       // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
       if (top.kind == resp::type::null) return vote::yes;
-      if (top.is_string()) return vote::held;
+      if (top.is_string()) return held_by(top.text);
       return vote::failed;
     }
     // {0, holder} held; {1, counter} set on a marked node ({1, 0} unfenced); {2, 0} set,
@@ -695,7 +696,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     if (top.kind != resp::type::array || r.size() != 3 || r[1].kind != resp::type::integer)
       return vote::failed;
     switch (r[1].integer) {
-      case 0: return vote::held;
+      case 0: return r[2].is_string() ? held_by(r[2].text) : vote::held;
       case 3:
         if (!opts_.fair) return vote::failed;
         queued_on_[i] = true;
@@ -714,6 +715,17 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
         return vote::yes;
       default: return vote::failed;
     }
+  }
+
+  // A node still held by a token whose release this client has heard has not run that
+  // release yet (announcements and local releases reach the nodes at different times):
+  // the attempt is tried again at once, not after the retry delay (once per release).
+  vote held_by(std::string_view holder) {
+    if (s_->wakes && holder != retried_for_ && s_->wakes->released(key_, holder)) {
+      retry_now_ = true;
+      stale_holder_.assign(holder);
+    }
+    return vote::held;
   }
 
   void on_tally() override {
@@ -863,6 +875,11 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
       return complete(reason, lock{});
     }
     last_reason_ = reason;
+    if (std::exchange(retry_now_, false)) {
+      // Refused by a node that has not run a release heard of already.
+      retried_for_ = std::move(stale_holder_);
+      woken_ = true;
+    }
     if (woken_) {
       // A local release came while this attempt was in flight: try again at once.
       woken_ = false;
@@ -1048,6 +1065,9 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;
   bool woken_ = false;
+  // Refused by a node still holding a token heard released: retry at once, once per token.
+  bool retry_now_ = false;
+  std::string stale_holder_, retried_for_;
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
   bool joined_ = false;  // took a place on some node: leave it at the end

@@ -95,6 +95,11 @@ bool wake_hub::heard(const std::string& key, std::string_view token) {
   return true;
 }
 
+bool wake_hub::released(const std::string& key, std::string_view token) const {
+  auto it = watched_.find(key);
+  return it != watched_.end() && !token.empty() && it->second.last_token == token;
+}
+
 void wake_hub::send(std::size_t node, std::string_view command, const std::string& key) {
   // One channel per command: each has exactly one reply, matched in order.
   std::string payload;

@@ -35,6 +35,9 @@ class wake_hub {
   /// A release of `token` on `key` is known (a local one, or announced by a node).
   /// Returns false if it was already known: its waiter is awake.
   bool heard(const std::string& key, std::string_view token);
+  /// Whether `token`'s release on `key` has been heard (the latest one): a node that
+  /// still answers "held by token" has not run that release yet.
+  bool released(const std::string& key, std::string_view token) const;
   /// Closes the subscriber connections for good.
   void shutdown();
 
