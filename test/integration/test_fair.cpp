@@ -219,6 +219,18 @@ BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_l
     co_await other.async_unlock(got, asio::use_awaitable);
     co_await other.async_shutdown(asio::use_awaitable);
     co_await holder.async_shutdown(asio::use_awaitable);
+    // The stopped client resumes and shuts down: its waiting call ends, nothing is left.
+    bool stopped_shut = false;
+    asio::co_spawn(paused_io, [&]() -> asio::awaitable<void> {
+      co_await stopped.async_shutdown(asio::use_awaitable);
+      stopped_shut = true;
+    }, asio::detached);
+    const auto resume_until = std::chrono::steady_clock::now() + 10s;
+    while (!(stopped_shut && stopped_outcome) && std::chrono::steady_clock::now() < resume_until)
+      paused_io.run_for(5ms);
+    BOOST_TEST(stopped_shut);
+    BOOST_TEST_REQUIRE(stopped_outcome.has_value());
+    BOOST_TEST(*stopped_outcome == redlock::error::shut_down, stopped_outcome->message());
   }());
 }
 

@@ -202,4 +202,33 @@ BOOST_AUTO_TEST_CASE(without_wake_on_release_no_subscriber_is_opened) {
   }());
 }
 
+BOOST_AUTO_TEST_CASE(a_woken_waiter_refused_by_a_node_behind_the_release_retries_at_once) {
+  // A release runs on node 0 first (the test plays it: DEL, then PUBLISH of the token, as
+  // the release script does) while nodes 1 and 2 still hold the key. The waiter, woken by
+  // node 0's announcement, finds the released token still on nodes 1 and 2: it must try
+  // again at once, not sleep its retry delay (30 s) until an announcement it will ignore.
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command({"SET", "behind", "the-released-token", "PX", "20000"});
+  redlock::client waiter{io.get_executor(), cfg(never)};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const auto base = set_calls(1);
+    asio::co_spawn(io, take(waiter, "behind", second, second_lock), asio::detached);
+    // Refused, queued, subscribed, and its one extra attempt at the confirmation made.
+    const bool settled = co_await eventually(
+        [&] { return subscribed_everywhere("behind") && set_calls(1) - base == 2; });
+    BOOST_TEST_REQUIRE(settled);
+    const auto before = set_calls(1);
+    fleet[0].command({"DEL", "behind"});
+    fleet[0].command({"PUBLISH", "behind", "the-released-token"});
+    // The woken attempt, then one more at once (and no more: once per release).
+    const bool retried = co_await eventually([&] { return set_calls(1) - before == 2; }, 5s);
+    BOOST_TEST(retried, "SETs on node 1 after the announcement: " << set_calls(1) - before);
+    BOOST_TEST(!second.has_value());
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    const bool ended = co_await eventually([&] { return second.has_value(); });
+    BOOST_TEST_REQUIRE(ended);
+    BOOST_TEST(*second == redlock::error::shut_down, second->message());
+  }());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
