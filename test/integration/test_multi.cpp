@@ -8,12 +8,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <map>
 #include <optional>
@@ -90,37 +88,6 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
   asio::awaitable<void> round_trip(redlock::client& c) {
     auto probe = co_await c.async_lock("probe", {.ttl = 20s}, asio::use_awaitable);
     co_await c.async_unlock(probe, asio::use_awaitable);
-  }
-  // Returns once every node has answered `c` for everything queued before it (a
-  // round_trip ends at a majority, behind which one slow node may still lag): a try of
-  // "sync:k" while node k holds it for someone else wins only when both other nodes have
-  // answered; k = 0, then 1, covers all three connections.
-  asio::awaitable<void> answered_everywhere(redlock::client& c) {
-    for (std::size_t k = 0; k < 2; ++k) {
-      const auto name = "sync:" + std::to_string(k);
-      fleet[k].command({"SET", name, "someone-else", "PX", "60000"});
-      auto [ec, lk] = co_await c.async_try_lock(name, {.ttl = 20s},
-                                                asio::as_tuple(asio::use_awaitable));
-      BOOST_TEST_REQUIRE(!ec, ec.message());
-      co_await c.async_unlock(lk, asio::use_awaitable);
-    }
-  }
-  // Each command node i runs goes to its slow log (inner calls of scripts too).
-  void log_every_command() {
-    for (std::size_t i = 0; i < fleet.size(); ++i) {
-      fleet[i].command({"CONFIG", "SET", "slowlog-log-slower-than", "0"});
-      fleet[i].command({"CONFIG", "SET", "slowlog-max-len", "100000"});
-    }
-  }
-  // EVALSHA calls node i ran that name `key`, from its slow log.
-  std::int64_t scripts_naming(std::size_t i, const std::string& key) {
-    std::int64_t n = 0;
-    for (const auto& entry : fleet[i].command({"SLOWLOG", "GET", "-1"}).elements) {
-      const auto& args = entry.elements.at(3).elements;
-      if (args.empty() || !boost::iequals(args[0].text, "EVALSHA")) continue;
-      if (std::any_of(args.begin(), args.end(), [&](const auto& a) { return a.text == key; })) ++n;
-    }
-    return n;
   }
   // Starts waiting for `set` now: its first attempt is queued before any later call of `c`.
   void wait_for_set(redlock::client& c, names set) {
@@ -604,14 +571,14 @@ BOOST_AUTO_TEST_CASE(a_release_of_several_of_its_keys_wakes_a_set_once) {
   // many keys it frees; the third key, held elsewhere, refuses that attempt, and the
   // set then sleeps for its retry delay.
   auto c = patient_client(false);
-  log_every_command();
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].log_every_command();
   for (std::size_t i = 0; i < 3; ++i)
     fleet[i].command({"SET", "u:3", "someone-else", "PX", "60000"});
   const names held_set{"u:1", "u:2"}, set{"u:1", "u:2", "u:3"};
   // Attempts of the waiting set that node i ran: its script is the only one naming u:3.
   const auto attempts_everywhere = [&](std::int64_t n) {
     for (std::size_t i = 0; i < fleet.size(); ++i)
-      if (scripts_naming(i, "u:3") != n) return false;
+      if (fleet[i].calls_naming("evalsha", "u:3") != n) return false;
     return true;
   };
   run_bounded(io, [&]() -> asio::awaitable<void> {
@@ -628,7 +595,7 @@ BOOST_AUTO_TEST_CASE(a_release_of_several_of_its_keys_wakes_a_set_once) {
     co_await answered_everywhere(c);
     co_await answered_everywhere(c);
     for (std::size_t i = 0; i < fleet.size(); ++i) {
-      const auto runs = scripts_naming(i, "u:3");
+      const auto runs = fleet[i].calls_naming("evalsha", "u:3");
       BOOST_TEST(runs == 2, "node " << i << " ran the set's script " << runs << " times");
     }
     BOOST_TEST(!waited.has_value());

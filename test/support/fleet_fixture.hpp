@@ -3,8 +3,12 @@
 // the clients under test run on, and clients configured with fast_config for those nodes.
 // A test file derives from it to add what only its own tests need.
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -26,6 +30,23 @@ struct fleet_fixture {
   redlock::client make_client() { return make_client(config()); }
   redlock::client make_client(redlock::config cfg) {
     return redlock::client{io.get_executor(), std::move(cfg)};
+  }
+
+  /// Returns once every node has answered `c` for all that `c` queued before (an
+  /// acquisition ends at a majority, behind which a slow node may still lag): in two
+  /// rounds, `c` takes "sync:R" while N - quorum other nodes hold it for someone else,
+  /// which it wins only when all the rest answered; the second round's holders are among
+  /// the first round's rest, so every connection is covered. Throws if a try fails.
+  boost::asio::awaitable<void> answered_everywhere(redlock::client& c) {
+    const std::size_t others = N - (N / 2 + 1);
+    for (std::size_t round = 0; round < 2; ++round) {
+      const std::string name = "sync:" + std::to_string(round);
+      for (std::size_t i = round * others; i < (round + 1) * others; ++i)
+        fleet[i].command({"SET", name, "someone-else", "PX", "60000"});
+      auto lk = co_await c.async_try_lock(name, {.ttl = std::chrono::seconds{20}},
+                                          boost::asio::use_awaitable);
+      co_await c.async_unlock(lk, boost::asio::use_awaitable);
+    }
   }
 
   /// How many nodes, running and not frozen, hold `key` now.

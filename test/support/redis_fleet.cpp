@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -554,6 +556,33 @@ std::int64_t redis_server::calls(std::string_view name) const {
   std::int64_t n = 0;
   if (at != std::string::npos)
     std::from_chars(info.data() + at + field.size(), info.data() + info.size(), n);
+  return n;
+}
+
+void redis_server::log_every_command() const {
+  for (const auto& [option, value] :
+       {std::pair{"slowlog-log-slower-than", "0"}, std::pair{"slowlog-max-len", "100000"}}) {
+    const sync_reply r = admin_command({"CONFIG", "SET", option, value});
+    if (r.is_error()) throw std::runtime_error("CONFIG SET on " + uri() + " failed: " + r.text);
+  }
+}
+
+std::int64_t redis_server::calls_naming(std::string_view name, std::string_view arg) const {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  // Each entry: id, time, duration, arguments, client address, client name.
+  std::int64_t n = 0;
+  for (const auto& entry : admin_command({"SLOWLOG", "GET", "-1"}).elements) {
+    if (entry.elements.size() < 4) continue;
+    const auto& args = entry.elements[3].elements;
+    if (args.empty() || !same(args[0].text, name)) continue;
+    if (std::any_of(args.begin() + 1, args.end(), [&](const auto& a) { return a.text == arg; }))
+      ++n;
+  }
   return n;
 }
 

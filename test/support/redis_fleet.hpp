@@ -133,6 +133,13 @@ class redis_server {
   /// How many times the server ran `name` (lower case, e.g. "evalsha"), by INFO
   /// commandstats; 0 if never. Throws as command().
   std::int64_t calls(std::string_view name) const;
+  /// From now on every command the server runs goes to its slow log, the commands that
+  /// scripts call too (up to 100,000 entries): for calls_naming().
+  void log_every_command() const;
+  /// How many logged runs of `name` (any case, e.g. "evalsha") had `arg` among their
+  /// arguments: counts one script's calls, or one key's SETs, where calls() counts all.
+  /// Only commands run since log_every_command(). Throws as command().
+  std::int64_t calls_naming(std::string_view name, std::string_view arg) const;
 
  private:
   friend class redis_fleet;
