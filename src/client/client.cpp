@@ -28,6 +28,7 @@
 #include <tuple>
 
 #include "client/arithmetic.hpp"
+#include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
 #include "client/multi.hpp"
@@ -521,15 +522,17 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
 
 // ---- acquire -----------------------------------------------------------------------
 
-class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter {
+class acquire_op final : public fanout_op<void(error_code, lock)>,
+                         public waiter,
+                         private retry_loop {
  public:
   acquire_op(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
              diagnostics* diag, lock_handler h)
       : fanout_op(std::move(s), diag, std::move(h)),
+        retry_loop(s_->strand),
         resource_(std::move(resource)),
         opts_(opts),
-        wait_(wait),
-        retry_timer_(s_->strand) {
+        wait_(wait) {
 
     no_text_ = "refused";
   }
@@ -730,10 +733,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
 
   void on_tally() override {
     if (decided_) {
-      if (outstanding_ == 0 && retry_when_idle_) {
-        retry_when_idle_ = false;
-        attempt();
-      }
+      if (idle_retry_due(outstanding_)) attempt();
       return;
     }
     // With fencing, only nodes whose counters are trusted (marked) can make a majority:
@@ -757,7 +757,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
           if (!s_->repair_problem.empty())
             extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
         }
-        return fail_attempt(failure_reason());
+        return fail_attempt(failure_reason(errors_, s_->size(), held_));
     }
   }
 
@@ -807,21 +807,6 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
         extra_ = "; the fencing token could not be confirmed on a majority";
         return fail_attempt(error::no_quorum);
     }
-  }
-
-  error_code failure_reason() const {
-    // A key of another type stops the lock for good only when such keys sit on so many
-    // nodes that a majority is out of reach while they stay; on a minority it is one
-    // more "no", and a waiting lock goes on trying the others.
-    const std::size_t spare = s_->size() - quorum(s_->size());
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      if (errors_[i] == error::wrong_type) ++wrong;
-    if (wrong > spare) return error::wrong_type;
-    // "Contended" only when the holders (and foreign keys) alone deny us a majority;
-    // otherwise the missing votes of unavailable nodes are the reason.
-    if (held_ + wrong > spare) return error::contended;
-    return error::no_quorum;
   }
 
   void succeed(std::uint64_t fence) {
@@ -902,8 +887,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
     }
     auto delay = s_->jitter(s_->cfg.retry_delay);
     if (opts_.fair) delay = std::min<std::chrono::nanoseconds>(delay, renew_interval());
-    if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
-    retry_after(delay);
+    retry_after(delay_within(delay, now, wait_deadline_));
   }
 
   // Fair mode: attempts come often enough that the nodes keep this call's place.
@@ -925,15 +909,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   }
 
   void retry_after(std::chrono::nanoseconds delay) {
-    retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([this, h = hold{this}, gen = ++timer_gen_](error_code ec) {
-      // A wait that expired just as a wake tried at once is stale too.
-      if (!ec && gen == timer_gen_ && !done_) {
-        if (outstanding_ > 0)
-          retry_when_idle_ = true;  // the request slots are still in use
-        else
-          attempt();
-      }
+    wait_then(delay, hold{this}, [this] {
+      if (!done_ && slots_free(outstanding_)) attempt();
     });
   }
 
@@ -941,17 +918,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   /// A local release of this resource (or the head leaving the line): try now if
   /// waiting, or right after the attempt in flight.
   void wake() override {
-    if (done_) return;
-    if (!decided_ || second_round_) {
-      woken_ = true;
-      return;
-    }
-    ++timer_gen_;
-    retry_timer_.cancel();
-    if (outstanding_ > 0) {
-      retry_when_idle_ = true;  // the request slots are still in use
-      return;
-    }
+    if (done_ || !wake_now(outstanding_)) return;
     // Now, not from the timer's handler: the SET joins the release queued in this same
     // turn and leaves in the same write, right behind it on every connection. Guarded:
     // an attempt decided at once completes from a posted handler, not inside the release.
@@ -1030,9 +997,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
       if (s_->obs) report_attempt(error::cancelled, 0);
       release_attempt();
     }
-    decided_ = true;
-    second_round_ = false;
-    retry_when_idle_ = false;
+    settle();
     complete(error::cancelled, lock{});
   }
 
@@ -1041,7 +1006,6 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   std::string field_;
   lock_options opts_;
   bool wait_;
-  boot_timer retry_timer_;
   boot_clock::time_point wait_deadline_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
@@ -1052,8 +1016,6 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   boot_clock::time_point call_start_{};
   unsigned attempts_ = 0;
   bool reported_ = false;  // the call's acquire_event went out
-  bool decided_ = false;
-  bool retry_when_idle_ = false;
   // Fencing.
   std::array<std::uint64_t, max_nodes> fence_{};
   std::array<bool, max_nodes> marked_{};
@@ -1061,18 +1023,15 @@ class acquire_op final : public fanout_op<void(error_code, lock)>, public waiter
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
   std::size_t acks_ = 0, refusals_ = 0;
   std::uint64_t fence_token_ = 0;
-  bool second_round_ = false;
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;
-  bool woken_ = false;
   // Refused by a node still holding a token heard released: retry at once, once per token.
   bool retry_now_ = false;
   std::string stale_holder_, retried_for_;
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
   bool joined_ = false;  // took a place on some node: leave it at the end
-  std::array<bool, max_nodes> queued_on_{};  // this round: another waiter was first there   // woken while an attempt was in flight
-  std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
+  std::array<bool, max_nodes> queued_on_{};  // this round: another waiter was first there
 };
 
 }  // namespace

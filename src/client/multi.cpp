@@ -24,6 +24,7 @@
 #include <algorithm>
 
 #include "client/arithmetic.hpp"
+#include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "redlock/client.hpp"
 
@@ -277,15 +278,17 @@ class set_op<void(error_code, Args...)>
 
 // ---- acquire -----------------------------------------------------------------------
 
-class lock_all_op final : public set_op<void(error_code, multi_lock)>, public set_waiter {
+class lock_all_op final : public set_op<void(error_code, multi_lock)>,
+                          public set_waiter,
+                          private retry_loop {
  public:
   lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
               lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
       : set_op(std::move(s), diag, std::move(h)),
+        retry_loop(s_->strand),
         resources_(std::move(resources)),
         opts_(opts),
-        wait_(wait),
-        retry_timer_(s_->strand) {}
+        wait_(wait) {}
   ~lock_all_op() override { stop_waiting(); }
 
   void start() {
@@ -425,10 +428,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
 
   void on_tally() override {
     if (decided_) {
-      if (outstanding_ == 0 && retry_when_idle_) {
-        retry_when_idle_ = false;
-        attempt();
-      }
+      if (idle_retry_due(outstanding_)) attempt();
       return;
     }
     // With fencing only marked nodes make a majority (see fencing.cpp).
@@ -448,7 +448,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
           s_->start_fence_repair(opts_.ttl);
           extra_ = "; fence counters are being repaired on nodes that lost them";
         }
-        return fail_attempt(failure_reason());
+        return fail_attempt(failure_reason(errors_, s_->size(), held_));
     }
   }
 
@@ -509,16 +509,6 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
     }
   }
 
-  error_code failure_reason() const {
-    const std::size_t spare = s_->size() - quorum(s_->size());
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      if (errors_[i] == error::wrong_type) ++wrong;
-    if (wrong > spare) return error::wrong_type;
-    if (held_ + wrong > spare) return error::contended;
-    return error::no_quorum;
-  }
-
   void succeed() {
     // While keys_ still names the keys.
     stop_waiting();
@@ -566,21 +556,12 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
       waiting_ = true;
     }
     if (std::exchange(woken_, false)) return retry_after(std::chrono::nanoseconds{0});
-    auto delay = s_->jitter(s_->cfg.retry_delay);
-    if (wait_deadline_ - now < delay)
-      delay = std::chrono::duration_cast<std::chrono::nanoseconds>(wait_deadline_ - now);
-    retry_after(delay);
+    retry_after(delay_within(s_->jitter(s_->cfg.retry_delay), now, wait_deadline_));
   }
 
   void retry_after(std::chrono::nanoseconds delay) {
-    retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([self = shared_from_this(), this, gen = ++timer_gen_](error_code ec) {
-      // A wait that expired just as a wake tried at once is stale too.
-      if (ec || done_ || gen != timer_gen_) return;
-      if (outstanding_ > 0)
-        retry_when_idle_ = true;  // the request slots are still in use
-      else
-        attempt();
+    wait_then(delay, shared_from_this(), [this] {
+      if (!done_ && slots_free(outstanding_)) attempt();
     });
   }
 
@@ -591,16 +572,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
       if (token == last_release_) return;  // heard already on another key of the set
       last_release_.assign(token);
     }
-    if (!decided_ || second_round_) {
-      woken_ = true;  // right after the attempt in flight
-      return;
-    }
-    ++timer_gen_;
-    retry_timer_.cancel();
-    if (outstanding_ > 0) {
-      retry_when_idle_ = true;  // the request slots are still in use
-      return;
-    }
+    if (!wake_now(outstanding_)) return;
     // Now: after a local release, the script leaves right behind it on every connection.
     // Guarded like a start: an attempt decided at once completes from a posted handler.
     auto keep = shared_from_this();
@@ -618,9 +590,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
   void on_cancel() override {
     retry_timer_.cancel();
     if (!decided_ || second_round_) release_attempt();
-    decided_ = true;
-    second_round_ = false;
-    retry_when_idle_ = false;
+    settle();
     complete(error::cancelled, multi_lock{});
   }
 
@@ -629,20 +599,15 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
   std::vector<std::string> fields_;
   lock_options opts_;
   bool wait_;
-  boot_timer retry_timer_;
   boot_clock::time_point wait_deadline_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
   std::string token_;
   std::string payload_;
   std::string payload2_;
-  bool decided_ = false;
-  bool retry_when_idle_ = false;
   // Waiting for releases (client_state::waiting_sets).
   bool waiting_ = false;
-  bool woken_ = false;           // woken while an attempt was in flight
-  std::string last_release_;     // the token of the last release that woke the set
-  std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
+  std::string last_release_;  // the token of the last release that woke the set
   // Fencing: the counters each node answered, at node * keys_.size() + resource.
   std::vector<std::uint64_t> counters_;
   std::vector<std::uint64_t> fences_;
@@ -650,7 +615,6 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>, public se
   std::array<request, max_nodes> reqs2_{};
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
   std::size_t acks_ = 0, refusals_ = 0;
-  bool second_round_ = false;
 };
 
 // ---- release -----------------------------------------------------------------------

@@ -1,0 +1,103 @@
+#pragma once
+// What a waiting acquisition does between attempts, shared by acquire_op (one resource,
+// client.cpp) and lock_all_op (a set, multi.cpp): why an attempt failed, and when the
+// next one starts (after the retry delay, on a wake, or once the request slots are free).
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "client/arithmetic.hpp"
+#include "client/client_state.hpp"
+#include "redlock/error.hpp"
+
+namespace redlock::detail {
+
+/// Why a decided, lost attempt failed, from the nodes' errors and the "held" answers.
+inline error_code failure_reason(const std::array<error_code, max_nodes>& errors, std::size_t n,
+                                 std::size_t held) {
+  // A key of another type stops the lock for good only when such keys sit on so many
+  // nodes that a majority is out of reach while they stay; on a minority it is one
+  // more "no", and a waiting lock goes on trying the others.
+  const std::size_t spare = n - quorum(n);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (errors[i] == error::wrong_type) ++wrong;
+  if (wrong > spare) return error::wrong_type;
+  // "Contended" only when the holders (and foreign keys) alone deny us a majority;
+  // otherwise the missing votes of unavailable nodes are the reason.
+  if (held + wrong > spare) return error::contended;
+  return error::no_quorum;
+}
+
+/// The retry delay, cut short so that the wait ends at `deadline`.
+inline std::chrono::nanoseconds delay_within(std::chrono::nanoseconds delay,
+                                             boot_clock::time_point now,
+                                             boot_clock::time_point deadline) {
+  if (deadline - now < delay)
+    delay = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
+  return delay;
+}
+
+/// The state of an acquisition's attempts, as a base of the op: the attempt in flight
+/// (decided, its write-back round), the retry timer, and a wake that came early. On the
+/// strand. The op keeps itself alive across a wait with the `keep` it hands to wait_then.
+class retry_loop {
+ protected:
+  explicit retry_loop(const strand_type& strand) : retry_timer_(strand) {}
+
+  /// Calls `retry` after `delay`, unless a later wait or a wake made this one stale.
+  template <typename Keep, typename Retry>
+  void wait_then(std::chrono::nanoseconds delay, Keep keep, Retry retry) {
+    retry_timer_.expires_after(delay);
+    retry_timer_.async_wait([this, keep = std::move(keep), retry = std::move(retry),
+                             gen = ++timer_gen_](error_code ec) {
+      // A wait that expired just as a wake tried at once is stale too.
+      if (!ec && gen == timer_gen_) retry();
+    });
+  }
+
+  /// Whether an attempt may start now: not while `outstanding` requests of the last one
+  /// still use the request slots (it starts when they are back, see idle_retry_due).
+  bool slots_free(std::size_t outstanding) {
+    if (outstanding == 0) return true;
+    retry_when_idle_ = true;  // the request slots are still in use
+    return false;
+  }
+
+  /// In the tally of a decided attempt: whether the retry put off by slots_free is due.
+  bool idle_retry_due(std::size_t outstanding) {
+    if (outstanding != 0 || !retry_when_idle_) return false;
+    retry_when_idle_ = false;
+    return true;
+  }
+
+  /// A wake (a release was heard): whether to try now. With an attempt in flight it is
+  /// remembered (woken_) for right after; a waiting retry is called off.
+  bool wake_now(std::size_t outstanding) {
+    if (!decided_ || second_round_) {
+      woken_ = true;  // right after the attempt in flight
+      return false;
+    }
+    ++timer_gen_;
+    retry_timer_.cancel();
+    return slots_free(outstanding);
+  }
+
+  /// Cancelled: nothing is in flight or due any more.
+  void settle() {
+    decided_ = true;
+    second_round_ = false;
+    retry_when_idle_ = false;
+  }
+
+  boot_timer retry_timer_;
+  bool decided_ = false;
+  bool second_round_ = false;    // a fenced write-back round is out
+  bool retry_when_idle_ = false;
+  bool woken_ = false;           // woken while an attempt was in flight
+  std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
+};
+
+}  // namespace redlock::detail
