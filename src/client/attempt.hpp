@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "client/arithmetic.hpp"
 #include "client/client_state.hpp"
@@ -41,8 +42,9 @@ inline std::chrono::nanoseconds delay_within(std::chrono::nanoseconds delay,
 }
 
 /// The state of an acquisition's attempts, as a base of the op: the attempt in flight
-/// (decided, its write-back round), the retry timer, and a wake that came early. On the
-/// strand. The op keeps itself alive across a wait with the `keep` it hands to wait_then.
+/// (decided, its fenced write-back round), the retry timer, and a wake that came early.
+/// On the strand. The op keeps itself alive across a wait with the `keep` it hands to
+/// wait_then.
 class retry_loop {
  protected:
   explicit retry_loop(const strand_type& strand) : retry_timer_(strand) {}
@@ -85,6 +87,43 @@ class retry_loop {
     return slots_free(outstanding);
   }
 
+  /// Round two of a fenced acquisition: sends `payload` (the script raising the
+  /// counters where our token still holds the keys) to every node, as request
+  /// max_nodes + i of `sink`; a node that cannot take it refuses. Returns how many
+  /// requests went out, for the op's count of outstanding ones.
+  std::size_t send_write_back(client_state& s, std::string_view payload, const script* lua,
+                              boot_clock::time_point valid_until, request_sink* sink) {
+    second_round_ = true;
+    acks_ = refusals_ = 0;
+    const auto deadline = std::min(boot_clock::now() + s.cfg.node_timeout, valid_until);
+    std::size_t sent = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      reqs2_[i] = request{payload, lua, deadline, sink, max_nodes + i, false};
+      if (s.nodes[i]->submit(reqs2_[i]))
+        ++refusals_;
+      else
+        ++sent;
+    }
+    return sent;
+  }
+
+  /// Node i's answer to the write-back: an ack only if the script raised the counters
+  /// (1) and the node may still vote for a lock of `ttl`.
+  void count_write_back(const client_state& s, std::size_t i, error_code ec,
+                        const resp::reply* r, std::chrono::milliseconds ttl) {
+    const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
+                     s.votes(i, ttl, boot_clock::now());
+    ack ? ++acks_ : ++refusals_;
+  }
+
+  /// Whether the write-back has won or lost on `nodes` nodes yet; the round ends once
+  /// it is decided.
+  vote_state write_back_outcome(std::size_t nodes) {
+    const vote_state v = decide(nodes, acks_, refusals_);
+    if (v != vote_state::undecided) second_round_ = false;
+    return v;
+  }
+
   /// Cancelled: nothing is in flight or due any more.
   void settle() {
     decided_ = true;
@@ -98,6 +137,10 @@ class retry_loop {
   bool retry_when_idle_ = false;
   bool woken_ = false;           // woken while an attempt was in flight
   std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
+
+ private:
+  std::array<request, max_nodes> reqs2_{};  // the write-back round's requests
+  std::size_t acks_ = 0, refusals_ = 0;
 };
 
 }  // namespace redlock::detail

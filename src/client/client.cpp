@@ -768,42 +768,29 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
     for (std::size_t i = 0; i < s_->size(); ++i)
       if (votes_[i] == vote::yes && marked_[i]) fence_token_ = std::max(fence_token_, fence_[i]);
     if (s_->cfg.test_hook_before_fence_writeback) s_->cfg.test_hook_before_fence_writeback(resource_);
-    second_round_ = true;
-    acks_ = refusals_ = 0;
     payload2_.clear();
     resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, s_->fence_hash_key,
                          s_->fence_marker_key, token_, field_,
                          static_cast<std::int64_t>(fence_token_));
-    const auto deadline = std::min(boot_clock::now() + s_->cfg.node_timeout, valid_until_);
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      reqs2_[i] = request{payload2_, &fence_raise_script, deadline, this, max_nodes + i, false};
-      if (s_->nodes[i]->submit(reqs2_[i]))
-        ++refusals_;
-      else
-        ++outstanding_;
-    }
+    outstanding_ += send_write_back(*s_, payload2_, &fence_raise_script, valid_until_, this);
     on_write_back_tally();
   }
 
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
     if (!second_round_ || done_) return on_tally();  // a late reply of an old round
-    const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
-                     s_->votes(i, opts_.ttl, boot_clock::now());
-    ack ? ++acks_ : ++refusals_;
+    count_write_back(*s_, i, ec, r, opts_.ttl);
     on_write_back_tally();
   }
 
   void on_write_back_tally() {
-    switch (decide(s_->size(), acks_, refusals_)) {
+    switch (write_back_outcome(s_->size())) {
       case vote_state::undecided: return;
       case vote_state::won:
-        second_round_ = false;
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         return succeed(fence_token_);
       case vote_state::lost:
         // Not written back on a majority where the key is still ours (another owner took
         // it, e.g. after we paused): T must not be handed out.
-        second_round_ = false;
         extra_ = "; the fencing token could not be confirmed on a majority";
         return fail_attempt(error::no_quorum);
     }
@@ -1019,9 +1006,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
   // Fencing.
   std::array<std::uint64_t, max_nodes> fence_{};
   std::array<bool, max_nodes> marked_{};
-  std::array<request, max_nodes> reqs2_{};
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
-  std::size_t acks_ = 0, refusals_ = 0;
   std::uint64_t fence_token_ = 0;
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;

@@ -462,8 +462,6 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
       if (answers_[i] == answer::yes && marked_[i])
         for (std::size_t k = 0; k < n; ++k)
           fences_[k] = std::max(fences_[k], counters_[i * n + k]);
-    second_round_ = true;
-    acks_ = refusals_ = 0;
     payload2_.clear();
     resp::command_writer w{payload2_};
     w.begin(6 + 3 * n)
@@ -475,35 +473,24 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_);
     for (std::size_t k = 0; k < n; ++k) w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
-    const auto deadline = std::min(boot_clock::now() + s_->cfg.node_timeout, valid_until_);
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      reqs2_[i] = request{payload2_, &multi_raise_script, deadline, this, max_nodes + i, false};
-      if (s_->nodes[i]->submit(reqs2_[i]))
-        ++refusals_;
-      else
-        ++outstanding_;
-    }
+    outstanding_ += send_write_back(*s_, payload2_, &multi_raise_script, valid_until_, this);
     keep_alive();
     on_write_back_tally();
   }
 
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
     if (!second_round_ || done_) return on_tally();  // a late reply of an old round
-    const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
-                     s_->votes(i, opts_.ttl, boot_clock::now());
-    ack ? ++acks_ : ++refusals_;
+    count_write_back(*s_, i, ec, r, opts_.ttl);
     on_write_back_tally();
   }
 
   void on_write_back_tally() {
-    switch (decide(s_->size(), acks_, refusals_)) {
+    switch (write_back_outcome(s_->size())) {
       case vote_state::undecided: return;
       case vote_state::won:
-        second_round_ = false;
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         return succeed();
       case vote_state::lost:
-        second_round_ = false;
         extra_ = "; the fencing tokens could not be confirmed on a majority";
         return fail_attempt(error::no_quorum);
     }
@@ -612,9 +599,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
   std::vector<std::uint64_t> counters_;
   std::vector<std::uint64_t> fences_;
   std::array<bool, max_nodes> marked_{};
-  std::array<request, max_nodes> reqs2_{};
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
-  std::size_t acks_ = 0, refusals_ = 0;
 };
 
 // ---- release -----------------------------------------------------------------------
