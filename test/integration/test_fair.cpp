@@ -1,6 +1,7 @@
 // Fair mode: waiters queue in a line kept on the nodes and acquire in the order their
 // calls started, across clients; a try does not jump the line; a queued client that stops
 // holds the line up only until its place lapses; a waiter that gives up leaves the line.
+// A node that freezes or restarts empty while waiters are queued does not break the order.
 // Real redis-server processes.
 
 #include <boost/asio.hpp>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,9 +37,27 @@ struct fair_fleet : redlock::test::fleet_fixture<3> {
     return fleet[i].command({"ZCARD", "redlock:line:" + resource}).integer;
   }
   bool places_everywhere(const std::string& resource, std::int64_t n) const {
+    return places_on_all_but(fleet.size(), resource, n);
+  }
+  // As places_everywhere, leaving out node `skip` (a faulty one; fleet.size(): none).
+  bool places_on_all_but(std::size_t skip, const std::string& resource, std::int64_t n) const {
     for (std::size_t i = 0; i < fleet.size(); ++i)
-      if (places(i, resource) != n) return false;
+      if (i != skip && places(i, resource) != n) return false;
     return true;
+  }
+  // " node i: key" for each key without a TTL on the nodes that are not frozen, but for
+  // the fencing keys (which have none by design); empty if there is none.
+  std::string keys_without_ttl() const {
+    std::string found;
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      if (fleet[i].frozen()) continue;
+      for (const auto& key : fleet[i].command({"KEYS", "*"}).elements) {
+        const bool fencing = key.text.starts_with("redlock:fence");
+        if (!fencing && fleet[i].command({"PTTL", key.text}).integer == -1)
+          found += " node " + std::to_string(i) + ": " + key.text;
+      }
+    }
+    return found;
   }
   // The ticket (ms) of the newest place in the line of `resource` on node 0.
   std::int64_t newest_ticket(const std::string& resource) const {
@@ -97,27 +117,44 @@ asio::awaitable<void> take_then_release(redlock::client& c, std::string resource
   co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
 }
 
+// A fault of one node while waiters are queued: `inject` runs on node `node` once `after`
+// waiters are queued; `repair` (if any) once all of them have acquired. Until then the
+// line is looked at only on the other nodes. Without `inject`, no fault.
+struct node_fault {
+  std::size_t node = 2;
+  std::size_t after = 1;
+  std::function<void(redlock::test::redis_server&)> inject;
+  std::function<void(redlock::test::redis_server&)> repair;
+};
+const node_fault no_fault;
+
 // A holder takes `resource`; waiters in three clients queue one after the other (each
 // once the previous one's place is on every node and the clock moved past its ticket);
 // the holder releases. Returns the order in which they acquired.
 // clients[0] holds, clients[1..3] queue in that order.
 asio::awaitable<void> queue_three(fair_fleet& f, std::array<redlock::client*, 4> all,
                                   redlock::lock_options opts, std::vector<std::string>& order,
-                                  std::array<queued_call, 3>& calls) {
+                                  std::array<queued_call, 3>& calls,
+                                  const node_fault& fault = no_fault) {
   const std::string resource = opts.fenced ? "fenced-line" : "line";
   redlock::client& holder = *all[0];
   const std::array<redlock::client*, 3> clients{all[1], all[2], all[3]};
+  std::size_t faulty = f.fleet.size();  // none yet
   auto first = co_await f.hold_everywhere(holder, resource);
   for (std::size_t k = 0; k < 3; ++k) {
     calls[k].name = std::string(1, static_cast<char>('x' + k));
     asio::co_spawn(f.io, take_then_release(*clients[k], resource, opts, calls[k], order),
                    asio::detached);
     const bool placed = co_await eventually([&] {
-      return f.places_everywhere(resource, static_cast<std::int64_t>(k + 1));
+      return f.places_on_all_but(faulty, resource, static_cast<std::int64_t>(k + 1));
     });
     BOOST_TEST_REQUIRE(placed);
     const bool later = co_await f.past_newest_ticket(resource);
     BOOST_TEST_REQUIRE(later);
+    if (fault.inject && k + 1 == fault.after) {
+      faulty = fault.node;
+      fault.inject(f.fleet[faulty]);
+    }
   }
   co_await holder.async_unlock(first, asio::use_awaitable);
   const bool ended = co_await eventually([&] {
@@ -125,9 +162,19 @@ asio::awaitable<void> queue_three(fair_fleet& f, std::array<redlock::client*, 4>
   });
   BOOST_TEST_REQUIRE(ended);
   for (const auto& q : calls) BOOST_TEST(!*q.outcome, q.name << ": " << q.outcome->message());
-  // Every place was taken back: the line keys are gone.
-  const bool gone = co_await eventually([&] { return f.places_everywhere(resource, 0); });
+  // Every place was taken back: the line keys are gone, and no key lacks a TTL.
+  const bool gone = co_await eventually([&] { return f.places_on_all_but(faulty, resource, 0); });
   BOOST_TEST(gone);
+  const auto immortal = f.keys_without_ttl();
+  BOOST_TEST(immortal.empty(), "without a TTL:" << immortal);
+  if (fault.inject && fault.repair) {
+    fault.repair(f.fleet[faulty]);
+    // The repaired node's leftovers lapse or are cleaned up.
+    const bool gone_there = co_await eventually([&] { return f.places_everywhere(resource, 0); });
+    BOOST_TEST(gone_there);
+    const auto immortal_there = f.keys_without_ttl();
+    BOOST_TEST(immortal_there.empty(), "without a TTL:" << immortal_there);
+  }
   for (auto* cl : all) co_await cl->async_shutdown(asio::use_awaitable);
 }
 
@@ -141,6 +188,19 @@ struct four_clients {
   // c queues first: the order is not that of construction.
   std::array<redlock::client*, 4> all() { return {&holder, &c, &a, &b}; }
 };
+
+// Waiters x, y, z queue through `fault` (queue_three): they must acquire in that order,
+// and in the end no node keeps a key.
+void queue_three_through(fair_fleet& f, const node_fault& fault) {
+  std::vector<std::string> order;
+  std::array<queued_call, 3> calls;
+  four_clients cl{f};
+  run_bounded(f.io, queue_three(f, cl.all(), fair_wait, order, calls, fault));
+  const std::vector<std::string> expected{"x", "y", "z"};
+  BOOST_TEST(order == expected, boost::test_tools::per_element());
+  const bool emptied = run_bounded(f.io, eventually([&] { return f.fleet.total_keys() == 0; }));
+  BOOST_TEST(emptied, "keys left: " << f.fleet.total_keys());
+}
 
 }  // namespace
 
@@ -167,6 +227,22 @@ BOOST_AUTO_TEST_CASE(fenced_waiters_keep_the_order_and_get_increasing_tokens) {
   BOOST_TEST(calls[0].fence > 0u);
   BOOST_TEST(calls[0].fence < calls[1].fence);
   BOOST_TEST(calls[1].fence < calls[2].fence);
+}
+
+BOOST_AUTO_TEST_CASE(waiters_keep_their_order_while_a_node_is_frozen) {
+  // x queues on all three nodes, then node 2 stops answering: y and z queue on the other
+  // two, which are a majority and serve the line in order. Thawed, node 2 runs what
+  // queued up for it; its places are taken back or lapse.
+  queue_three_through(*this, {.inject = [](auto& node) { node.freeze(); },
+                              .repair = [](auto& node) { node.thaw(); }});
+}
+
+BOOST_AUTO_TEST_CASE(waiters_keep_their_order_when_a_node_restarts_empty) {
+  // x and y queue on all three nodes, then node 2 restarts with nothing: the holder's
+  // key and the line are gone there, and z queues into it. The other two nodes still
+  // hold the line, so z, first on node 2 until x and y renew their places there,
+  // cannot jump it.
+  queue_three_through(*this, {.after = 2, .inject = [](auto& node) { node.restart(); }});
 }
 
 BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_lapses) {
