@@ -45,20 +45,6 @@ struct fair_fleet : redlock::test::fleet_fixture<3> {
       if (i != skip && places(i, resource) != n) return false;
     return true;
   }
-  // " node i: key" for each key without a TTL on the nodes that are not frozen, but for
-  // the fencing keys (which have none by design); empty if there is none.
-  std::string keys_without_ttl() const {
-    std::string found;
-    for (std::size_t i = 0; i < fleet.size(); ++i) {
-      if (fleet[i].frozen()) continue;
-      for (const auto& key : fleet[i].command({"KEYS", "*"}).elements) {
-        const bool fencing = key.text.starts_with("redlock:fence");
-        if (!fencing && fleet[i].command({"PTTL", key.text}).integer == -1)
-          found += " node " + std::to_string(i) + ": " + key.text;
-      }
-    }
-    return found;
-  }
   // The ticket (ms) of the newest place in the line of `resource` on node 0.
   std::int64_t newest_ticket(const std::string& resource) const {
     const auto r = fleet[0].command({"ZRANGE", "redlock:line:" + resource, "-1", "-1", "WITHSCORES"});
@@ -165,14 +151,14 @@ asio::awaitable<void> queue_three(fair_fleet& f, std::array<redlock::client*, 4>
   // Every place was taken back: the line keys are gone, and no key lacks a TTL.
   const bool gone = co_await eventually([&] { return f.places_on_all_but(faulty, resource, 0); });
   BOOST_TEST(gone);
-  const auto immortal = f.keys_without_ttl();
+  const auto immortal = f.fleet.keys_without_ttl("redlock:fence");
   BOOST_TEST(immortal.empty(), "without a TTL:" << immortal);
   if (fault.inject && fault.repair) {
     fault.repair(f.fleet[faulty]);
     // The repaired node's leftovers lapse or are cleaned up.
     const bool gone_there = co_await eventually([&] { return f.places_everywhere(resource, 0); });
     BOOST_TEST(gone_there);
-    const auto immortal_there = f.keys_without_ttl();
+    const auto immortal_there = f.fleet.keys_without_ttl("redlock:fence");
     BOOST_TEST(immortal_there.empty(), "without a TTL:" << immortal_there);
   }
   for (auto* cl : all) co_await cl->async_shutdown(asio::use_awaitable);

@@ -10,8 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/algorithm/string/predicate.hpp>
+
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -549,6 +550,22 @@ std::int64_t redis_fleet::total_keys() const {
   return total;
 }
 
+std::string redis_fleet::keys_without_ttl(std::string_view exempt) const {
+  std::string found;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    const redis_server& s = *servers_[i];
+    if (!s.running() || s.frozen()) continue;
+    for (const auto& key : s.admin_command({"KEYS", "*"}).elements) {
+      if (!exempt.empty() && key.text.find(exempt) != std::string::npos) continue;
+      const sync_reply ttl = s.admin_command({"PTTL", key.text});
+      if (ttl.kind != resp::type::integer)
+        throw std::runtime_error("PTTL on " + s.uri() + " failed: " + ttl.text);
+      if (ttl.integer == -1) found += " node " + std::to_string(i) + ": " + key.text;
+    }
+  }
+  return found;
+}
+
 std::int64_t redis_server::calls(std::string_view name) const {
   const std::string info = admin_command({"INFO", "commandstats"}).text;
   const std::string field = "cmdstat_" + std::string(name) + ":calls=";
@@ -568,18 +585,12 @@ void redis_server::log_every_command() const {
 }
 
 std::int64_t redis_server::calls_naming(std::string_view name, std::string_view arg) const {
-  const auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) ==
-                    std::tolower(static_cast<unsigned char>(y));
-           });
-  };
   // Each entry: id, time, duration, arguments, client address, client name.
   std::int64_t n = 0;
   for (const auto& entry : admin_command({"SLOWLOG", "GET", "-1"}).elements) {
     if (entry.elements.size() < 4) continue;
     const auto& args = entry.elements[3].elements;
-    if (args.empty() || !same(args[0].text, name)) continue;
+    if (args.empty() || !boost::algorithm::iequals(args[0].text, name)) continue;
     if (std::any_of(args.begin() + 1, args.end(), [&](const auto& a) { return a.text == arg; }))
       ++n;
   }

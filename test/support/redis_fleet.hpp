@@ -184,6 +184,11 @@ class redis_fleet {
   std::int64_t total_keys() const;
   /// Whether `key` exists on server i (which must run and not be frozen).
   bool has_key(std::size_t i, std::string_view key) const;
+  /// The keys that would live for ever (PTTL -1) on the servers that run and are not
+  /// frozen, as " node i: key" each; empty if none. Keys whose name contains `exempt`
+  /// (when not empty) are left out, e.g. "fence" for the fencing counters, which have no
+  /// TTL by design. Throws as total_keys().
+  std::string keys_without_ttl(std::string_view exempt = {}) const;
 
  private:
   // unique_ptr because a server is pinned: its pid and port belong to one object.
