@@ -12,7 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <tuple>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "client/claims.hpp"
 #include "cycles.hpp"
 #include "raw.hpp"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <tuple>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "cycles.hpp"
 #include "guard/renewal.hpp"
 #include "raw.hpp"

@@ -66,12 +66,15 @@ class keeper {
   /// The current validity deadline (moves with each renewal).
   boot_clock::time_point deadline() const noexcept;
   std::chrono::milliseconds validity() const noexcept;
-  /// Held, not lost, and before the deadline (reads the clock).
+  /// Held, not lost, and before the deadline (reads the clock); false once the client was
+  /// shut down or destroyed (which releases the lock).
   bool valid() const noexcept;
   bool lost() const noexcept;
 
   /// Completes with error::lock_lost when the lock is lost (at once if it already is),
-  /// with error::cancelled if the operation is cancelled or the keeper stopped first.
+  /// with error::shut_down when the client is shut down or destroyed (the lock is then
+  /// released and no longer valid), with error::cancelled if the operation is cancelled
+  /// or the keeper stopped first.
   template <typename CompletionToken>
   auto async_wait_lost(CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(

@@ -53,13 +53,15 @@ class lock {
   boot_clock::time_point deadline() const noexcept { return deadline_; }
   /// Validity left now (zero once past the deadline, lost or released).
   std::chrono::milliseconds validity() const noexcept;
-  /// True while the lock is held, not known lost, and before its deadline (reads the clock).
+  /// True while the lock is held, not known lost, and before its deadline (reads the
+  /// clock); false once its client was shut down or destroyed.
   bool valid() const noexcept;
   /// True once an extension found that a majority no longer holds it, or its deadline
   /// passed before an extension: final, no later extension brings it back.
   bool lost() const noexcept { return lost_; }
-  /// True if this object still refers to an acquisition (not released, not moved from).
-  bool owns() const noexcept { return !token_.empty(); }
+  /// True if this object still refers to an acquisition: not released, not moved from,
+  /// and its client not shut down or destroyed (both release every lock they hold).
+  bool owns() const noexcept;
   explicit operator bool() const noexcept { return valid(); }
 
  private:

@@ -60,13 +60,15 @@ class multi_lock {
   boot_clock::time_point deadline() const noexcept { return deadline_; }
   /// Validity left now (zero once past the deadline, lost or released).
   std::chrono::milliseconds validity() const noexcept;
-  /// True while held, not known lost, and before its deadline (reads the clock).
+  /// True while held, not known lost, and before its deadline (reads the clock); false
+  /// once its client was shut down or destroyed.
   bool valid() const noexcept;
   /// True once an extension found that a majority no longer holds the whole set, or the
   /// deadline passed before an extension: final.
   bool lost() const noexcept { return lost_; }
-  /// True if this object still refers to an acquisition (not released, not moved from).
-  bool owns() const noexcept { return !token_.empty(); }
+  /// True if this object still refers to an acquisition: not released, not moved from,
+  /// and its client not shut down or destroyed (both release every set they hold).
+  bool owns() const noexcept;
   explicit operator bool() const noexcept { return valid(); }
 
  private:

@@ -77,6 +77,8 @@ boost::asio::awaitable<work_outcome<T>> run_work(Work& work, keeper& k) {
 /// - The work throws: the lock is released in the background at once and the exception
 ///   propagates. Cancelling with_lock cancels the work the same way and throws
 ///   system_error(error::cancelled).
+/// - The client is shut down or destroyed (which releases the lock): the work is cancelled
+///   the same way and with_lock throws system_error(error::shut_down).
 /// - The lock cannot be acquired: the acquisition's system_error (wait_timeout,
 ///   no_quorum, ...) is thrown and the work never runs.
 template <typename Work>
@@ -98,6 +100,7 @@ auto with_lock(client& c, std::string resource, hold_options opts, Work work)
     // ended. The keeper's destructor releases whatever may still be ours.
     const auto [ec] = std::get<1>(raced);
     if (ec == error::lock_lost) detail::throw_error(error::lock_lost, "with_lock");
+    if (ec == error::shut_down) detail::throw_error(error::shut_down, "with_lock");
     detail::throw_error(error::cancelled, "with_lock");
   }
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "client/client_state.hpp"
 #include "redlock/error.hpp"
 
@@ -18,18 +18,10 @@ namespace redlock::detail {
 /// Why a decided, lost attempt failed, from the nodes' errors and the "held" answers.
 inline error_code failure_reason(const std::array<error_code, max_nodes>& errors, std::size_t n,
                                  std::size_t held) {
-  // A key of another type stops the lock for good only when such keys sit on so many
-  // nodes that a majority is out of reach while they stay; on a minority it is one
-  // more "no", and a waiting lock goes on trying the others.
-  const std::size_t spare = n - quorum(n);
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (errors[i] == error::wrong_type) ++wrong;
-  if (wrong > spare) return error::wrong_type;
-  // "Contended" only when the holders (and foreign keys) alone deny us a majority;
-  // otherwise the missing votes of unavailable nodes are the reason.
-  if (held + wrong > spare) return error::contended;
-  return error::no_quorum;
+  return acquire_failure(n, held, wrong);
 }
 
 /// The retry delay, cut short so that the wait ends at `deadline`.

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock {
@@ -48,7 +48,6 @@ const script settle_script{
 
 namespace {
 
-constexpr auto longest_ttl = std::chrono::milliseconds{std::chrono::hours{24}};
 constexpr auto longest_keep = std::chrono::milliseconds{std::chrono::hours{24 * 30}};
 // Batches in flight per client and kind before single calls wait to be coalesced.
 constexpr int batch_slots = 4;
@@ -436,17 +435,6 @@ class settle_batch_op final : public batch_rounds {
 };
 
 }  // namespace
-
-std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
-  if (ttl < std::chrono::milliseconds{1} || ttl > longest_ttl)
-    return "the TTL must be from 1 ms to 24 h";
-  if (cfg.max_ttl.count() > 0 && ttl > cfg.max_ttl)
-    return fmt::format("the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", ttl.count(),
-                       cfg.max_ttl.count());
-  if (validity_deadline(boot_clock::time_point{}, ttl, cfg.drift_factor) <= boot_clock::time_point{})
-    return "the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
-  return {};
-}
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock::detail {
@@ -15,8 +16,6 @@ namespace redlock::detail {
 extern const script claim_script;   // SET NX PX GET per key, one code per key
 extern const script settle_script;  // compare-and-delete or compare-and-mark-done per key
 
-/// Why a lock TTL cannot be used with `cfg` (range, max_ttl, drift), or "" if it can.
-std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg);
 
 class claim_coalescer {
  public:

@@ -27,7 +27,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
@@ -54,12 +54,6 @@ const script quiet_release_script{
 const script extend_script{
     R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end)",
     "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"};
-
-namespace {
-
-constexpr auto max_ttl = std::chrono::milliseconds{24h};
-
-}  // namespace
 
 // Redis reports an ACL refusal inside a script by the script's SHA1, not by the command
 // ("The user executing the script can't run this command or subcommand script: <sha>"):
@@ -215,6 +209,7 @@ void client_state::release_detached(std::string_view key, std::string_view token
 }
 
 void client_state::close_all_gracefully(std::function<void()> done) {
+  mark_shut();
   if (closed) {
     if (done) done();
     return;
@@ -238,6 +233,7 @@ void client_state::close_all_gracefully(std::function<void()> done) {
 }
 
 void client_state::close_all() {
+  mark_shut();
   closed = true;
   if (renewals) renewals->shutdown();
   if (claims) claims->shutdown();
@@ -551,18 +547,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
                            resource_.size(), max_resource_bytes);
       return complete_soon(error::invalid_argument, lock{});
     }
-    if (opts_.ttl < std::chrono::milliseconds{1} || opts_.ttl > max_ttl) {
-      extra_ = ": the TTL must be from 1 ms to 24 h";
-      return complete_soon(error::invalid_argument, lock{});
-    }
-    if (s_->cfg.max_ttl.count() > 0 && opts_.ttl > s_->cfg.max_ttl) {
-      extra_ = fmt::format(": the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", opts_.ttl.count(),
-                           s_->cfg.max_ttl.count());
-      return complete_soon(error::invalid_argument, lock{});
-    }
-    if (validity_deadline(boot_clock::time_point{}, opts_.ttl, s_->cfg.drift_factor) <=
-        boot_clock::time_point{}) {
-      extra_ = ": the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
+    if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) {
+      extra_ = ": " + why;
       return complete_soon(error::invalid_argument, lock{});
     }
     // async_try_lock ignores the wait; async_lock must not add a negative one to the
@@ -1101,13 +1087,8 @@ class extend_op final : public fanout_op<void(error_code)> {
     if (diag_) subject_ = lk.resource();
     if (s_->closed) return complete_soon(error::shut_down);
     if (!lk.owns()) return complete_soon(error::not_held);
-    if (ttl < std::chrono::milliseconds{1} || ttl > max_ttl) {
-      extra_ = ": the TTL must be from 1 ms to 24 h";
-      return complete_soon(error::invalid_argument);
-    }
-    if (s_->cfg.max_ttl.count() > 0 && ttl > s_->cfg.max_ttl) {
-      extra_ = fmt::format(": the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", ttl.count(),
-                           s_->cfg.max_ttl.count());
+    if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
+      extra_ = ": " + why;
       return complete_soon(error::invalid_argument);
     }
     const auto now = boot_clock::now();
@@ -1137,30 +1118,24 @@ class extend_op final : public fanout_op<void(error_code)> {
   }
 
   void on_tally() override {
-    switch (decide(s_->size(), yes_, no_ + failed_)) {
-      case vote_state::undecided: return;
-      case vote_state::won: {
-        const auto now = boot_clock::now();
-        const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
-        if (now >= old_deadline_ || now >= new_deadline) {
-          if (now >= old_deadline_) lock_access::lost(*lk_) = true;
-          return complete(error::validity_exhausted);
-        }
-        lock_access::deadline(*lk_) = new_deadline;
-        lock_access::ttl(*lk_) = ttl_;
-        return complete({});
-      }
-      case vote_state::lost:
-        if (no_ > s_->size() - quorum(s_->size())) {
-          // A majority no longer holds our token: the lock is gone for good.
-          lock_access::lost(*lk_) = true;
-          return complete(error::not_held);
-        }
-        return complete(error::no_quorum);
-    }
+    const auto v = decide_extension(s_->size(), yes_, no_, failed_, boot_clock::now(), start_,
+                                    ttl_, old_deadline_, s_->cfg.drift_factor);
+    if (v.decided) finish(v);
   }
 
-  void on_cancel() override { complete(error::cancelled); }
+  // Cancelled after the requests went out: they may still run on the nodes.
+  void on_cancel() override {
+    finish(abandoned_extension(error::cancelled, boot_clock::now(), start_, ttl_, old_deadline_,
+                               s_->cfg.drift_factor));
+  }
+
+  // The lock's state changes before the caller hears of the outcome.
+  void finish(const extension_verdict& v) {
+    lock_access::deadline(*lk_) = v.deadline;
+    if (!v.outcome) lock_access::ttl(*lk_) = ttl_;
+    if (v.lost) lock_access::lost(*lk_) = true;
+    complete(v.outcome);
+  }
 
   bool counts(std::size_t i) override {
     std::string why;
@@ -1232,6 +1207,8 @@ void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::millis
 
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
+  // Held locks stop being valid now, before any release can reach a node.
+  s->mark_shut();
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), h = std::move(h)]() mutable {
     auto* state = s.get();
@@ -1301,6 +1278,7 @@ client::client(executor_type ex, config cfg)
 
 client::~client() {
   if (!state_) return;
+  state_->mark_shut();  // held locks stop being valid before their release is sent
   auto strand = state_->strand;  // not state_->strand in the call: the lambda moves state_
   // Releases what is still held and sends what is queued, then closes (if the
   // io_context keeps running; if it is destroyed first, the connections just close).
@@ -1350,15 +1328,26 @@ lock& lock::operator=(lock&& other) noexcept {
 
 lock::~lock() { release_in_background(); }
 
+namespace detail {
+// Whether the client that handed out a lock still stands behind it: not shut down or
+// destroyed (both release everything the client holds).
+bool owner_holds(const std::weak_ptr<client_state>& owner) noexcept {
+  const auto s = owner.lock();
+  return s && !s->shut.load(std::memory_order_acquire);
+}
+}  // namespace detail
+
+bool lock::owns() const noexcept { return !token_.empty() && detail::owner_holds(owner_); }
+
 std::chrono::milliseconds lock::validity() const noexcept {
-  if (token_.empty() || lost_) return std::chrono::milliseconds{0};
+  if (!valid()) return std::chrono::milliseconds{0};
   const auto left = deadline_ - boot_clock::now();
   if (left <= boot_clock::duration::zero()) return std::chrono::milliseconds{0};
   return std::chrono::duration_cast<std::chrono::milliseconds>(left);
 }
 
 bool lock::valid() const noexcept {
-  return !token_.empty() && !lost_ && boot_clock::now() < deadline_;
+  return !token_.empty() && !lost_ && boot_clock::now() < deadline_ && detail::owner_holds(owner_);
 }
 
 void lock::release_in_background() noexcept {

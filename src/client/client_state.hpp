@@ -2,6 +2,7 @@
 // State shared by a client and its operations; lives on the client's strand.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -14,6 +15,7 @@
 
 #include "client/token.hpp"
 #include "connection/connection.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/config.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/observer.hpp"
@@ -92,6 +94,12 @@ struct client_state : std::enable_shared_from_this<client_state> {
   token_source tokens;
   std::minstd_rand rng;
   bool closed = false;
+  /// Set once shutdown or destruction began (before anything held is released), and read
+  /// from any thread by lock, multi_lock and keeper: what this client held is no longer
+  /// valid, whatever its deadline says.
+  std::atomic<bool> shut{false};
+  /// Marks every lock, set and keeper of this client as no longer held.
+  void mark_shut() { shut.store(true, std::memory_order_release); }
   std::shared_ptr<renewal_scheduler> renewals;  // created by the first keeper
   std::unique_ptr<claim_coalescer> claims;      // created by the first single claim
   std::size_t claim_rotor = 0;                  // first node asked by the next claim batch
@@ -137,6 +145,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void report(const node_event& e);
   /// The restart guard's period for a lock of `ttl`.
   std::chrono::nanoseconds guard_for(std::chrono::milliseconds ttl) const;
+  /// What decides whether node i's answers count (quorum/rules.hpp, may_vote).
+  voter_facts facts(std::size_t i) const;
   /// Whether node i is an independent master: not a replica, not a second name of a
   /// server listed earlier. If not and `why` is given, why.
   bool independent(std::size_t i, std::string* why = nullptr) const;
@@ -180,6 +190,10 @@ inline std::chrono::microseconds reply_latency(boot_clock::time_point replied,
   if (replied == boot_clock::time_point{}) return std::chrono::microseconds{-1};
   return std::chrono::duration_cast<std::chrono::microseconds>(replied - start);
 }
+
+/// Whether the client behind `owner` still holds what it handed out (not shut down or
+/// destroyed). Any thread.
+bool owner_holds(const std::weak_ptr<client_state>& owner) noexcept;
 
 /// Validates a configuration; throws system_error(invalid_config) naming the field.
 std::vector<node_uri> validate(const config& c);

@@ -24,7 +24,7 @@
 #include <charconv>
 #include <map>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "client/client_state.hpp"
 
 namespace redlock::detail {
@@ -82,43 +82,25 @@ void client_state::report(const node_event& e) {
 }
 
 std::chrono::nanoseconds client_state::guard_for(std::chrono::milliseconds ttl) const {
-  return cfg.max_ttl.count() > 0 ? cfg.max_ttl : ttl;
+  return guard_period(cfg.max_ttl, ttl);
+}
+
+voter_facts client_state::facts(std::size_t i) const {
+  const node_status& st = nodes[i]->status();
+  return {.replica = st.replica,
+          .duplicate = duplicate[i],
+          .duplicate_of = duplicate_of[i],
+          .started_at = st.started_at,
+          .clock_jump_at = st.clock_jump_at};
 }
 
 bool client_state::independent(std::size_t i, std::string* why) const {
-  if (nodes[i]->status().replica) {
-    if (why) *why = "is a replica (ROLE says slave): only independent masters vote";
-    return false;
-  }
-  if (duplicate[i]) {
-    if (why) *why = fmt::format("is the same server as node {} (same run id)", duplicate_of[i]);
-    return false;
-  }
-  return true;
+  return may_vote(facts(i), false, {}, {}, why);
 }
 
 bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
                          std::string* why) const {
-  if (!independent(i, why)) return false;
-  if (!cfg.restart_guard) return true;
-  const node_status& st = nodes[i]->status();
-  const auto guard = guard_for(ttl);
-  const auto since = now - guard;
-  auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
-  if (st.started_at != boot_clock::time_point::min() && st.started_at > since) {
-    if (why)
-      *why = fmt::format("restarted about {} ms ago; held back {} ms more by the restart guard "
-                         "(max_ttl {} ms)",
-                         ms(now - st.started_at), ms(st.started_at - since), ms(guard));
-    return false;
-  }
-  if (st.clock_jump_at != boot_clock::time_point::min() && st.clock_jump_at > since) {
-    if (why)
-      *why = fmt::format("its clock jumped {} ms ago; held back {} ms more (max_ttl {} ms)",
-                         ms(now - st.clock_jump_at), ms(st.clock_jump_at - since), ms(guard));
-    return false;
-  }
-  return true;
+  return may_vote(facts(i), cfg.restart_guard, guard_for(ttl), now, why);
 }
 
 std::string client_state::fence_field(std::string_view resource) const {

@@ -23,7 +23,7 @@
 
 #include <algorithm>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "redlock/client.hpp"
@@ -696,29 +696,24 @@ class extend_all_op final : public set_op<void(error_code)> {
   }
 
   void on_tally() override {
-    switch (decide(s_->size(), yes_, no_ + failed_)) {
-      case vote_state::undecided: return;
-      case vote_state::won: {
-        const auto now = boot_clock::now();
-        const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
-        if (now >= old_deadline_ || now >= new_deadline) {
-          if (now >= old_deadline_) multi_lock_access::lost(*lk_) = true;
-          return complete(error::validity_exhausted);
-        }
-        multi_lock_access::deadline(*lk_) = new_deadline;
-        multi_lock_access::ttl(*lk_) = ttl_;
-        return complete({});
-      }
-      case vote_state::lost:
-        if (no_ > s_->size() - quorum(s_->size())) {
-          multi_lock_access::lost(*lk_) = true;  // a majority no longer holds the whole set
-          return complete(error::not_held);
-        }
-        return complete(error::no_quorum);
-    }
+    const auto v = decide_extension(s_->size(), yes_, no_, failed_, boot_clock::now(), start_,
+                                    ttl_, old_deadline_, s_->cfg.drift_factor);
+    if (v.decided) finish(v);
   }
 
-  void on_cancel() override { complete(error::cancelled); }
+  // Cancelled after the requests went out: they may still run on the nodes.
+  void on_cancel() override {
+    finish(abandoned_extension(error::cancelled, boot_clock::now(), start_, ttl_, old_deadline_,
+                               s_->cfg.drift_factor));
+  }
+
+  // The set's state changes before the caller hears of the outcome.
+  void finish(const extension_verdict& v) {
+    multi_lock_access::deadline(*lk_) = v.deadline;
+    if (!v.outcome) multi_lock_access::ttl(*lk_) = ttl_;
+    if (v.lost) multi_lock_access::lost(*lk_) = true;
+    complete(v.outcome);
+  }
 
   multi_lock* lk_ = nullptr;
   std::chrono::milliseconds ttl_{};
@@ -813,8 +808,13 @@ std::chrono::milliseconds multi_lock::validity() const noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - boot_clock::now());
 }
 
+bool multi_lock::owns() const noexcept {
+  return !token_.empty() && detail::owner_holds(owner_);
+}
+
 bool multi_lock::valid() const noexcept {
-  return !token_.empty() && !lost_ && boot_clock::now() < deadline_;
+  return !token_.empty() && !lost_ && boot_clock::now() < deadline_ &&
+         detail::owner_holds(owner_);
 }
 
 void multi_lock::release_in_background() noexcept {

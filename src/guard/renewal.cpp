@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <map>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/keeper.hpp"
 
 namespace redlock {
@@ -49,6 +49,7 @@ class batch_extend_op final : public request_sink {
     for (auto& e : batch_) w.arg(lock_access::token(e->lk));
     w.arg(std::int64_t{ttl_.count()});
     start_ = boot_clock::now();  // before the first byte can leave
+    for (auto& e : batch_) e->renew_start = start_;
     deadline = std::min(deadline, start_ + s_->cfg.node_timeout);
     reqs_.resize(s_->size());
     if (s_->obs) {
@@ -135,36 +136,38 @@ class batch_extend_op final : public request_sink {
       renewal_entry& e = *batch_[j];
       e.in_flight = false;
       if (e.stopped || e.lost) continue;
-      switch (decide(n, yes_[j], no_[j] + failed_nodes_)) {
-        case vote_state::won: {
-          const auto old_deadline = lock_access::deadline(e.lk);
-          const auto new_deadline = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
-          if (now >= old_deadline || now >= new_deadline - e.margin) {
-            // Confirmed too late: the lock may already have had a new owner.
-            if (s_->obs) report(j, error::validity_exhausted, now);
-            sched_.lose(e, error::lock_lost);
-            break;
-          }
-          if (s_->obs) report(j, {}, now);
-          lock_access::deadline(e.lk) = new_deadline;
-          lock_access::ttl(e.lk) = ttl_;
-          e.publish_deadline();
-          e.loss_at = new_deadline - e.margin;
-          e.next_due = start_ + e.interval;
-          break;
-        }
-        case vote_state::lost:
-        case vote_state::undecided:  // cannot happen once every node has answered
-          if (no_[j] > n - quorum(n)) {
-            if (s_->obs) report(j, error::not_held, now);
-            sched_.lose(e, error::not_held);  // a majority no longer holds our token
-          } else {
-            if (s_->obs) report(j, error::no_quorum, now);
-            // Too few answers: try again soon, while validity remains.
-            const auto left = e.loss_at - now;
-            e.next_due = now + std::min<std::chrono::nanoseconds>(e.interval / 4, left / 3);
-          }
-          break;
+      const auto old_deadline = lock_access::deadline(e.lk);
+      auto v = decide_extension(n, yes_[j], no_[j], failed_nodes_, now, start_, ttl_, old_deadline,
+                                s_->cfg.drift_factor);
+      if (!v.decided)  // every node answered or failed; cannot happen, but never keep a stale deadline
+        v = abandoned_extension(error::no_quorum, now, start_, ttl_, old_deadline,
+                                s_->cfg.drift_factor);
+      if (!v.outcome && now >= v.deadline - e.margin) {
+        // Confirmed too late to signal a loss before the deadline: the lock may already
+        // have had a new owner by the time the work hears of it.
+        v.outcome = error::validity_exhausted;
+        v.lost = true;
+      }
+      if (s_->obs) report(j, v.outcome, now);
+      if (v.outcome == error::not_held) {
+        sched_.lose(e, error::not_held);  // a majority no longer holds our token
+        continue;
+      }
+      // Any other outcome may have shortened the keys (the extension rule, quorum/rules.hpp).
+      lock_access::deadline(e.lk) = v.deadline;
+      e.publish_deadline();
+      e.loss_at = v.deadline - e.margin;
+      if (v.lost || now >= e.loss_at) {
+        sched_.lose(e, error::lock_lost);
+        continue;
+      }
+      if (!v.outcome) {
+        lock_access::ttl(e.lk) = ttl_;
+        e.next_due = start_ + e.interval;
+      } else {
+        // Too few answers: try again soon, while validity remains.
+        const auto left = e.loss_at - now;
+        e.next_due = now + std::min<std::chrono::nanoseconds>(e.interval / 4, left / 3);
       }
     }
     sched_.reschedule();
@@ -311,6 +314,8 @@ void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h) {
   asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
     auto& s = *e->state;
     if (e->lost) return asio::post(s.strand, asio::append(std::move(h), error_code{error::lock_lost}));
+    if (s.shut.load())
+      return asio::post(s.strand, asio::append(std::move(h), error_code{error::shut_down}));
     if (e->stopped) return asio::post(s.strand, asio::append(std::move(h), error_code{error::cancelled}));
     const auto id = e->next_waiter_id++;
     auto slot = asio::get_associated_cancellation_slot(h);
@@ -355,6 +360,12 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h) {
     const bool was_lost = e->lost;
     stop_entry(*e);
     auto s = e->state;
+    if (e->in_flight) {
+      // A renewal on its way may still shorten the keys (a renewal TTL below the lock's):
+      // the lock handed back must not promise more than that renewal leaves.
+      auto& deadline = lock_access::deadline(e->lk);
+      deadline = std::min(deadline, validity_deadline(e->renew_start, e->ttl, s->cfg.drift_factor));
+    }
     if (was_lost) {
       lock_access::token(e->lk).clear();  // nothing to release: it is not ours any more
       return asio::post(s->strand, asio::append(std::move(h), error_code{error::lock_lost}, lock{}));
@@ -383,6 +394,8 @@ keeper::keeper(client& c, lock&& lk, renew_options opts) {
   auto e = std::make_shared<detail::renewal_entry>();
   e->state = state;
   e->ttl = opts.ttl.count() > 0 ? opts.ttl : lk.ttl();
+  if (const auto why = detail::check_ttl(e->ttl, state->cfg); !why.empty())
+    throw boost::system::system_error(error::invalid_argument, "keeper: renewal: " + why);
   if (e->ttl < std::chrono::milliseconds{3}) bad_argument("keeper: the TTL is too short to renew");
   e->interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::nano>(e->ttl) * opts.fraction);
@@ -448,7 +461,8 @@ boot_clock::time_point keeper::deadline() const noexcept {
 }
 bool keeper::lost() const noexcept { return entry_ && entry_->lost_flag.load(); }
 bool keeper::valid() const noexcept {
-  return entry_ && !lost() && boot_clock::now() < deadline();
+  return entry_ && !lost() && boot_clock::now() < deadline() &&
+         !entry_->state->shut.load(std::memory_order_acquire);
 }
 std::chrono::milliseconds keeper::validity() const noexcept {
   if (!valid()) return std::chrono::milliseconds{0};

@@ -29,6 +29,7 @@ struct renewal_entry {
   boot_clock::time_point loss_at{};
   boot_clock::time_point hold_until = boot_clock::time_point::max();
   bool in_flight = false;
+  boot_clock::time_point renew_start{};  // when the renewal in flight was enqueued
   bool stopped = false;
   bool lost = false;
   std::vector<std::pair<std::uint64_t, void_handler>> waiters;

@@ -2,7 +2,7 @@
 // (quorum, drift, validity, early decision) for N = 1..7, with explicit time points.
 #include <boost/test/unit_test.hpp>
 
-#include "client/arithmetic.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 

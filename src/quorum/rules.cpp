@@ -1,0 +1,120 @@
+#include "quorum/rules.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace redlock::detail {
+
+std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
+  if (ttl < std::chrono::milliseconds{1} || ttl > longest_ttl)
+    return "the TTL must be from 1 ms to 24 h";
+  if (cfg.max_ttl.count() > 0 && ttl > cfg.max_ttl)
+    return fmt::format("the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", ttl.count(),
+                       cfg.max_ttl.count());
+  if (validity_deadline(boot_clock::time_point{}, ttl, cfg.drift_factor) <=
+      boot_clock::time_point{})
+    return "the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
+  return {};
+}
+
+bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
+              boot_clock::time_point now, std::string* why) {
+  if (node.replica) {
+    if (why) *why = "is a replica (ROLE says slave): only independent masters vote";
+    return false;
+  }
+  if (node.duplicate) {
+    if (why) *why = fmt::format("is the same server as node {} (same run id)", node.duplicate_of);
+    return false;
+  }
+  if (!restart_guard) return true;
+  const auto since = now - guard;
+  auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  constexpr auto never = boot_clock::time_point::min();
+  if (node.started_at != never && node.started_at > since) {
+    if (why)
+      *why = fmt::format("restarted about {} ms ago; held back {} ms more by the restart guard "
+                         "(max_ttl {} ms)",
+                         ms(now - node.started_at), ms(node.started_at - since), ms(guard));
+    return false;
+  }
+  if (node.clock_jump_at != never && node.clock_jump_at > since) {
+    if (why)
+      *why = fmt::format("its clock jumped {} ms ago; held back {} ms more (max_ttl {} ms)",
+                         ms(now - node.clock_jump_at), ms(node.clock_jump_at - since), ms(guard));
+    return false;
+  }
+  return true;
+}
+
+error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type) {
+  // A key of another type stops the lock for good only when such keys sit on so many
+  // nodes that a majority is out of reach while they stay; on a minority it is one more
+  // "no", and a waiting lock goes on trying the others.
+  const std::size_t spare = n - quorum(n);
+  if (wrong_type > spare) return error::wrong_type;
+  // "Contended" only when the holders (and foreign keys) alone deny us a majority;
+  // otherwise the missing votes of unavailable nodes are the reason.
+  if (held + wrong_type > spare) return error::contended;
+  return error::no_quorum;
+}
+
+grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
+                    std::chrono::milliseconds ttl, double factor) {
+  const auto deadline = validity_deadline(start, ttl, factor);
+  return {now < deadline, deadline};
+}
+
+release_verdict decide_release(std::size_t n, std::size_t deleted, std::size_t absent,
+                               std::size_t pending) {
+  const std::size_t answered = deleted + absent;
+  if (deleted >= 1 && answered >= quorum(n)) return {true, {}};
+  if (pending > 0) return {false, {}};
+  if (answered < quorum(n)) return {true, error::no_quorum};
+  return {true, error::not_held};
+}
+
+namespace {
+
+extension_verdict shortened(error_code why, boot_clock::time_point now,
+                            boot_clock::time_point start, std::chrono::milliseconds ttl,
+                            boot_clock::time_point old_deadline, double factor) {
+  const auto deadline = std::min(old_deadline, validity_deadline(start, ttl, factor));
+  return {true, why, deadline, now >= deadline};
+}
+
+}  // namespace
+
+extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t refused,
+                                   std::size_t failed, boot_clock::time_point now,
+                                   boot_clock::time_point start, std::chrono::milliseconds ttl,
+                                   boot_clock::time_point old_deadline, double factor) {
+  switch (decide(n, yes, refused + failed)) {
+    case vote_state::undecided:
+      return {false, {}, old_deadline, false};
+    case vote_state::won: {
+      const auto new_deadline = validity_deadline(start, ttl, factor);
+      if (now < old_deadline && now < new_deadline) return {true, {}, new_deadline, false};
+      // Confirmed too late: past the old deadline another owner may exist, and past the
+      // new one the keys may be gone.
+      auto v = shortened(error::validity_exhausted, now, start, ttl, old_deadline, factor);
+      if (now >= old_deadline) v.lost = true;
+      return v;
+    }
+    case vote_state::lost:
+      break;
+  }
+  // A majority no longer holds our token: the lock is gone for good.
+  if (refused > n - quorum(n)) return {true, error::not_held, old_deadline, true};
+  return shortened(error::no_quorum, now, start, ttl, old_deadline, factor);
+}
+
+extension_verdict abandoned_extension(error_code why, boot_clock::time_point now,
+                                      boot_clock::time_point start,
+                                      std::chrono::milliseconds ttl,
+                                      boot_clock::time_point old_deadline, double factor) {
+  return shortened(why, now, start, ttl, old_deadline, factor);
+}
+
+}  // namespace redlock::detail

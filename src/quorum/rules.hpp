@@ -1,0 +1,148 @@
+#pragma once
+// The Redlock decision rules, pure and clock-free: every time is an argument, nothing
+// reads a socket or the clock, so that each rule is tested without a server
+// (test/unit/test_rules.cpp). The operations that talk to the nodes count answers and
+// ask these functions what the answers mean; a rule lives here and nowhere else.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include <boost/system/error_code.hpp>
+
+#include "redlock/clock.hpp"
+#include "redlock/config.hpp"
+#include "redlock/error.hpp"
+
+namespace redlock::detail {
+
+using boost::system::error_code;
+
+// ---- majorities, drift, validity ----------------------------------------------------
+
+/// Votes needed out of n nodes.
+constexpr std::size_t quorum(std::size_t n) { return n / 2 + 1; }
+
+/// Clock drift allowance for a TTL: ttl * factor + 2 ms (the 2 ms cover the
+/// millisecond resolution of Redis expiry on each side).
+inline std::chrono::nanoseconds drift(std::chrono::milliseconds ttl, double factor) {
+  const auto scaled = std::chrono::duration<double, std::nano>(ttl) * factor;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(scaled) +
+         std::chrono::milliseconds{2};
+}
+
+/// End of validity of keys set with `ttl` by a request enqueued at `start` (before its
+/// first byte could leave): start + ttl - drift. The validity left at time t is
+/// deadline - t.
+inline boot_clock::time_point validity_deadline(boot_clock::time_point start,
+                                                std::chrono::milliseconds ttl, double factor) {
+  return start + ttl - drift(ttl, factor);
+}
+
+enum class vote_state { undecided, won, lost };
+
+/// Decides a vote among n nodes given `yes` votes and `no` definite refusals or
+/// failures: won once a majority said yes, lost once a majority can no longer say yes.
+constexpr vote_state decide(std::size_t n, std::size_t yes, std::size_t no) {
+  if (yes >= quorum(n)) return vote_state::won;
+  if (n - no < quorum(n)) return vote_state::lost;
+  return vote_state::undecided;
+}
+
+// ---- the one TTL check --------------------------------------------------------------
+
+/// Longest TTL any request may set on a node.
+inline constexpr std::chrono::milliseconds longest_ttl{std::chrono::hours{24}};
+
+/// Every TTL that reaches a node (lock, set, extension, keeper renewal, claim) passes
+/// this check before anything is sent: from 1 ms to 24 h, longer than the drift
+/// allowance (else no validity could ever be left), and at most config::max_ttl when that
+/// is set (a key must not outlive the time the restart guard holds a restarted node back).
+/// Returns "" when `ttl` is acceptable, else why not, for a person.
+std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg);
+
+// ---- who votes ---------------------------------------------------------------------
+
+/// What a client knows of one node that decides whether its answers count.
+struct voter_facts {
+  bool replica = false;              ///< ROLE said slave
+  bool duplicate = false;            ///< same run id as an earlier node of the list
+  std::size_t duplicate_of = 0;      ///< that earlier node
+  boot_clock::time_point started_at = boot_clock::time_point::min();     ///< server start
+  boot_clock::time_point clock_jump_at = boot_clock::time_point::min();  ///< last jump seen
+};
+
+/// The restart guard's period for a lock of `ttl`: the fleet's max_ttl when set, else
+/// the lock's own TTL.
+inline std::chrono::nanoseconds guard_period(std::chrono::milliseconds max_ttl,
+                                             std::chrono::milliseconds ttl) {
+  return max_ttl.count() > 0 ? max_ttl : ttl;
+}
+
+/// Whether a node may vote at `now`: an independent master (not a replica, not a second
+/// name of a server listed earlier) and, with the restart guard on, neither restarted nor
+/// seen with a clock jump within the last `guard`. If not and `why` is given, why.
+bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
+              boot_clock::time_point now, std::string* why = nullptr);
+
+// ---- acquisition --------------------------------------------------------------------
+
+/// Why a decided, lost acquisition failed on n nodes: `wrong_type` nodes hold a key of
+/// another type at the name, `held` nodes hold it for another owner, the rest of the
+/// missing votes are nodes that did not answer or failed.
+error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type);
+
+/// An acquisition (or a fenced write-back) that a majority granted at time `now`, sent at
+/// `start` with `ttl`: won only while validity is left (in_time false: validity_exhausted).
+struct grant {
+  bool in_time;
+  boot_clock::time_point deadline;
+};
+grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
+                    std::chrono::milliseconds ttl, double factor);
+
+// ---- release ------------------------------------------------------------------------
+
+/// The outcome of a compare-and-delete sent to n nodes: `deleted` nodes removed our key,
+/// `absent` answered that it was not ours (expired, or taken), `pending` have not answered
+/// yet (failures are neither). Success once one node deleted it and a majority answered
+/// (the key is then ours nowhere on a majority); not_held when a majority answered and
+/// none held it; no_quorum when too few answered in the end. Undecided while more answers
+/// could change that.
+struct release_verdict {
+  bool decided;
+  error_code outcome;
+};
+release_verdict decide_release(std::size_t n, std::size_t deleted, std::size_t absent,
+                               std::size_t pending);
+
+// ---- extension ----------------------------------------------------------------------
+
+/// What a compare-and-pexpire sent at `start` with `ttl` means for a lock whose deadline
+/// was `old_deadline`.
+struct extension_verdict {
+  bool decided;
+  error_code outcome;                 ///< success, validity_exhausted, not_held, no_quorum
+  boot_clock::time_point deadline{};  ///< the lock's deadline from now on
+  bool lost = false;                  ///< the lock is gone for good
+};
+
+/// The extension rule. Success needs a majority of yes before both the old and the new
+/// deadline; the new deadline is then start + ttl - drift. A majority of refusals means
+/// the token is gone: lost. Any other outcome may still have shortened the keys on some
+/// nodes (a PEXPIRE that arrives late runs all the same), so the deadline becomes
+/// min(old, start + ttl - drift), and the lock is lost when that is already past.
+/// `yes`, `refused`, `failed` count answers from nodes that may vote; n nodes in all.
+extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t refused,
+                                   std::size_t failed, boot_clock::time_point now,
+                                   boot_clock::time_point start, std::chrono::milliseconds ttl,
+                                   boot_clock::time_point old_deadline, double factor);
+
+/// An extension that was sent but ended without a verdict (cancelled, shut down): the
+/// requests may still run, so the deadline becomes min(old, start + ttl - drift).
+extension_verdict abandoned_extension(error_code why, boot_clock::time_point now,
+                                      boot_clock::time_point start,
+                                      std::chrono::milliseconds ttl,
+                                      boot_clock::time_point old_deadline, double factor);
+
+}  // namespace redlock::detail

@@ -1,0 +1,293 @@
+// The lock's promise on the paths outside acquisition: while valid() says yes, no other
+// client can hold the resource. Extension (too short, failed, cancelled), renewal (TTL
+// above max_ttl, failed with a shorter TTL) and shutdown or destruction, each against
+// three real nodes and a contender with its own connections, which keeps trying until it
+// wins: the moment it does, the holder's lock must already say it is not valid.
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "async_helpers.hpp"
+#include "fleet_fixture.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::boot_clock;
+using redlock::test::run_bounded;
+
+namespace {
+
+struct three_nodes : redlock::test::fleet_fixture<3> {
+  redlock::client make_client() {
+    auto cfg = config();
+    cfg.node_timeout = 100ms;
+    cfg.reconnect_max = 100ms;
+    return fleet_fixture::make_client(std::move(cfg));
+  }
+
+  /// `contender` tries `resource` until it wins (for at most `limit`); at the moment it
+  /// wins, `holder_valid()` must be false. Returns whether it won.
+  template <typename Valid>
+  asio::awaitable<bool> contender_wins_only_when_invalid(redlock::client& contender,
+                                                         std::string resource, Valid holder_valid,
+                                                         std::chrono::milliseconds limit = 6s) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    asio::steady_timer pause{co_await asio::this_coro::executor};
+    while (std::chrono::steady_clock::now() < end) {
+      auto [ec, lk] = co_await contender.async_try_lock(resource, {.ttl = 5s},
+                                                        asio::as_tuple(asio::use_awaitable));
+      if (!ec) {
+        const bool holder_still_valid = holder_valid();
+        BOOST_TEST(!holder_still_valid, "the contender holds \"" << resource
+                                            << "\" while the first holder says valid()");
+        co_await contender.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+        co_return true;
+      }
+      pause.expires_after(5ms);  // the next try; the outcome is awaited, not slept for
+      co_await pause.async_wait(asio::use_awaitable);
+    }
+    co_return false;
+  }
+
+  long long pttl(std::size_t node, const std::string& key) const {
+    return fleet[node].command({"PTTL", key}).integer;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(validity, three_nodes)
+
+BOOST_AUTO_TEST_CASE(an_extension_within_the_drift_allowance_is_refused_before_it_is_sent) {
+  auto holder = make_client();
+  auto contender = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await holder.async_lock("short", {.ttl = 10s}, asio::use_awaitable);
+    redlock::diagnostics diag;
+    auto [ec] = co_await holder.async_extend(lk, 2ms, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::invalid_argument);
+    BOOST_TEST(diag.message.find("drift") != std::string::npos, diag.message);
+    // Nothing reached a node: the keys keep their 10 s, and so does the lock.
+    co_await answered_everywhere(holder);
+    for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(pttl(i, "short") > 5000);
+    BOOST_TEST(lk.valid());
+    auto [ec2, other] = co_await contender.async_try_lock("short", {},
+                                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec2 == redlock::error::contended);
+    co_await holder.async_unlock(lk, asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(an_extension_too_short_to_confirm_in_time_ends_the_lock) {
+  auto holder = make_client();
+  auto contender = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await holder.async_lock("short3", {.ttl = 10s}, asio::use_awaitable);
+    const auto sent = boot_clock::now();
+    auto [ec] = co_await holder.async_extend(lk, 3ms, asio::as_tuple(asio::use_awaitable));
+    // Whatever the outcome, the lock promises no more than 3 ms from the call.
+    BOOST_TEST((lk.deadline() <= sent + 3ms));
+    if (ec) BOOST_TEST(!lk.valid());
+    const bool won = co_await contender_wins_only_when_invalid(contender, "short3",
+                                                               [&] { return lk.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_shorter_extension_shortens_the_lock) {
+  auto holder = make_client();
+  auto contender = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("nq", {.ttl = 10s}, asio::use_awaitable);
+  }());
+  fleet[1].freeze();
+  fleet[2].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const auto sent = boot_clock::now();
+    auto [ec] = co_await holder.async_extend(lk, 1000ms, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    // The frozen nodes will run the PEXPIRE 1000 when they thaw.
+    BOOST_TEST((lk.deadline() <= sent + 1000ms));
+    BOOST_TEST(!lk.lost());
+  }());
+  fleet[1].thaw();
+  fleet[2].thaw();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "nq", [&] { return lk.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_shorter_extension_shortens_the_lock) {
+  auto holder = make_client();
+  auto contender = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("cx", {.ttl = 10s}, asio::use_awaitable);
+  }());
+  fleet[1].freeze();
+  fleet[2].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    asio::cancellation_signal cancel;
+    error_code ext_ec;
+    bool done = false;
+    const auto sent = boot_clock::now();
+    holder.async_extend(lk, 800ms, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) {
+                          ext_ec = ec;
+                          done = true;
+                        }));
+    // Cancelled while the frozen nodes have not answered (their timeout is 100 ms).
+    asio::steady_timer soon{co_await asio::this_coro::executor, 20ms};
+    co_await soon.async_wait(asio::use_awaitable);
+    cancel.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(co_await redlock::test::eventually([&] { return done; }));
+    BOOST_TEST(ext_ec == redlock::error::cancelled);
+    BOOST_TEST((lk.deadline() <= sent + 800ms));
+  }());
+  fleet[1].thaw();
+  fleet[2].thaw();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "cx", [&] { return lk.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_shorter_extension_of_a_set_shortens_the_set) {
+  auto holder = make_client();
+  auto contender = make_client();
+  redlock::multi_lock set;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names{"s1", "s2"};  // not braced inside co_await (GCC 12)
+    const redlock::lock_options opts{.ttl = 10s};
+    set = co_await holder.async_lock_all(std::move(names), opts, asio::use_awaitable);
+  }());
+  fleet[1].freeze();
+  fleet[2].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const auto sent = boot_clock::now();
+    auto [ec] = co_await holder.async_extend(set, 1000ms, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum);
+    BOOST_TEST((set.deadline() <= sent + 1000ms));
+  }());
+  fleet[1].thaw();
+  fleet[2].thaw();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "s2", [&] { return set.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_keeper_whose_shorter_renewal_fails_shortens_its_deadline) {
+  auto holder = make_client();
+  auto contender = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("kp", {.ttl = 10s}, asio::use_awaitable);
+  }());
+  const auto acquired = boot_clock::now();
+  fleet[1].freeze();
+  fleet[2].freeze();
+  // Renewal every 300 ms with a 1 s TTL: the first one reaches only node 0 in time, and the
+  // frozen ones run it when they thaw.
+  redlock::keeper kp{holder, std::move(lk), {.ttl = 1000ms, .fraction = 0.3}};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [ec] = co_await kp.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::lock_lost);
+    // Lost before the renewal's keys could run out, not at the lock's old 10 s deadline.
+    BOOST_TEST((boot_clock::now() < acquired + 2s));
+    BOOST_TEST(!kp.valid());
+  }());
+  fleet[1].thaw();
+  fleet[2].thaw();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "kp", [&] { return kp.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_keeper_renewal_ttl_above_max_ttl_is_refused) {
+  auto cfg = config();
+  cfg.max_ttl = 1s;
+  auto holder = fleet_fixture::make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await holder.async_lock("cap", {.ttl = 1s}, asio::use_awaitable);
+    try {
+      redlock::keeper kp{holder, std::move(lk), {.ttl = 30s}};
+      BOOST_FAIL("a keeper renewing with 30 s on a fleet whose max_ttl is 1 s was accepted");
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == redlock::error::invalid_argument);
+      BOOST_TEST(std::string{e.what()}.find("max_ttl") != std::string::npos, e.what());
+    }
+    // Refused before the keeper took the lock over: it is still the caller's.
+    BOOST_TEST(lk.owns());
+    redlock::keeper ok{holder, std::move(lk), {.ttl = 1s}};
+    BOOST_TEST(ok.valid());
+    auto [ec, back] = co_await ok.async_stop(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec);
+    co_await holder.async_unlock(back, asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_ends_the_validity_of_everything_it_released) {
+  auto holder = make_client();
+  auto contender = make_client();
+  redlock::lock lk;
+  redlock::multi_lock set;
+  redlock::keeper kp;
+  error_code wait_lost_ec;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("sd1", {.ttl = 30s}, asio::use_awaitable);
+    std::vector<std::string> names{"sd2", "sd3"};  // not braced inside co_await (GCC 12)
+    const redlock::lock_options opts{.ttl = 30s};
+    set = co_await holder.async_lock_all(std::move(names), opts, asio::use_awaitable);
+    auto kept = co_await holder.async_lock("sd4", {.ttl = 30s}, asio::use_awaitable);
+    kp = redlock::keeper{holder, std::move(kept)};
+    BOOST_TEST_REQUIRE((lk.valid() && set.valid() && kp.valid()));
+    kp.async_wait_lost([&](error_code ec) { wait_lost_ec = ec; });
+    co_await holder.async_shutdown(asio::use_awaitable);
+    BOOST_TEST(!lk.valid());
+    BOOST_TEST(!lk.owns());
+    BOOST_TEST(lk.validity().count() == 0);
+    BOOST_TEST(!set.valid());
+    BOOST_TEST(!set.owns());
+    BOOST_TEST(!kp.valid());
+    BOOST_TEST(kp.validity().count() == 0);
+    BOOST_TEST(co_await redlock::test::eventually([&] { return bool(wait_lost_ec); }));
+    BOOST_TEST(wait_lost_ec == redlock::error::shut_down);
+    for (const char* r : {"sd1", "sd2", "sd3", "sd4"}) {
+      const bool won = co_await contender_wins_only_when_invalid(contender, r, [&] {
+        return lk.valid() || set.valid() || kp.valid();
+      });
+      BOOST_TEST(won, r);
+    }
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_the_client_ends_the_validity_of_its_locks) {
+  auto contender = make_client();
+  redlock::lock lk;
+  {
+    auto holder = make_client();
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      lk = co_await holder.async_lock("gone", {.ttl = 30s}, asio::use_awaitable);
+    }());
+    BOOST_TEST_REQUIRE(lk.valid());
+  }  // the destructor releases the lock in the background
+  // Not valid from the destructor on, before the release has even been sent.
+  BOOST_TEST(!lk.valid());
+  BOOST_TEST(!lk.owns());
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "gone", [&] { return lk.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

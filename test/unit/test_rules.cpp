@@ -1,0 +1,356 @@
+// The quorum engine's decision rules (src/quorum/rules.hpp), without a server: the one
+// TTL check, why an acquisition failed, when a grant is in time, what a release's answers
+// mean, and the extension rule, with explicit time points.
+#include <boost/test/unit_test.hpp>
+
+#include "quorum/rules.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+using detail::check_ttl;
+using detail::decide_extension;
+using detail::decide_release;
+using detail::quorum;
+
+namespace {
+
+const boot_clock::time_point t0{std::chrono::seconds{1000}};
+constexpr double factor = 0.01;
+
+config cfg_with(std::chrono::milliseconds max_ttl = 0ms, bool guard = true,
+                double drift_factor = factor) {
+  config c;
+  c.max_ttl = max_ttl;
+  c.restart_guard = guard;
+  c.drift_factor = drift_factor;
+  return c;
+}
+
+// A lock taken at t0 with a 10 s TTL: its deadline.
+const auto lock_deadline = detail::validity_deadline(t0, 10s, factor);
+
+detail::extension_verdict extend(std::size_t n, std::size_t yes, std::size_t refused,
+                                 std::size_t failed, boot_clock::time_point now,
+                                 boot_clock::time_point start, std::chrono::milliseconds ttl) {
+  return decide_extension(n, yes, refused, failed, now, start, ttl, lock_deadline, factor);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(ttl_check)
+
+BOOST_AUTO_TEST_CASE(a_zero_ttl_is_refused) { BOOST_TEST(!check_ttl(0ms, cfg_with()).empty()); }
+
+BOOST_AUTO_TEST_CASE(a_negative_ttl_is_refused) {
+  BOOST_TEST(check_ttl(-5ms, cfg_with()) == "the TTL must be from 1 ms to 24 h");
+}
+
+BOOST_AUTO_TEST_CASE(a_ttl_above_24_hours_is_refused) {
+  BOOST_TEST(!check_ttl(24h + 1ms, cfg_with()).empty());
+  BOOST_TEST(check_ttl(24h, cfg_with()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_ttl_within_the_drift_allowance_is_refused) {
+  // 2 ms: the allowance alone is 2 ms + 0.02 ms, so no validity could ever be left.
+  const auto why = check_ttl(2ms, cfg_with());
+  BOOST_TEST(why.find("drift") != std::string::npos, why);
+  BOOST_TEST(!check_ttl(1ms, cfg_with()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_shortest_ttl_with_validity_left_is_accepted) {
+  BOOST_TEST(check_ttl(3ms, cfg_with()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_drift_check_scales_with_the_drift_factor) {
+  // Factor 0.4: 3 ms leaves 3 - 1.2 - 2 < 0; 4 ms leaves 4 - 1.6 - 2 > 0.
+  BOOST_TEST(!check_ttl(3ms, cfg_with(0ms, true, 0.4)).empty());
+  BOOST_TEST(check_ttl(4ms, cfg_with(0ms, true, 0.4)).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_ttl_above_max_ttl_is_refused) {
+  const auto why = check_ttl(30s, cfg_with(1s));
+  BOOST_TEST(why.find("30000 ms") != std::string::npos, why);
+  BOOST_TEST(why.find("1000 ms") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_ttl_equal_to_max_ttl_is_accepted) {
+  BOOST_TEST(check_ttl(1s, cfg_with(1s)).empty());
+}
+
+BOOST_AUTO_TEST_CASE(max_ttl_bounds_every_ttl_with_the_guard_off_too) {
+  // config::max_ttl is the fleet's contract: a client without the guard must not set
+  // keys that outlive what its peers' guards allow for.
+  BOOST_TEST(!check_ttl(30s, cfg_with(1s, false)).empty());
+}
+
+BOOST_AUTO_TEST_CASE(max_ttl_zero_means_each_lock_bounds_itself) {
+  BOOST_TEST(check_ttl(23h, cfg_with(0ms)).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(acquisition)
+
+BOOST_AUTO_TEST_CASE(keys_of_another_type_on_a_majority_are_a_wrong_type_failure) {
+  BOOST_TEST((detail::acquire_failure(3, 0, 2) == error::wrong_type));
+  BOOST_TEST((detail::acquire_failure(5, 0, 3) == error::wrong_type));
+}
+
+BOOST_AUTO_TEST_CASE(keys_of_another_type_on_a_minority_are_one_more_no) {
+  BOOST_TEST((detail::acquire_failure(3, 0, 1) == error::no_quorum));
+  BOOST_TEST((detail::acquire_failure(5, 0, 2) == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(holders_on_a_majority_mean_contended) {
+  BOOST_TEST((detail::acquire_failure(3, 2, 0) == error::contended));
+  BOOST_TEST((detail::acquire_failure(5, 3, 0) == error::contended));
+}
+
+BOOST_AUTO_TEST_CASE(holders_and_foreign_keys_together_deny_a_majority) {
+  BOOST_TEST((detail::acquire_failure(5, 2, 1) == error::contended));
+  BOOST_TEST((detail::acquire_failure(3, 1, 1) == error::contended));
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_on_a_minority_with_silent_nodes_is_no_quorum) {
+  BOOST_TEST((detail::acquire_failure(3, 1, 0) == error::no_quorum));
+  BOOST_TEST((detail::acquire_failure(5, 2, 0) == error::no_quorum));
+  BOOST_TEST((detail::acquire_failure(1, 0, 0) == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(acquire_failure_is_contended_exactly_when_others_block_a_majority) {
+  for (std::size_t n = 1; n <= 7; ++n) {
+    for (std::size_t held = 0; held <= n; ++held) {
+      for (std::size_t wrong = 0; held + wrong <= n; ++wrong) {
+        const auto ec = detail::acquire_failure(n, held, wrong);
+        const bool blocked = n - held - wrong < quorum(n);
+        BOOST_TEST((ec != error::no_quorum) == blocked,
+                   "n=" << n << " held=" << held << " wrong=" << wrong);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_grant_in_time_gets_start_plus_ttl_minus_drift) {
+  const auto g = detail::acquire_grant(t0 + 5ms, t0, 10s, factor);
+  BOOST_TEST(g.in_time);
+  BOOST_TEST((g.deadline == t0 + 9898ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_grant_at_its_deadline_is_too_late) {
+  BOOST_TEST(!detail::acquire_grant(t0 + 9898ms, t0, 10s, factor).in_time);
+  BOOST_TEST(detail::acquire_grant(t0 + 9897ms, t0, 10s, factor).in_time);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(release)
+
+BOOST_AUTO_TEST_CASE(one_delete_among_a_majority_of_answers_is_success) {
+  const auto v = decide_release(3, 1, 1, 1);
+  BOOST_TEST(v.decided);
+  BOOST_TEST(!v.outcome);
+}
+
+BOOST_AUTO_TEST_CASE(a_release_waits_while_too_few_answered) {
+  BOOST_TEST(!decide_release(3, 1, 0, 2).decided);
+  BOOST_TEST(!decide_release(5, 2, 0, 3).decided);
+}
+
+BOOST_AUTO_TEST_CASE(a_release_that_deleted_nothing_waits_for_every_answer) {
+  // A node still to answer may hold the key: not_held only once all have spoken.
+  BOOST_TEST(!decide_release(3, 0, 2, 1).decided);
+  const auto v = decide_release(3, 0, 3, 0);
+  BOOST_TEST(v.decided);
+  BOOST_TEST((v.outcome == error::not_held));
+}
+
+BOOST_AUTO_TEST_CASE(a_release_answered_by_a_minority_is_no_quorum) {
+  const auto v = decide_release(3, 1, 0, 0);  // two nodes failed
+  BOOST_TEST(v.decided);
+  BOOST_TEST((v.outcome == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(release_success_needs_a_delete_and_a_majority_of_answers) {
+  for (std::size_t n = 1; n <= 7; ++n)
+    for (std::size_t d = 0; d <= n; ++d)
+      for (std::size_t a = 0; d + a <= n; ++a)
+        for (std::size_t p = 0; d + a + p <= n; ++p) {
+          const auto v = decide_release(n, d, a, p);
+          if (v.decided && !v.outcome) BOOST_TEST((d >= 1 && d + a >= quorum(n)));
+          if (p == 0) BOOST_TEST(v.decided, "n=" << n << " d=" << d << " a=" << a);
+        }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(extension)
+
+BOOST_AUTO_TEST_CASE(a_majority_in_time_moves_the_deadline_to_the_new_ttl) {
+  const auto v = extend(3, 2, 0, 0, t0 + 5s + 1ms, t0 + 5s, 10s);
+  BOOST_TEST(v.decided);
+  BOOST_TEST(!v.outcome);
+  BOOST_TEST((v.deadline == t0 + 5s + 9898ms));
+  BOOST_TEST(!v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(a_successful_shorter_extension_shortens_the_deadline) {
+  const auto v = extend(3, 3, 0, 0, t0 + 1s + 1ms, t0 + 1s, 1s);
+  BOOST_TEST(!v.outcome);
+  BOOST_TEST((v.deadline == t0 + 1s + 988ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_after_the_old_deadline_loses_the_lock) {
+  const auto v = extend(3, 2, 0, 0, lock_deadline + 1ms, t0 + 9s, 10s);
+  BOOST_TEST((v.outcome == error::validity_exhausted));
+  BOOST_TEST(v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_after_the_new_deadline_loses_the_lock) {
+  // The too-short extension: 3 ms sent at t0 + 1 s, confirmed 5 ms later.
+  const auto v = extend(3, 3, 0, 0, t0 + 1s + 5ms, t0 + 1s, 3ms);
+  BOOST_TEST((v.outcome == error::validity_exhausted));
+  BOOST_TEST(v.lost);
+  BOOST_TEST((v.deadline <= t0 + 1s + 3ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_of_refusals_loses_the_lock_for_good) {
+  const auto v = extend(3, 1, 2, 0, t0 + 1s, t0 + 1s, 10s);
+  BOOST_TEST((v.outcome == error::not_held));
+  BOOST_TEST(v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(no_quorum_with_a_shorter_ttl_shortens_the_deadline) {
+  // The frozen-majority case: the queued PEXPIRE 1000 may still run when they thaw.
+  const auto start = t0 + 1s;
+  const auto v = extend(3, 1, 0, 2, start + 100ms, start, 1000ms);
+  BOOST_TEST((v.outcome == error::no_quorum));
+  BOOST_TEST((v.deadline == detail::validity_deadline(start, 1000ms, factor)));
+  BOOST_TEST(!v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(no_quorum_with_a_longer_ttl_keeps_the_old_deadline) {
+  const auto v = extend(3, 0, 0, 3, t0 + 1s, t0 + 1s, 30s);
+  BOOST_TEST((v.outcome == error::no_quorum));
+  BOOST_TEST((v.deadline == lock_deadline));
+  BOOST_TEST(!v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(no_quorum_whose_shortened_deadline_has_passed_loses_the_lock) {
+  const auto start = t0 + 1s;
+  const auto v = extend(3, 0, 1, 2, start + 200ms, start, 100ms);
+  BOOST_TEST((v.outcome == error::no_quorum));
+  BOOST_TEST(v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(a_refusal_on_a_minority_is_no_quorum_not_a_loss) {
+  const auto v = extend(5, 2, 2, 1, t0 + 1s, t0 + 1s, 10s);
+  BOOST_TEST((v.outcome == error::no_quorum));
+  BOOST_TEST(!v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(an_undecided_extension_changes_nothing_yet) {
+  const auto v = extend(5, 2, 1, 0, t0 + 1s, t0 + 1s, 1s);
+  BOOST_TEST(!v.decided);
+  BOOST_TEST((v.deadline == lock_deadline));
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_extension_shortens_the_deadline_to_its_ttl) {
+  const auto start = t0 + 2s;
+  const auto v = detail::abandoned_extension(error::cancelled, start + 1ms, start, 500ms,
+                                             lock_deadline, factor);
+  BOOST_TEST((v.outcome == error::cancelled));
+  BOOST_TEST((v.deadline == detail::validity_deadline(start, 500ms, factor)));
+  BOOST_TEST(!v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_longer_extension_keeps_the_old_deadline) {
+  const auto v = detail::abandoned_extension(error::cancelled, t0 + 2s, t0 + 2s, 60s,
+                                             lock_deadline, factor);
+  BOOST_TEST((v.deadline == lock_deadline));
+}
+
+BOOST_AUTO_TEST_CASE(an_abandoned_extension_whose_ttl_has_run_out_loses_the_lock) {
+  const auto v = detail::abandoned_extension(error::shut_down, t0 + 3s, t0 + 2s, 500ms,
+                                             lock_deadline, factor);
+  BOOST_TEST(v.lost);
+}
+
+BOOST_AUTO_TEST_CASE(no_outcome_but_success_ever_moves_the_deadline_later) {
+  // Exhaustive over votes for 1 to 7 nodes, TTLs shorter and longer than what is left,
+  // and decisions early and late.
+  const std::chrono::milliseconds ttls[] = {3ms, 500ms, 9s, 20s};
+  const std::chrono::milliseconds delays[] = {1ms, 700ms, 9s};
+  for (std::size_t n = 1; n <= 7; ++n)
+    for (std::size_t y = 0; y <= n; ++y)
+      for (std::size_t r = 0; y + r <= n; ++r)
+        for (std::size_t f = 0; y + r + f <= n; ++f)
+          for (auto ttl : ttls)
+            for (auto delay : delays) {
+              const auto start = t0 + 1s;
+              const auto v = extend(n, y, r, f, start + delay, start, ttl);
+              const auto shortest = std::min(lock_deadline, detail::validity_deadline(start, ttl, factor));
+              if (!v.decided) {
+                BOOST_TEST((v.deadline == lock_deadline));
+                continue;
+              }
+              if (!v.outcome) {
+                BOOST_TEST(y >= quorum(n));
+                BOOST_TEST((v.deadline > start + delay));
+              } else {
+                BOOST_TEST((v.deadline <= shortest || v.outcome == error::not_held),
+                           "n=" << n << " y=" << y << " r=" << r << " f=" << f);
+                if (v.deadline <= start + delay) BOOST_TEST(v.lost);
+              }
+            }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(vote_filter)
+
+using detail::may_vote;
+using detail::voter_facts;
+
+BOOST_AUTO_TEST_CASE(a_plain_master_votes) {
+  BOOST_TEST(may_vote(voter_facts{}, true, 10s, t0));
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_never_votes_and_says_why) {
+  std::string why;
+  BOOST_TEST(!may_vote(voter_facts{.replica = true}, false, 0s, t0, &why));
+  BOOST_TEST(why.find("replica") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_name_of_one_server_never_votes) {
+  std::string why;
+  BOOST_TEST(!may_vote(voter_facts{.duplicate = true, .duplicate_of = 2}, false, 0s, t0, &why));
+  BOOST_TEST(why.find("node 2") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_restarted_within_the_guard_is_held_back) {
+  std::string why;
+  BOOST_TEST(!may_vote(voter_facts{.started_at = t0 - 400ms}, true, 1s, t0, &why));
+  BOOST_TEST(why.find("held back 600 ms more") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_restarted_longer_ago_than_the_guard_votes) {
+  BOOST_TEST(may_vote(voter_facts{.started_at = t0 - 1001ms}, true, 1s, t0));
+}
+
+BOOST_AUTO_TEST_CASE(the_guard_off_lets_a_fresh_node_vote) {
+  BOOST_TEST(may_vote(voter_facts{.started_at = t0}, false, 1s, t0));
+}
+
+BOOST_AUTO_TEST_CASE(a_recent_clock_jump_holds_a_node_back) {
+  std::string why;
+  BOOST_TEST(!may_vote(voter_facts{.clock_jump_at = t0 - 100ms}, true, 1s, t0, &why));
+  BOOST_TEST(why.find("clock jumped") != std::string::npos, why);
+  BOOST_TEST(may_vote(voter_facts{.clock_jump_at = t0 - 2s}, true, 1s, t0));
+}
+
+BOOST_AUTO_TEST_CASE(the_guard_period_is_max_ttl_when_set_else_the_lock_ttl) {
+  BOOST_TEST((detail::guard_period(0ms, 7s) == std::chrono::nanoseconds{7s}));
+  BOOST_TEST((detail::guard_period(2s, 7s) == std::chrono::nanoseconds{2s}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
