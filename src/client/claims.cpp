@@ -41,10 +41,13 @@ const script claim_script{
     "1a9a3add656944ca48e28240ec99b313de0fb73e"};
 // Per key where our token is still there: delete it (ARGV[1] = 0) or replace it by a
 // done marker living ARGV[1] ms (kept a string: a Lua number would be formatted anew
-// for every key). 1 = settled, 0 = not ours (expired or taken).
+// for every key). 1 = settled, 0 = not ours (expired or taken). An empty token marks a
+// node the claim never went to: there the marker is written where the name is free (or
+// already done), never over another owner's claim, and answers 2 (not a vote), so that a
+// done marker is on every node that answers and survives the restart of one of them.
 const script settle_script{
-    R"(local keep = ARGV[1] local r = {} for i = 1, #KEYS do if redis.pcall("get", KEYS[i]) == ARGV[i + 1] then if keep ~= "0" then redis.call("set", KEYS[i], "done", "PX", keep) else redis.call("del", KEYS[i]) end r[i] = 1 else r[i] = 0 end end return r)",
-    "b149d06f54c36b83ccf6d45c645a482149160a6e"};
+    R"(local keep = ARGV[1] local r = {} for i = 1, #KEYS do local v = redis.pcall("get", KEYS[i]) if ARGV[i + 1] == "" then if keep ~= "0" and (v == false or v == "done") then redis.call("set", KEYS[i], "done", "PX", keep) r[i] = 2 else r[i] = 0 end elseif v == ARGV[i + 1] then if keep ~= "0" then redis.call("set", KEYS[i], "done", "PX", keep) else redis.call("del", KEYS[i]) end r[i] = 1 else r[i] = 0 end end return r)",
+    "ac99a56a830f511b13be84c9ffaf38aafbf469eb"};
 
 namespace {
 
@@ -75,7 +78,7 @@ class batch_rounds : public request_sink {
     w.begin(3 + 2 * which.size() + 1).arg("EVALSHA").arg(lua.sha).arg(std::int64_t(which.size()));
     for (auto j : which) w.arg(key_of(j));
     w.arg(arg);
-    for (auto j : which) w.arg(token_of(j));
+    for (auto j : which) w.arg(token_of(i, j));
     sent_items_[i] = std::move(which);
     lua_ = &lua;
   }
@@ -89,7 +92,8 @@ class batch_rounds : public request_sink {
   }
 
   virtual std::string_view key_of(std::uint32_t item) const = 0;
-  virtual std::string_view token_of(std::uint32_t item) const = 0;
+  /// The token sent to node i for an item.
+  virtual std::string_view token_of(std::size_t node, std::uint32_t item) const = 0;
   /// Node i answered `code` for item j (or failed: code -1).
   virtual void tally(std::size_t i, std::uint32_t item, std::int64_t code) = 0;
   /// Every reply of the round is in.
@@ -208,7 +212,7 @@ class claim_batch_op final : public batch_rounds {
   }
 
   std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
-  std::string_view token_of(std::uint32_t j) const override { return items_[j].token; }
+  std::string_view token_of(std::size_t, std::uint32_t j) const override { return items_[j].token; }
   bool counts(std::size_t i) override { return s_->votes(i, ttl_, boot_clock::now()); }
 
   void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
@@ -378,7 +382,9 @@ class settle_batch_op final : public batch_rounds {
 
  private:
   std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
-  std::string_view token_of(std::uint32_t j) const override { return items_[j].token; }
+  std::string_view token_of(std::size_t, std::uint32_t j) const override {
+    return items_[j].token;
+  }
 
   void tally(std::size_t, std::uint32_t j, std::int64_t code) override {
     auto& it = items_[j];
@@ -397,8 +403,31 @@ class settle_batch_op final : public batch_rounds {
     return error::no_quorum;
   }
 
+  // Done markers settled on a majority also go to the nodes the claim never went to, onto
+  // the free name only (settle_script with an empty token), reply ignored but kept across
+  // reconnects: a marker on every node that answers survives the restart of one of them.
+  void spread_markers() {
+    if (keep_.count() == 0 || s_->closed) return;
+    const std::size_t n = s_->size();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<const settle_item*> rest;
+      for (const auto& it : items_)
+        if (!(it.nodes & bit(i)) && !outcome(it)) rest.push_back(&it);
+      if (rest.empty()) continue;
+      std::string p;
+      resp::command_writer w{p};
+      w.begin(3 + 2 * rest.size() + 1).arg("EVAL").arg(settle_script.body)
+          .arg(std::int64_t(rest.size()));
+      for (const auto* it : rest) w.arg(it->key);
+      w.arg(std::int64_t{keep_.count()});
+      for (std::size_t k = 0; k < rest.size(); ++k) w.arg(std::string_view{});
+      s_->nodes[i]->submit_detached(std::move(p));
+    }
+  }
+
   void round_done() override {
     auto self = std::unique_ptr<settle_batch_op>(this);
+    spread_markers();
     auto s = s_;
     const bool post = initiating_;
     if (coalesced_) {

@@ -358,6 +358,34 @@ BOOST_AUTO_TEST_CASE(settling_an_expired_claim_is_not_held_and_a_frozen_node_is_
   }());
 }
 
+BOOST_AUTO_TEST_CASE(a_done_marker_reaches_every_node_and_survives_one_restart) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names{"paid:1"};
+    auto r = co_await c.async_try_claim(names, 5s, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(r[0].won());
+    // A node the claim went to (a majority is asked first: one node was not).
+    std::size_t took = 0;
+    while (!fleet.has_key(took, "paid:1")) ++took;
+    co_await c.async_settle(r[0].lock, 60s, asio::use_awaitable);
+    auto marked_everywhere = [&] {
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        if (fleet[i].command({"GET", "paid:1"}).text != "done") return false;
+      return true;
+    };
+    BOOST_TEST(co_await redlock::test::eventually(marked_everywhere));
+    BOOST_TEST(copies(fleet, "paid:1") == 3u);  // each with its TTL
+    // That node restarts empty (no persistence): a majority still says done.
+    fleet[took].restart();
+    std::vector<std::string> again{"paid:1"};
+    auto r2 = co_await c.async_try_claim(again, 5s, asio::use_awaitable);
+    BOOST_TEST(r2[0].status == claim_status::done);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(shutdown_answers_queued_claims_and_releases_won_ones) {
   redlock::test::redis_fleet fleet{3};
   asio::io_context io;
