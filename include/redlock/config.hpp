@@ -186,4 +186,23 @@ struct node_uri {
 /// Returns false and sets `why` to a message (without the password) on error.
 bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why);
 
+/// Values every client of a fleet, and every tool that reads what clients wrote, must
+/// share. Defined here once; the library and the `redlock` CLI both use them.
+
+/// Most nodes in config::nodes.
+inline constexpr std::size_t max_nodes = 15;
+
+/// Longest resource name a call accepts, in bytes (config::key_prefix not counted): a
+/// name is a key that every node stores and every lock, extend and release sends again,
+/// so a longer one (a whole document passed as the name) is refused with
+/// invalid_argument before it costs the nodes memory and traffic. 64 KiB leaves room for
+/// any name built from ids, paths or URLs.
+inline constexpr std::size_t max_resource_bytes = 64u << 10;
+
+/// The field of the fencing counter hash (key_prefix + "redlock:fence") that counts for
+/// `resource` when counters are striped into `stripes` buckets (config::fence_stripes;
+/// 0: one field per resource, the resource itself). The stripe is FNV-1a (64 bit) of the
+/// name modulo `stripes`: stable across clients, versions and platforms.
+std::string fence_field(std::string_view resource, std::size_t stripes);
+
 }  // namespace redlock

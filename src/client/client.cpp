@@ -33,7 +33,6 @@
 #include "client/client_state.hpp"
 #include "client/multi.hpp"
 #include "client/wake.hpp"
-#include "guard/renewal.hpp"
 
 namespace redlock {
 namespace detail {
@@ -215,7 +214,7 @@ void client_state::close_all_gracefully(std::function<void()> done) {
     return;
   }
   closed = true;
-  if (renewals) renewals->shutdown();
+  if (renewals) stop_renewals(*renewals);
   if (claims) claims->shutdown();
   if (wakes) wakes->shutdown();
   end_waits();
@@ -235,7 +234,7 @@ void client_state::close_all_gracefully(std::function<void()> done) {
 void client_state::close_all() {
   mark_shut();
   closed = true;
-  if (renewals) renewals->shutdown();
+  if (renewals) stop_renewals(*renewals);
   if (claims) claims->shutdown();
   if (wakes) wakes->shutdown();
   for (auto& n : nodes) n->close();

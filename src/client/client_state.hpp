@@ -22,15 +22,8 @@
 
 namespace redlock::detail {
 
-inline constexpr std::size_t max_nodes = 15;
-
-/// Longest resource name a call accepts, in bytes (the key prefix not counted). Names
-/// are keys that every node stores and every lock, extend and release sends again; a
-/// name beyond this is a caller's mistake (a whole document passed as the name), and is
-/// refused with invalid_argument before it costs the nodes memory and traffic. 64 KiB
-/// leaves room for any name built from ids, paths or URLs, and keeps the fencing hash
-/// fields (which are resource names) far below a reply's bulk and size limits.
-inline constexpr std::size_t max_resource_bytes = 64u << 10;
+using redlock::max_nodes;           // redlock/config.hpp: shared with the CLI
+using redlock::max_resource_bytes;  // likewise
 
 /// compare-and-delete and compare-and-pexpire. The SHA1 constants are checked against
 /// SCRIPT LOAD by a test.
@@ -48,6 +41,10 @@ extern const script fair_acquire_script;        // fair mode: the line, then SET
 extern const script fair_fence_acquire_script;  // fair mode: the line, then as fenced
 
 class renewal_scheduler;
+/// Stops every keeper of a client (at shutdown): defined by the guard layer above, so
+/// that the client layer needs only this declaration (src/guard/renewal.cpp).
+void stop_renewals(renewal_scheduler& r);
+extern const script batch_extend_script;  // the keepers' batch compare-and-pexpire (guard)
 class claim_coalescer;
 class wake_hub;
 

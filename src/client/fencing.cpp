@@ -104,14 +104,7 @@ bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_cloc
 }
 
 std::string client_state::fence_field(std::string_view resource) const {
-  if (cfg.fence_stripes == 0) return std::string{resource};
-  // FNV-1a, 64 bit: stable across clients and platforms, as the stripe must be.
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : resource) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("stripe:{}", h % cfg.fence_stripes);
+  return redlock::fence_field(resource, cfg.fence_stripes);
 }
 
 // ---- repair ------------------------------------------------------------------------
@@ -249,3 +242,14 @@ void client_state::start_fence_repair(std::chrono::milliseconds ttl) {
 }
 
 }  // namespace redlock::detail
+
+std::string redlock::fence_field(std::string_view resource, std::size_t stripes) {
+  if (stripes == 0) return std::string{resource};
+  // FNV-1a, 64 bit: stable across clients and platforms, as the stripe must be.
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : resource) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("stripe:{}", h % stripes);
+}

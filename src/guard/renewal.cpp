@@ -298,6 +298,8 @@ void renewal_scheduler::shutdown() {
   }
 }
 
+void stop_renewals(renewal_scheduler& r) { r.shutdown(); }
+
 renewal_scheduler& scheduler_of(client_state& s) {
   if (!s.renewals) s.renewals = std::make_shared<renewal_scheduler>(s);
   return *s.renewals;

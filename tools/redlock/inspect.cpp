@@ -52,17 +52,6 @@ std::string info_field(const std::string& info, const std::string& name) {
   return info.substr(start, end - start);
 }
 
-// The fence counter's field, as the library computes it (FNV-1a over the name).
-std::string fence_field(const std::string& resource, std::size_t stripes) {
-  if (stripes == 0) return resource;
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : resource) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("stripe:{}", h % stripes);
-}
-
 std::string text_of(const std::optional<value>& v) {
   if (!v) return "?";
   switch (v->what) {
@@ -90,7 +79,7 @@ int status_command(const status_options& o) {
     ++reachable;
     auto holder = p.command({"GET", o.resource});
     auto pttl = p.command({"PTTL", o.resource});
-    auto fence = p.command({"HGET", "redlock:fence", fence_field(o.resource, o.fence_stripes)});
+    auto fence = p.command({"HGET", "redlock:fence", redlock::fence_field(o.resource, o.fence_stripes)});
     const bool held = holder && holder->what == value::kind::string;
     if (held) {
       ++holding;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "client/client_state.hpp"
+#include "redlock/config.hpp"
 
 namespace redlock::cli {
 
@@ -42,10 +42,9 @@ namespace {
 // server named twice. Caught here, so that it is a usage error like any bad URI. `status`
 // and `nodes` take any list: they inspect setups, including wrong ones.
 void check_lock_nodes(const std::vector<std::string>& nodes) {
-  constexpr std::size_t max_nodes = 15;
-  if (nodes.size() > max_nodes)
+  if (nodes.size() > redlock::max_nodes)
     throw usage_error{"--nodes names " + std::to_string(nodes.size()) + " nodes; at most " +
-                      std::to_string(max_nodes) + " are supported"};
+                      std::to_string(redlock::max_nodes) + " are supported"};
   std::vector<node_uri> seen;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     node_uri u;
@@ -195,9 +194,9 @@ run_options parse_run(const std::vector<std::string>& args) {
   if (o.resource.empty())
     throw usage_error{resource_given ? "RESOURCE is empty" : "no RESOURCE given"};
   // The client would refuse it too, but only once running: say so before connecting.
-  if (o.resource.size() > detail::max_resource_bytes)
+  if (o.resource.size() > redlock::max_resource_bytes)
     throw usage_error{"RESOURCE has " + std::to_string(o.resource.size()) + " bytes; at most " +
-                      std::to_string(detail::max_resource_bytes) + " bytes are allowed"};
+                      std::to_string(redlock::max_resource_bytes) + " bytes are allowed"};
   if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
   if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
   if (o.ttl.count() < 10) throw usage_error{"--ttl must be at least 10 ms"};
