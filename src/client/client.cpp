@@ -296,6 +296,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
       reqs_[i] = request{payload, lua, deadline, this, i, false};
       if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
         record_failure(i, ec);
+        on_unsent(i);
       } else {
         sent_to_[i] = true;
         ++outstanding_;
@@ -313,6 +314,9 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
   virtual bool counts(std::size_t) { return true; }
   /// Replies to requests of a second round (index - max_nodes).
   virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
+  /// Node i's request may not have run: not accepted by its connection, lost with it, or
+  /// timed out (it may run later, or never). Also after the op completed.
+  virtual void on_unsent(std::size_t) {}
   /// For the diagnostics: the yes votes that count towards the majority, and how a node
   /// that voted yes is described.
   virtual std::size_t counted_yes() const { return yes_; }
@@ -342,6 +346,7 @@ class fanout_op<void(error_code, Args...)> : public request_sink {
     }
     if (ec) {
       record_failure(i, ec);
+      on_unsent(i);
     } else {
       const resp::node& top = (*r)[0];
       if (top.is_error()) {
@@ -1064,6 +1069,15 @@ class unlock_op final : public fanout_op<void(error_code)> {
   }
 
   void on_cancel() override { complete(error::cancelled); }
+
+  // The release goes on in the background, kept across reconnects: a node that was
+  // down, frozen or reconnecting still holds the key, and a renewal queued to it before
+  // could otherwise keep it alive.
+  void on_unsent(std::size_t i) override {
+    std::array<bool, max_nodes> only{};
+    only[i] = true;
+    s_->release_detached(key_, token_, &only);
+  }
 
   std::string key_;
   std::string token_;

@@ -126,6 +126,7 @@ class set_op<void(error_code, Args...)>
       reqs_[i] = request{payload, lua, deadline, this, i, false};
       if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
         record_failure(i, ec);
+        on_unsent(i);
       } else {
         sent_to_[i] = true;
         ++outstanding_;
@@ -152,6 +153,9 @@ class set_op<void(error_code, Args...)>
   virtual answer classify(std::size_t i, const resp::reply& r) = 0;
   virtual void on_tally() = 0;
   virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
+  /// Node i's request may not have run: not accepted by its connection, lost with it, or
+  /// timed out (it may run later, or never). Also after the op completed.
+  virtual void on_unsent(std::size_t) {}
   virtual void on_cancel() = 0;
   /// Runs once, when the op completes (before the handler is posted or run).
   virtual void before_complete() {}
@@ -242,6 +246,7 @@ class set_op<void(error_code, Args...)>
     if (i >= max_nodes) return on_second_reply(i - max_nodes, ec, r);
     if (ec) {
       record_failure(i, ec);
+      on_unsent(i);
     } else if ((*r)[0].is_error()) {
       const auto text = (*r)[0].text;
       record_failure(i, text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
@@ -645,6 +650,14 @@ class unlock_all_op final : public set_op<void(error_code)> {
   }
 
   void on_cancel() override { complete(error::cancelled); }
+
+  // As a single lock's release: the nodes that may not have run it get it in the
+  // background, kept across reconnects.
+  void on_unsent(std::size_t i) override {
+    std::array<bool, max_nodes> only{};
+    only[i] = true;
+    s_->release_set_detached(keys_, token_, &only);
+  }
 
   std::vector<std::string> keys_;
   std::string token_;

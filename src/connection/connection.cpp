@@ -477,7 +477,7 @@ void connection::become_ready() {
     if (w.req)
       append(w.req->payload, w.req, kind::user);
     else
-      append(w.owned, nullptr, kind::ignore);
+      append_detached(std::move(w.owned));
   }
   flush();
 }
@@ -507,14 +507,18 @@ void connection::fail_connection(error_code ec, std::string problem) {
     return;
   }
 
-  // Detached releases survive the reconnect: a SET that was in flight may have run.
-  for (auto& p : after_probe_) waiting_.push_back({nullptr, std::move(p)});
+  // Detached releases survive the reconnect, in the order they were queued: a SET that
+  // was in flight may have run. Those sent and not answered may or may not have run: they
+  // go out again (a compare-and-delete run twice deletes once).
+  std::deque<waiting> keep;
+  for (auto& p : unanswered_) keep.push_back({nullptr, std::move(p)});
+  unanswered_.clear();
+  for (auto& p : after_probe_) keep.push_back({nullptr, std::move(p)});
   after_probe_.clear();
 
   auto lost = std::move(inflight_);
   inflight_.clear();
   std::vector<request*> failed_waiting;
-  std::deque<waiting> keep;
   for (auto& w : waiting_) {
     if (w.req)
       failed_waiting.push_back(w.req);
@@ -562,6 +566,7 @@ void connection::close() {
   deadline_timer_.cancel();
   wbuf_.clear();
   after_probe_.clear();
+  unanswered_.clear();
   auto lost = std::move(inflight_);
   inflight_.clear();
   auto queued = std::move(waiting_);
@@ -668,7 +673,7 @@ void connection::dispatch_reply(const resp::reply& r) {
       last_problem_.clear();
       auto held = std::move(after_probe_);
       after_probe_.clear();
-      for (auto& p : held) append(p, nullptr, kind::ignore);
+      for (auto& p : held) append_detached(std::move(p));
       if (!held.empty()) schedule_flush();
       return;
     }
@@ -677,24 +682,48 @@ void connection::dispatch_reply(const resp::reply& r) {
       if (!clock_sent_.empty()) clock_sent_.pop_front();
       return on_time_reply(r, sent);
     }
-    case kind::ignore:
-      if (on_message_ && is_pubsub(r, "subscribe")) on_message_(r);
+    case kind::detached:
+      if (!on_message_) {
+        unanswered_.pop_front();
+        return;
+      }
+      if (is_pubsub(r, "subscribe")) on_message_(r);
       return;
+    case kind::ignore: return;
     case kind::user: break;
   }
   if (!e.req) return;  // completed by its deadline; the late reply is dropped
   if (is_noscript(r) && e.req->lua && !e.req->reloaded) {
     // The script cache was flushed (SCRIPT FLUSH, restart): load it and run the same
-    // EVALSHA again; the request keeps its place in the new FIFO order.
+    // EVALSHA again.
     e.req->reloaded = true;
     std::string load;
     resp::append_command(load, "SCRIPT", "LOAD", e.req->lua->body);
     append(load, nullptr, kind::ignore);
-    append(e.req->payload, e.req, kind::user);
-    schedule_flush();
-    return;
+    return run_again(*e.req);
+  }
+  if (is_noscript(r) && e.req->lua && !sent_as_eval(e.req->lua)) {
+    // Unknown again right after SCRIPT LOAD: the load went elsewhere (a proxy) or was
+    // refused. From now on this node gets the script's text (EVAL), as every Redlock
+    // client does without a script cache.
+    eval_only_.push_back(e.req->lua);
+    return run_again(*e.req);
   }
   complete(e.req, {}, &r);
+}
+
+void connection::run_again(request& req) {
+  append(req.payload, &req, kind::user);
+  // The request now runs behind what was queued after it. Detached commands among those
+  // (the clean-up release of the very attempt that sent it, say) go out once more behind
+  // it, so that they still run after it: each is harmless to run twice.
+  for (std::size_t k = 0, n = unanswered_.size(); k < n; ++k) {
+    std::string again = unanswered_[k];
+    wbuf_.append(again);
+    inflight_.push_back({nullptr, kind::detached});
+    unanswered_.push_back(std::move(again));
+  }
+  schedule_flush();
 }
 
 // ---- writing -----------------------------------------------------------------------
@@ -726,7 +755,7 @@ void connection::submit_detached(std::string payload) {
     case state::closed: return;
     case state::ready:
       if (!unresponsive_) {
-        append(payload, nullptr, kind::ignore);
+        append_detached(std::move(payload));
         schedule_flush();
       } else if (after_probe_.size() < cfg_.max_queued_per_node) {
         after_probe_.push_back(std::move(payload));
@@ -738,9 +767,49 @@ void connection::submit_detached(std::string payload) {
   }
 }
 
+namespace {
+
+// `evalsha` (EVALSHA <sha> <args...>, as resp::append_command writes it) as EVAL <body>
+// <args...>, appended to `out`; false if it is not in that form.
+bool append_as_eval(std::string& out, std::string_view evalsha, std::string_view body) {
+  const auto header_end = evalsha.find("\r\n");
+  if (header_end == std::string_view::npos) return false;
+  const std::string_view header = evalsha.substr(0, header_end + 2);  // *N\r\n
+  std::string_view rest = evalsha.substr(header_end + 2);
+  constexpr std::string_view name = "$7\r\nEVALSHA\r\n$40\r\n";
+  constexpr std::size_t sha_field = 40 + 2;
+  if (rest.size() < name.size() + sha_field || rest.substr(0, name.size()) != name) return false;
+  rest.remove_prefix(name.size() + sha_field);
+  out.append(header);
+  out.append("$4\r\nEVAL\r\n$");
+  out.append(std::to_string(body.size()));
+  out.append("\r\n");
+  out.append(body);
+  out.append("\r\n");
+  out.append(rest);
+  return true;
+}
+
+}  // namespace
+
+bool connection::sent_as_eval(const script* lua) const {
+  return std::find(eval_only_.begin(), eval_only_.end(), lua) != eval_only_.end();
+}
+
 void connection::append(std::string_view payload, request* req, kind k) {
+  if (!eval_only_.empty() && req && req->lua && sent_as_eval(req->lua) &&
+      append_as_eval(wbuf_, payload, req->lua->body)) {
+    inflight_.push_back({req, k});
+    return;
+  }
   wbuf_.append(payload);
   inflight_.push_back({req, k});
+}
+
+void connection::append_detached(std::string payload) {
+  wbuf_.append(payload);
+  inflight_.push_back({nullptr, kind::detached});
+  if (!on_message_) unanswered_.push_back(std::move(payload));
 }
 
 void connection::schedule_flush() {

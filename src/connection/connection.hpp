@@ -116,9 +116,13 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Queues a request. On a non-empty error the request was not accepted and its sink
   /// will not be called: node_unavailable (not connected, or unresponsive), overloaded.
   error_code submit(request& r);
-  /// Queues a command whose reply nobody waits for (a release after a failed or
-  /// cancelled attempt). Kept across reconnects and unresponsive periods (bounded),
-  /// so that a late SET on a thawed or reconnected node is still undone.
+  /// Queues a command whose reply nobody waits for (a release, the clean-up of a failed
+  /// or cancelled attempt). Kept until the node answered it: across unresponsive periods
+  /// and reconnects (bounded by max_queued_per_node while waiting), a command lost with a
+  /// broken connection goes out again on the next one, so that a late SET on a thawed or
+  /// reconnected node is still undone. Sent again at most once per broken connection, so
+  /// it must be harmless to run twice (compare-and-delete is). Subscriber connections
+  /// keep nothing: their subscriptions are renewed by their owner.
   void submit_detached(std::string payload);
   /// Fails everything with error::shut_down and closes the socket for good.
   void close();
@@ -155,7 +159,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
  private:
   enum class state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
-  enum class kind : std::uint8_t { user, ignore, handshake, probe, clock };
+  enum class kind : std::uint8_t { user, ignore, detached, handshake, probe, clock };
   enum class step : std::uint8_t { auth, select, info, role, marker, load, time, ping };
   struct inflight {
     request* req;  // null once completed by a timeout (the reply is then dropped)
@@ -185,6 +189,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void dispatch_reply(const resp::reply& r);
 
   void append(std::string_view payload, request* req, kind k);
+  void append_detached(std::string payload);
+  void run_again(request& req);
+  bool sent_as_eval(const script* lua) const;
   void schedule_flush();
   void flush();
 
@@ -240,6 +247,13 @@ class connection : public std::enable_shared_from_this<connection> {
   std::deque<inflight> inflight_;
   std::deque<waiting> waiting_;  // before the connection is ready
   std::deque<std::string> after_probe_;  // detached commands held while unresponsive
+  // Detached commands written (or about to be) and not answered yet, in order: sent again
+  // on the next connection if this one breaks first.
+  std::deque<std::string> unanswered_;
+  // Scripts this server answered NOSCRIPT to even right after SCRIPT LOAD (a proxy that
+  // routes SCRIPT LOAD elsewhere, a server with SCRIPT disabled): sent as EVAL with the
+  // script's text from then on.
+  std::vector<const script*> eval_only_;
   resp::reader reader_{reply_limits()};
   resp::reply reply_;
   std::minstd_rand rng_;

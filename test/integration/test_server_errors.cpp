@@ -195,6 +195,57 @@ BOOST_AUTO_TEST_CASE(every_script_survives_a_script_flush) {
   expect_released(io, fleet, "f", 0, fleet.size());
 }
 
+BOOST_AUTO_TEST_CASE(a_script_reloaded_after_its_clean_up_is_still_undone) {
+  // Node 2 lost its scripts and holds writes back for a moment; nodes 0 and 1 are held by
+  // someone else. The fenced attempt fails on them and queues its clean-up to node 2 behind
+  // the EVALSHA; node 2 answers NOSCRIPT, and the reloaded script (which takes the key)
+  // runs after that clean-up. The clean-up must run again behind it.
+  redlock::test::redis_fleet fleet{3};
+  for (std::size_t i = 0; i < 2; ++i) fleet[i].command({"SET", "rq", "someone-else", "PX", "60000"});
+  fleet[2].log_every_command();
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // Connected and loaded first, so that the flush below is what the attempt meets.
+    auto warm = co_await c.async_lock("warm", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    co_await c.async_unlock(warm, asio::use_awaitable);
+    fleet[2].command({"SCRIPT", "FLUSH"});
+    fleet[2].command({"CLIENT", "PAUSE", "100", "WRITE"});
+    auto [ec, lk] = co_await c.async_try_lock("rq", {.ttl = 10s, .fenced = true},
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::contended);
+  }());
+  // The reloaded script did take the key on node 2 ...
+  const bool ran = run_bounded(
+      io, redlock::test::eventually([&] { return fleet[2].calls_naming("set", "rq") > 0; }, 5s));
+  BOOST_TEST_REQUIRE(ran);
+  // ... and it is gone again well before its 10 s TTL.
+  expect_released(io, fleet, "rq", 2, 3);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_never_keeps_a_script_gets_its_text) {
+  // SCRIPT renamed away: SCRIPT LOAD fails and every EVALSHA is answered NOSCRIPT, as
+  // behind a proxy that sends SCRIPT LOAD to another server. After one reload that did
+  // not help, each script goes to such a node as EVAL with its text.
+  redlock::test::redis_fleet fleet{3, {"--rename-command", "SCRIPT", "script-elsewhere"}};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config(fleet.uris())};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("ns", {.ttl = 5s, .wait = 2s, .fenced = true},
+                                    asio::use_awaitable);
+    BOOST_TEST(lk.fence() > 0u);
+    co_await c.async_extend(lk, 5s, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+    std::vector<std::string> names{"ns1", "ns2"};  // not braced inside co_await (GCC 12)
+    const redlock::lock_options opts{.ttl = 5s, .wait = 2s};
+    auto set = co_await c.async_lock_all(std::move(names), opts, asio::use_awaitable);
+    co_await c.async_unlock(set, asio::use_awaitable);
+  }());
+  expect_released(io, fleet, "ns", 0, fleet.size());
+  expect_released(io, fleet, "ns1", 0, fleet.size());
+  for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(fleet[i].calls("eval") > 0);
+}
+
 BOOST_AUTO_TEST_CASE(keys_of_every_other_type_give_wrong_type) {
   redlock::test::redis_fleet fleet{3};
   const std::vector<std::vector<std::string>> makers{

@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
+#include "fault_proxy.hpp"
 #include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
@@ -287,6 +288,116 @@ BOOST_AUTO_TEST_CASE(destroying_the_client_ends_the_validity_of_its_locks) {
     const bool won =
         co_await contender_wins_only_when_invalid(contender, "gone", [&] { return lk.valid(); });
     BOOST_TEST(won);
+  }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- a release reaches every node that may hold the key ------------------------------
+
+namespace {
+
+// Node 2 is reached through a fault proxy, so that its connection can be cut while a
+// command is on its way, and the other two directly.
+struct proxied_third : redlock::test::fleet_fixture<3> {
+  redlock::test::fault_proxy proxy{fleet[2].port()};
+
+  redlock::client make_client() {
+    auto cfg = config();
+    cfg.nodes[2] = proxy.uri();
+    cfg.node_timeout = 100ms;
+    cfg.reconnect_max = 50ms;
+    return fleet_fixture::make_client(std::move(cfg));
+  }
+
+  /// Whether node 2 holds no key `key` within `limit` (it was released there).
+  asio::awaitable<bool> gone_from_node_2(const std::string& key,
+                                         std::chrono::milliseconds limit = 5s) {
+    co_return co_await redlock::test::eventually([&] { return !fleet.has_key(2, key); }, limit);
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(release_reach, proxied_third)
+
+BOOST_AUTO_TEST_CASE(a_release_queued_to_a_node_marked_down_runs_when_it_thaws) {
+  // The node freezes while a renewal is on its way to it; the holder releases (a majority
+  // answers) and goes. When the node thaws it runs the renewal, then must run the release:
+  // a key left there, renewed for 20 s, would outlive its holder.
+  auto holder = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("thawed", {.ttl = 10s}, asio::use_awaitable);
+  }());
+  fleet[2].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [ec] = co_await holder.async_extend(lk, 20s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec);  // nodes 0 and 1 said yes
+    // A try that needs node 2's answer (node 0 refuses) ends with node 2's timeout, after
+    // which its connection takes no requests until the node answers a PING.
+    fleet[0].command({"SET", "probe", "someone-else", "PX", "60000"});
+    auto [probe_ec, probe] = co_await holder.async_try_lock("probe", {.ttl = 5s},
+                                                            asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(probe_ec);
+    co_await holder.async_unlock(lk, asio::use_awaitable);
+  }());
+  fleet[2].thaw();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool gone = co_await gone_from_node_2("thawed");
+    BOOST_TEST(gone, "node 2 still holds the released key, PTTL "
+                         << fleet[2].command({"PTTL", "thawed"}).integer << " ms");
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(an_unlock_reaches_a_node_that_is_reconnecting) {
+  auto holder = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("away", {.ttl = 30s}, asio::use_awaitable);
+    const bool set_there =
+        co_await redlock::test::eventually([&] { return fleet.has_key(2, "away"); });
+    BOOST_TEST_REQUIRE(set_there);
+  }());
+  // Node 2's connection breaks and cannot come back yet: the unlock finds it reconnecting.
+  proxy.blackhole();
+  proxy.reset_all();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await holder.async_unlock(lk, asio::use_awaitable);  // a majority: nodes 0 and 1
+  }());
+  BOOST_TEST(fleet.has_key(2, "away"));
+  proxy.heal();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool gone = co_await gone_from_node_2("away");
+    BOOST_TEST(gone, "the unlock never reached node 2");
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_background_release_lost_with_its_connection_is_sent_again) {
+  auto holder = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await holder.async_lock("dropped", {.ttl = 30s}, asio::use_awaitable);
+    // The lock needs a majority; node 2's SET may still be on its way.
+    const bool set_there =
+        co_await redlock::test::eventually([&] { return fleet.has_key(2, "dropped"); });
+    BOOST_TEST_REQUIRE(set_there);
+    // Whatever is written to node 2 from now on is held by the proxy and then thrown
+    // away with the connection.
+    proxy.blackhole();
+    {
+      auto gone = std::move(lk);  // dropped: released in the background
+    }
+    // The release has gone out on node 0's connection, so node 2's went out too.
+    const bool released = co_await redlock::test::eventually(
+        [&] { return !fleet.has_key(0, "dropped") && !fleet.has_key(1, "dropped"); });
+    BOOST_TEST_REQUIRE(released);
+  }());
+  proxy.reset_all();
+  BOOST_TEST(fleet.has_key(2, "dropped"));
+  proxy.heal();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool gone = co_await gone_from_node_2("dropped");
+    BOOST_TEST(gone, "the release written before the connection broke was not sent again");
   }());
 }
 
