@@ -33,6 +33,7 @@
 #include "client/client_state.hpp"
 #include "client/multi.hpp"
 #include "client/wake.hpp"
+#include "quorum/operation.hpp"
 
 namespace redlock {
 namespace detail {
@@ -248,287 +249,15 @@ std::chrono::nanoseconds client_state::jitter(std::chrono::milliseconds d) {
 
 namespace {
 
-enum class vote : std::uint8_t { pending, yes, no, held, failed };
-
-// ---- one request to every node, with a tally ---------------------------------------
-
-template <typename Signature>
-class fanout_op;
-
-template <typename... Args>
-class fanout_op<void(error_code, Args...)> : public request_sink {
- public:
-  using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
-
-  fanout_op(std::shared_ptr<client_state> s, diagnostics* diag, handler_type h)
-      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
-  virtual ~fanout_op() = default;
-
-  /// Runs f (the op's start) on the strand; the op deletes itself afterwards if it
-  /// completed at once and nothing refers to it.
-  template <typename F>
-  void run_guarded(F&& f) {
-    hold h{this};
-    initiating_ = true;
-    f();
-    initiating_ = false;
-  }
-
- protected:
-  // The op deletes itself when it has completed and no connection holds one of its
-  // requests any more (a late reply may arrive after the decision).
-  void maybe_destroy() {
-    if (done_ && outstanding_ == 0 && holds_.load() == 0) delete this;
-  }
-
-  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
-    yes_ = no_ = held_ = failed_ = 0;
-    const std::size_t n = s_->size();
-    if (s_->obs && reports_) {
-      if (!replied_at_) replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
-      replied_at_->fill(boot_clock::time_point{});
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      votes_[i] = vote::pending;
-      errors_[i] = {};
-      sent_to_[i] = false;
-      if (!should_send(i)) continue;  // recorded as a failure by should_send
-      reqs_[i] = request{payload, lua, deadline, this, i, false};
-      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
-        record_failure(i, ec);
-        on_unsent(i);
-      } else {
-        sent_to_[i] = true;
-        ++outstanding_;
-      }
-    }
-  }
-
-  /// Called once, just before the handler is completed with `ec`.
-  virtual void before_complete(error_code) {}
-
-  /// Whether to send to node i at all; a node that may not vote is recorded as failed.
-  virtual bool should_send(std::size_t) { return true; }
-  /// Whether node i's answer counts now (the handshake may have changed its standing
-  /// while the request waited for the connection).
-  virtual bool counts(std::size_t) { return true; }
-  /// Replies to requests of a second round (index - max_nodes).
-  virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
-  /// Node i's request may not have run: not accepted by its connection, lost with it, or
-  /// timed out (it may run later, or never). Also after the op completed.
-  virtual void on_unsent(std::size_t) {}
-  /// For the diagnostics: the yes votes that count towards the majority, and how a node
-  /// that voted yes is described.
-  virtual std::size_t counted_yes() const { return yes_; }
-  virtual const char* yes_text(std::size_t) const { return "ok"; }
-  virtual const char* held_text(std::size_t) const { return "held by another owner"; }
-
-  void record_held_back(std::size_t i, std::string why) {
-    record_failure(i, error::node_held_back);
-    server_text_[i] = std::move(why);
-  }
-
-  void record_failure(std::size_t i, error_code ec) {
-    votes_[i] = vote::failed;
-    errors_[i] = ec;
-    ++failed_;
-  }
-
-  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
-    // The user's handler may run inline from on_tally() and re-enter this op through
-    // another connection (shutdown closes them all): only the outermost call may delete.
-    hold h{this};
-    --outstanding_;
-    if (replied_at_ && i < max_nodes) (*replied_at_)[i] = boot_clock::now();
-    if (i >= max_nodes) {
-      on_second_reply(i - max_nodes, ec, r);
-      return;
-    }
-    if (ec) {
-      record_failure(i, ec);
-      on_unsent(i);
-    } else {
-      const resp::node& top = (*r)[0];
-      if (top.is_error()) {
-        record_failure(i, top.text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
-                                                               : error_code{error::server_error});
-        if (errors_[i] == error::server_error) server_text_[i] = top.text;
-      } else if (!counts(i)) {
-        // counts() recorded why; the node's answer (even a yes) is not a vote.
-      } else {
-        const vote v = classify(i, *r);
-        if (v != vote::failed) votes_[i] = v;
-        if (v == vote::yes) ++yes_;
-        else if (v == vote::held) ++held_;
-        else if (v == vote::no) ++no_;
-        else if (v == vote::failed) record_failure(i, error::unexpected_reply);
-      }
-    }
-    if (!done_) on_tally();
-  }
-
-  virtual vote classify(std::size_t i, const resp::reply& r) = 0;
-  virtual void on_tally() = 0;
-
-  /// Completes the user's handler on its executor. The op may live on until its last
-  /// request comes back.
-  void complete(error_code ec, Args... args) {
-    if (done_) return;
-    done_ = true;
-    before_complete(ec);
-    if (slot_.is_connected()) slot_.clear();
-    if (diag_) diag_->message = ec ? describe(ec) : std::string{};
-    if (initiating_) {
-      // Decided before the initiating call returned (every node refused at once): the
-      // handler must not run inside it, or a retry loop would recurse without bound.
-      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
-      return;
-    }
-    // On the handler's own executor: inline when this thread already runs it.
-    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
-  }
-
-  /// Completes from inside the initiating function: never inline (Asio's rule).
-  void complete_soon(error_code ec, Args... args) {
-    done_ = true;
-    before_complete(ec);
-    if (diag_) diag_->message = describe(ec);
-    asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
-  }
-
-  /// Connects the handler's cancellation slot; the emitter may run on another executor,
-  /// so the op only reacts once on the strand, if still alive.
-  void watch_cancellation() {
-    slot_ = asio::get_associated_cancellation_slot(handler_);
-    if (!slot_.is_connected()) return;
-    slot_.template emplace<cancel_handler>(this);
-  }
-  virtual void on_cancel() = 0;
-
-  /// The round's answers, for an observer: one per node, latency from `round_start`.
-  std::span<const node_reply> node_replies(std::array<node_reply, max_nodes>& out,
-                                           boot_clock::time_point round_start) const {
-    const std::size_t n = s_->size();
-    for (std::size_t i = 0; i < n; ++i) {
-      node_reply& r = out[i];
-      r.node = i;
-      r.address = s_->addresses[i];
-      r.error = errors_[i];
-      switch (votes_[i]) {
-        case vote::pending: r.answer = node_answer::no_answer; break;
-        case vote::yes: r.answer = node_answer::yes; break;
-        case vote::no: r.answer = node_answer::refused; break;
-        case vote::held: r.answer = node_answer::held; break;
-        case vote::failed:
-          r.answer = errors_[i] == error::node_held_back ? node_answer::held_back
-                                                         : node_answer::failed;
-          break;
-      }
-      r.latency = reply_latency(replied_at_ ? (*replied_at_)[i] : boot_clock::time_point{},
-                                round_start);
-    }
-    return {out.data(), n};
-  }
-
-  static std::chrono::microseconds micros(boot_clock::duration d) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(d);
-  }
-
-  std::string describe(error_code ec) const {
-    std::string m = fmt::format("could not {} \"{}\": {}", verb_, subject_, ec.message());
-    if (ec == error::invalid_argument || ec == error::shut_down || !sent_) return m + extra_;
-    m += fmt::format(" ({} of {} nodes agreed, {} needed)", counted_yes(), s_->size(),
-                     quorum(s_->size()));
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      const auto& node = *s_->nodes[i];
-      m += fmt::format("; node {} ({}): ", i, node.uri().display());
-      switch (votes_[i]) {
-        case vote::pending: m += "no answer yet"; break;
-        case vote::yes: m += yes_text(i); break;
-        case vote::no: m += no_text_; break;
-        case vote::held: m += held_text(i); break;
-        case vote::failed:
-          m += errors_[i].message();
-          if (errors_[i] == error::server_error)
-            m += fmt::format(" \"{}\"{}", server_text_[i], acl_hint(server_text_[i]));
-          if (errors_[i] == error::node_held_back) m += fmt::format(": {}", server_text_[i]);
-          // Why the connection is not usable (refused, TLS, ACL, ...), when it is not.
-          if (errors_[i] != error::server_error && errors_[i] != error::node_held_back &&
-              !node.last_problem().empty())
-            m += fmt::format(" [{}]", node.last_problem());
-          break;
-      }
-    }
-    return m + extra_;
-  }
-
-  std::shared_ptr<client_state> s_;
-  diagnostics* diag_;
-  handler_type handler_;
-  asio::cancellation_slot slot_;
-  std::array<request, max_nodes> reqs_{};
-  std::array<vote, max_nodes> votes_{};
-  std::array<error_code, max_nodes> errors_{};
-  std::array<std::string, max_nodes> server_text_{};
-  std::array<bool, max_nodes> sent_to_{};
-  // Reply times, allocated only with an observer and for ops that report them (reports_):
-  // the op stays as small as without one.
-  std::unique_ptr<std::array<boot_clock::time_point, max_nodes>> replied_at_;
-  bool reports_ = true;
-  std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
-  std::size_t outstanding_ = 0;
-  bool done_ = false;
-  bool sent_ = false;
-  bool initiating_ = false;  // inside start(): completions must be posted
-  // Calls in progress and handlers not yet run (retry timer, cancellation) that refer
-  // to the op. Atomic: a cancellation may be emitted from another thread.
-  std::atomic<int> holds_{0};
-
-  /// Keeps the op alive while owned by a handler; releasing it (also when the handler
-  /// is destroyed without running, as when its io_context goes away) may free the op.
-  class hold {
-   public:
-    explicit hold(fanout_op* op) : op_(op) { ++op_->holds_; }
-    hold(hold&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
-    hold& operator=(hold&&) = delete;
-    ~hold() {
-      if (op_ && --op_->holds_ == 0) op_->maybe_destroy();
-    }
-
-   private:
-    fanout_op* op_;
-  };
-  // The failure message is formatted only on failure: "could not <verb_> "<subject_>"".
-  const char* verb_ = "lock";
-  std::string subject_;
-  std::string extra_;
-  const char* no_text_ = "refused";
-
- private:
-  struct cancel_handler {
-    explicit cancel_handler(fanout_op* op) : op_(op) {}
-    void operator()(asio::cancellation_type_t) {
-      // Cancellation must be emitted from the op's executor or the handler's (as for
-      // any Asio operation); hop onto the strand before touching the op. The slot is
-      // cleared on completion, so op_ is alive whenever this runs.
-      fanout_op* op = op_;
-      asio::dispatch(op->s_->strand, [op, h = hold{op}] {
-        if (!op->done_) op->on_cancel();
-      });
-    }
-    fanout_op* op_;
-  };
-};
-
 // ---- acquire -----------------------------------------------------------------------
 
-class acquire_op final : public fanout_op<void(error_code, lock)>,
+class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                          public waiter,
                          private retry_loop {
  public:
   acquire_op(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
              diagnostics* diag, lock_handler h)
-      : fanout_op(std::move(s), diag, std::move(h)),
+      : quorum_op(std::move(s), diag, std::move(h)),
         retry_loop(s_->strand),
         resource_(std::move(resource)),
         opts_(opts),
@@ -541,25 +270,25 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
     const bool too_long = resource_.size() > max_resource_bytes;
     // A name too long to use is quoted by its start: the diagnostics must not copy it.
     if (diag_) subject_ = too_long ? resource_.substr(0, 32) + "..." : resource_;
-    if (s_->closed) return complete_soon(error::shut_down, lock{});
+    if (s_->closed) return complete(error::shut_down, lock{});
     if (resource_.empty()) {
       extra_ = ": the resource name is empty";
-      return complete_soon(error::invalid_argument, lock{});
+      return complete(error::invalid_argument, lock{});
     }
     if (too_long) {
       extra_ = fmt::format(": the resource name has {} bytes; at most {} bytes are allowed",
                            resource_.size(), max_resource_bytes);
-      return complete_soon(error::invalid_argument, lock{});
+      return complete(error::invalid_argument, lock{});
     }
     if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;
-      return complete_soon(error::invalid_argument, lock{});
+      return complete(error::invalid_argument, lock{});
     }
     // async_try_lock ignores the wait; async_lock must not add a negative one to the
     // clock (milliseconds::min() overflows it).
     if (wait_ && opts_.wait < std::chrono::milliseconds::zero()) {
       extra_ = ": the wait must not be negative (0 means one attempt)";
-      return complete_soon(error::invalid_argument, lock{});
+      return complete(error::invalid_argument, lock{});
     }
     key_ = s_->cfg.key_prefix + resource_;
     if (opts_.fenced) field_ = s_->fence_field(resource_);
@@ -606,7 +335,6 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
     payload_.clear();
     payload_.reserve(96 + 2 * key_.size());
     const script* lua = nullptr;
-    queued_on_.fill(false);
     // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
     // attempt too (the same script, so the same permissions, whatever the timing); a
     // single try only checks that nobody waits.
@@ -658,23 +386,10 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
 
   bool should_send(std::size_t i) override { return counts(i); }
 
-  bool counts(std::size_t i) override {
-    std::string why;
-    if (s_->votes(i, opts_.ttl, boot_clock::now(), &why)) return true;
-    record_held_back(i, std::move(why));
-    return false;
-  }
+  bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   // A fenced yes from a node whose counters await repair sets the key but cannot count.
-  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : yes_; }
-  const char* yes_text(std::size_t i) const override {
-    return opts_.fenced && !marked_[i] ? "set the key, but its fencing counters await repair "
-                                         "(restarted empty or new), so its vote does not count"
-                                       : "ok";
-  }
-  const char* held_text(std::size_t i) const override {
-    return queued_on_[i] ? "an earlier waiter is first in the line (fair mode)" : "held by another owner";
-  }
+  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : round_.yes; }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     const resp::node& top = r[0];
@@ -692,7 +407,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
       case 0: return r[2].is_string() ? held_by(r[2].text) : vote::held;
       case 3:
         if (!opts_.fair) return vote::failed;
-        queued_on_[i] = true;
+        round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
         return vote::held;
       case 1:
         if (!opts_.fenced) return vote::yes;
@@ -705,6 +420,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
         if (!opts_.fenced) return vote::failed;
         marked_[i] = false;
         ++unmarked_yes_;
+        round_.texts[i] = "set the key, but its fencing counters await repair (restarted empty "
+                          "or new), so its vote does not count";
         return vote::yes;
       default: return vote::failed;
     }
@@ -728,8 +445,8 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
     }
     // With fencing, only nodes whose counters are trusted (marked) can make a majority:
     // that majority must meet every earlier write-back's majority.
-    const std::size_t yes = opts_.fenced ? marked_yes_ : yes_;
-    const std::size_t no = held_ + failed_ + no_ + (opts_.fenced ? unmarked_yes_ : 0);
+    const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
+    const std::size_t no = round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
     switch (decide(s_->size(), yes, no)) {
       case vote_state::undecided: return;
       case vote_state::won: {
@@ -747,7 +464,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
           if (!s_->repair_problem.empty())
             extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
         }
-        return fail_attempt(failure_reason(errors_, s_->size(), held_));
+        return fail_attempt(failure_reason(round_.errors, s_->size(), round_.held));
     }
   }
 
@@ -756,7 +473,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
   void start_write_back() {
     fence_token_ = 0;
     for (std::size_t i = 0; i < s_->size(); ++i)
-      if (votes_[i] == vote::yes && marked_[i]) fence_token_ = std::max(fence_token_, fence_[i]);
+      if (round_.votes[i] == vote::yes && marked_[i]) fence_token_ = std::max(fence_token_, fence_[i]);
     if (s_->cfg.test_hook_before_fence_writeback) s_->cfg.test_hook_before_fence_writeback(resource_);
     payload2_.clear();
     resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, s_->fence_hash_key,
@@ -815,12 +532,12 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
     bool any = false;
     for (std::size_t i = 0; i < s_->size(); ++i) {
       const bool maybe_set =
-          sent_to_[i] &&
-          (votes_[i] == vote::yes || votes_[i] == vote::pending ||
-           (votes_[i] == vote::failed &&
-            (errors_[i] == error::node_timeout || errors_[i] == error::connection_lost ||
-             errors_[i] == error::node_held_back ||
-             ((opts_.fenced || opts_.fair) && errors_[i] == error::server_error))));
+          round_.sent_to[i] &&
+          (round_.votes[i] == vote::yes || round_.votes[i] == vote::pending ||
+           (round_.votes[i] == vote::failed &&
+            (round_.errors[i] == error::node_timeout || round_.errors[i] == error::connection_lost ||
+             round_.errors[i] == error::node_held_back ||
+             ((opts_.fenced || opts_.fair) && round_.errors[i] == error::server_error))));
       mask[i] = maybe_set;
       any = any || maybe_set;
     }
@@ -919,7 +636,7 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
     if (joined_) {
       // Leave the nodes' line: everywhere but where this call's win already took its place.
       std::array<bool, max_nodes> mask{};
-      for (std::size_t i = 0; i < s_->size(); ++i) mask[i] = ec || votes_[i] != vote::yes;
+      for (std::size_t i = 0; i < s_->size(); ++i) mask[i] = ec || round_.votes[i] != vote::yes;
       s_->leave_line_detached(line_key_, expiry_key_, line_id_, mask);
     }
     if (s_->obs && !reported_) report_call(ec, 0);
@@ -1006,7 +723,6 @@ class acquire_op final : public fanout_op<void(error_code, lock)>,
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
   bool joined_ = false;  // took a place on some node: leave it at the end
-  std::array<bool, max_nodes> queued_on_{};  // this round: another waiter was first there
 };
 
 }  // namespace
@@ -1023,10 +739,10 @@ namespace {
 
 // ---- release -----------------------------------------------------------------------
 
-class unlock_op final : public fanout_op<void(error_code)> {
+class unlock_op final : public quorum_op<client_state, void(error_code)> {
  public:
   unlock_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
-      : fanout_op(std::move(s), diag, std::move(h)) {
+      : quorum_op(std::move(s), diag, std::move(h)) {
     no_text_ = "not held by us (expired or taken)";
     reports_ = false;  // a release is not an observer event
   }
@@ -1034,8 +750,8 @@ class unlock_op final : public fanout_op<void(error_code)> {
   void start(lock& lk) {
     verb_ = "unlock";
     if (diag_) subject_ = lk.resource();
-    if (s_->closed) return complete_soon(error::shut_down);
-    if (!lk.owns()) return complete_soon(error::not_held);
+    if (s_->closed) return complete(error::shut_down);
+    if (!lk.owns()) return complete(error::not_held);
     // The lock object is emptied now: its destructor must not release it again.
     key_ = std::move(lock_access::key(lk));
     token_ = std::move(lock_access::token(lk));
@@ -1045,7 +761,6 @@ class unlock_op final : public fanout_op<void(error_code)> {
     lk = lock{};
     resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
     watch_cancellation();
-    sent_ = true;
     send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
     // The release is queued first on every connection: a local waiter woken now sends
     // its SET after it.
@@ -1060,12 +775,8 @@ class unlock_op final : public fanout_op<void(error_code)> {
   }
 
   void on_tally() override {
-    const std::size_t n = s_->size();
-    const std::size_t answered = yes_ + no_;
-    if (yes_ >= 1 && answered >= quorum(n)) return complete({});
-    if (outstanding_ > 0) return;
-    if (answered < quorum(n)) return complete(error::no_quorum);
-    complete(error::not_held);
+    const auto v = decide_release(s_->size(), round_.yes, round_.no, outstanding_);
+    if (v.decided) complete(v.outcome);
   }
 
   void on_cancel() override { complete(error::cancelled); }
@@ -1086,10 +797,10 @@ class unlock_op final : public fanout_op<void(error_code)> {
 
 // ---- extend ------------------------------------------------------------------------
 
-class extend_op final : public fanout_op<void(error_code)> {
+class extend_op final : public quorum_op<client_state, void(error_code)> {
  public:
   extend_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
-      : fanout_op(std::move(s), diag, std::move(h)) {
+      : quorum_op(std::move(s), diag, std::move(h)) {
     no_text_ = "not held by us (expired or taken)";
   }
 
@@ -1098,11 +809,11 @@ class extend_op final : public fanout_op<void(error_code)> {
     lk_ = &lk;
     was_lost_ = lk.lost();
     if (diag_) subject_ = lk.resource();
-    if (s_->closed) return complete_soon(error::shut_down);
-    if (!lk.owns()) return complete_soon(error::not_held);
+    if (s_->closed) return complete(error::shut_down);
+    if (!lk.owns()) return complete(error::not_held);
     if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;
-      return complete_soon(error::invalid_argument);
+      return complete(error::invalid_argument);
     }
     const auto now = boot_clock::now();
     if (lk.lost() || now >= lk.deadline()) {
@@ -1110,7 +821,7 @@ class extend_op final : public fanout_op<void(error_code)> {
       // still holds our token must not be extended.
       lock_access::lost(lk) = true;
       extra_ = ": the lock had already passed its validity deadline";
-      return complete_soon(error::lock_lost);
+      return complete(error::lock_lost);
     }
     ttl_ = ttl;
     start_ = now;
@@ -1118,7 +829,6 @@ class extend_op final : public fanout_op<void(error_code)> {
     resp::append_command(payload_, "EVALSHA", extend_script.sha, "1", lk.key(), lk.token(),
                          std::int64_t{ttl.count()});
     watch_cancellation();
-    sent_ = true;
     send_to_all(payload_, &extend_script,
                 std::min(now + s_->cfg.node_timeout, old_deadline_));
     on_tally();
@@ -1131,7 +841,7 @@ class extend_op final : public fanout_op<void(error_code)> {
   }
 
   void on_tally() override {
-    const auto v = decide_extension(s_->size(), yes_, no_, failed_, boot_clock::now(), start_,
+    const auto v = decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(), start_,
                                     ttl_, old_deadline_, s_->cfg.drift_factor);
     if (v.decided) finish(v);
   }
@@ -1150,12 +860,7 @@ class extend_op final : public fanout_op<void(error_code)> {
     complete(v.outcome);
   }
 
-  bool counts(std::size_t i) override {
-    std::string why;
-    if (s_->votes(i, ttl_, boot_clock::now(), &why)) return true;
-    record_held_back(i, std::move(why));
-    return false;
-  }
+  bool counts(std::size_t i) override { return voter(i, ttl_); }
 
   void before_complete(error_code ec) override {
     if (!s_->obs) return;
@@ -1195,27 +900,24 @@ void complete_without_client(Handler h, Args... args) {
 void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts,
                 bool wait, diagnostics* diag, lock_handler h) {
   if (!s) return complete_without_client(std::move(h), lock{});
-  client_state* state = s.get();  // kept alive by the op
-  auto* op = new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h));
-  const auto& strand = state->strand;
-  asio::dispatch(strand, [op] { op->run_guarded([op] { op->start(); }); });
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h)),
+            strand, [](acquire_op& op) { op.start(); });
 }
 
 void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
-  client_state* state = s.get();  // kept alive by the op
-  auto* op = new unlock_op(std::move(s), diag, std::move(h));
-  const auto& strand = state->strand;
-  asio::dispatch(strand, [op, &lk] { op->run_guarded([op, &lk] { op->start(lk); }); });
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new unlock_op(std::move(s), diag, std::move(h)), strand,
+            [&lk](unlock_op& op) { op.start(lk); });
 }
 
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
-  client_state* state = s.get();  // kept alive by the op
-  auto* op = new extend_op(std::move(s), diag, std::move(h));
-  const auto& strand = state->strand;
-  asio::dispatch(strand, [op, &lk, ttl] { op->run_guarded([op, &lk, ttl] { op->start(lk, ttl); }); });
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new extend_op(std::move(s), diag, std::move(h)), strand,
+            [&lk, ttl](extend_op& op) { op.start(lk, ttl); });
 }
 
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {

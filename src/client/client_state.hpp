@@ -15,6 +15,7 @@
 
 #include "client/token.hpp"
 #include "connection/connection.hpp"
+#include "quorum/round.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/config.hpp"
 #include "redlock/lock.hpp"
@@ -134,6 +135,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
 
   std::size_t size() const { return nodes.size(); }
+  /// What a server's error text needs added for a person (quorum_op's describing text).
+  static std::string server_hint(std::string_view text) { return acl_hint(text); }
   /// Connects each connection's events to this state (after construction: needs
   /// weak_from_this).
   void wire_events();
@@ -179,14 +182,6 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// A delay drawn from [d/2, 3d/2].
   std::chrono::nanoseconds jitter(std::chrono::milliseconds d);
 };
-
-/// For observer events: the time from `start` to a node's reply, or -1 us without one
-/// (`replied` left at its zero value).
-inline std::chrono::microseconds reply_latency(boot_clock::time_point replied,
-                                               boot_clock::time_point start) {
-  if (replied == boot_clock::time_point{}) return std::chrono::microseconds{-1};
-  return std::chrono::duration_cast<std::chrono::microseconds>(replied - start);
-}
 
 /// Whether the client behind `owner` still holds what it handed out (not shut down or
 /// destroyed). Any thread.

@@ -6,9 +6,7 @@
 // any order cannot deadlock: the loser simply retries, when a release of one of its
 // resources is heard (client_state::waiting_sets) or after its jittered delay.
 //
-// The ops are shared-owned: a connection holds a raw pointer to each request, so an op
-// keeps itself alive while requests are out (self_), and a timer or cancellation
-// handler holds it while it waits.
+// The ops are quorum_ops (quorum/operation.hpp), with its one lifetime rule.
 
 #include "client/multi.hpp"
 
@@ -23,6 +21,7 @@
 
 #include <algorithm>
 
+#include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
@@ -77,8 +76,6 @@ void client_state::release_set_detached(const std::vector<std::string>& keys,
 
 namespace {
 
-enum class answer : std::uint8_t { pending, yes, no, held, failed };
-
 // "a, b, c", shortened for messages: a set may hold 64 long names.
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
@@ -90,210 +87,21 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
-// ---- one script call per node for the whole set, with a tally ----------------------
-
-template <typename Signature>
-class set_op;
-
-template <typename... Args>
-class set_op<void(error_code, Args...)>
-    : public request_sink, public std::enable_shared_from_this<set_op<void(error_code, Args...)>> {
- public:
-  using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
-
-  set_op(std::shared_ptr<client_state> s, diagnostics* diag, handler_type h)
-      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
-  virtual ~set_op() = default;
-
-  /// Runs the op's start on the strand; completions decided inside it are posted.
-  template <typename F>
-  void run_start(F&& f) {
-    initiating_ = true;
-    f();
-    initiating_ = false;
-  }
-
- protected:
-  // Sends `payload` to every node that should_send(); index `base + i` for node i.
-  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
-    yes_ = no_ = held_ = failed_ = 0;
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      answers_[i] = answer::pending;
-      errors_[i] = {};
-      server_text_[i].clear();
-      sent_to_[i] = false;
-      if (!should_send(i)) continue;
-      reqs_[i] = request{payload, lua, deadline, this, i, false};
-      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
-        record_failure(i, ec);
-        on_unsent(i);
-      } else {
-        sent_to_[i] = true;
-        ++outstanding_;
-      }
-    }
-    sent_ = true;
-    keep_alive();
-  }
-
-  /// While requests are out, a connection refers to this op: keep it alive.
-  void keep_alive() {
-    if (outstanding_ > 0) self_ = this->shared_from_this();
-  }
-
-  void record_failure(std::size_t i, error_code ec) {
-    answers_[i] = answer::failed;
-    errors_[i] = ec;
-    ++failed_;
-  }
-
-  virtual bool should_send(std::size_t) { return true; }
-  /// Whether node i's answer counts now (restart guard); records why not.
-  virtual bool counts(std::size_t) { return true; }
-  virtual answer classify(std::size_t i, const resp::reply& r) = 0;
-  virtual void on_tally() = 0;
-  virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
-  /// Node i's request may not have run: not accepted by its connection, lost with it, or
-  /// timed out (it may run later, or never). Also after the op completed.
-  virtual void on_unsent(std::size_t) {}
-  virtual void on_cancel() = 0;
-  /// Runs once, when the op completes (before the handler is posted or run).
-  virtual void before_complete() {}
-  /// For the diagnostics: the yes votes that count towards the majority, and how a node
-  /// that voted yes is described.
-  virtual std::size_t counted_yes() const { return yes_; }
-  virtual const char* yes_text(std::size_t) const { return "ok"; }
-
-  bool voter(std::size_t i, std::chrono::milliseconds ttl) {
-    std::string why;
-    if (s_->votes(i, ttl, boot_clock::now(), &why)) return true;
-    record_failure(i, error::node_held_back);
-    server_text_[i] = std::move(why);
-    return false;
-  }
-
-  void complete(error_code ec, Args... args) {
-    if (done_) return;
-    done_ = true;
-    before_complete();
-    if (slot_.is_connected()) slot_.clear();
-    if (diag_) diag_->message = ec ? describe(ec) : std::string{};
-    if (initiating_) {
-      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
-      return;
-    }
-    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
-  }
-
-  void watch_cancellation() {
-    slot_ = asio::get_associated_cancellation_slot(handler_);
-    if (!slot_.is_connected()) return;
-    std::weak_ptr<set_op> weak = this->shared_from_this();
-    slot_.template emplace<cancel_handler>(std::move(weak));
-  }
-
-  std::string describe(error_code ec) const {
-    std::string m = fmt::format("could not {} \"{}\": {}", verb_, subject_, ec.message());
-    if (!sent_) return m + extra_;
-    m += fmt::format(" ({} of {} nodes agreed, {} needed)", counted_yes(), s_->size(),
-                     quorum(s_->size()));
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      const auto& node = *s_->nodes[i];
-      m += fmt::format("; node {} ({}): ", i, node.uri().display());
-      switch (answers_[i]) {
-        case answer::pending: m += "no answer yet"; break;
-        case answer::yes: m += yes_text(i); break;
-        case answer::no: m += "not held by us (expired or taken)"; break;
-        case answer::held: m += server_text_[i]; break;
-        case answer::failed:
-          m += errors_[i].message();
-          if (errors_[i] == error::server_error)
-            m += fmt::format(" \"{}\"{}", server_text_[i], acl_hint(server_text_[i]));
-          else if (!server_text_[i].empty())
-            m += fmt::format(": {}", server_text_[i]);
-          else if (!node.last_problem().empty())
-            m += fmt::format(" [{}]", node.last_problem());
-          break;
-      }
-    }
-    return m + extra_;
-  }
-
-  std::shared_ptr<client_state> s_;
-  diagnostics* diag_;
-  handler_type handler_;
-  asio::cancellation_slot slot_;
-  std::shared_ptr<set_op> self_;  // set while requests are out
-  std::array<request, max_nodes> reqs_{};
-  std::array<answer, max_nodes> answers_{};
-  std::array<error_code, max_nodes> errors_{};
-  std::array<std::string, max_nodes> server_text_{};
-  std::array<bool, max_nodes> sent_to_{};
-  std::size_t yes_ = 0, no_ = 0, held_ = 0, failed_ = 0;
-  std::size_t outstanding_ = 0;
-  bool done_ = false;
-  bool sent_ = false;
-  bool initiating_ = false;
-  const char* verb_ = "lock all of";
-  std::string subject_;
-  std::string extra_;
-
- private:
-  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
-    auto keep = this->shared_from_this();  // the user's handler may end the client inline
-    --outstanding_;
-    if (outstanding_ == 0) self_.reset();
-    if (i >= max_nodes) return on_second_reply(i - max_nodes, ec, r);
-    if (ec) {
-      record_failure(i, ec);
-      on_unsent(i);
-    } else if ((*r)[0].is_error()) {
-      const auto text = (*r)[0].text;
-      record_failure(i, text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
-                                                          : error_code{error::server_error});
-      server_text_[i] = text;
-    } else if (counts(i)) {
-      const answer a = classify(i, *r);
-      switch (a) {
-        case answer::yes: ++yes_; break;
-        case answer::no: ++no_; break;
-        case answer::held: ++held_; break;
-        case answer::failed:
-          if (answers_[i] != answer::failed) record_failure(i, error::unexpected_reply);
-          break;
-        case answer::pending: break;
-      }
-      if (a != answer::failed) answers_[i] = a;
-    }
-    if (!done_) on_tally();
-  }
-
-  struct cancel_handler {
-    explicit cancel_handler(std::weak_ptr<set_op> op) : op_(std::move(op)) {}
-    void operator()(asio::cancellation_type_t) {
-      auto op = op_.lock();
-      if (!op) return;
-      asio::dispatch(op->s_->strand, [op] {
-        if (!op->done_) op->on_cancel();
-      });
-    }
-    std::weak_ptr<set_op> op_;
-  };
-};
-
 // ---- acquire -----------------------------------------------------------------------
 
-class lock_all_op final : public set_op<void(error_code, multi_lock)>,
+class lock_all_op final : public quorum_op<client_state, void(error_code, multi_lock)>,
                           public set_waiter,
                           private retry_loop {
  public:
   lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
               lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
-      : set_op(std::move(s), diag, std::move(h)),
+      : quorum_op(std::move(s), diag, std::move(h)),
         retry_loop(s_->strand),
         resources_(std::move(resources)),
         opts_(opts),
-        wait_(wait) {}
+        wait_(wait) {
+    verb_ = "lock all of";
+  }
   ~lock_all_op() override { stop_waiting(); }
 
   void start() {
@@ -386,41 +194,38 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
   }
 
   // A fenced yes from a node whose counters await repair sets the keys but cannot count.
-  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : yes_; }
-  const char* yes_text(std::size_t i) const override {
-    return opts_.fenced && !marked_[i] ? "took the set, but its fencing counters await repair "
-                                         "(restarted empty or new), so its vote does not count"
-                                       : "ok";
-  }
+  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : round_.yes; }
 
   bool should_send(std::size_t i) override { return voter(i, opts_.ttl); }
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
-  answer classify(std::size_t i, const resp::reply& r) override {
+  vote classify(std::size_t i, const resp::reply& r) override {
     // {1[, counters]} / {2} taken; {0, k, holder} held. A key of another type fails the
     // script with WRONGTYPE before anything is set (on_reply records it).
     const std::size_t n = keys_.size();
     if (r[0].kind != resp::type::array || r.size() < 2 || r[1].kind != resp::type::integer)
-      return answer::failed;
+      return vote::failed;
     switch (r[1].integer) {
       case 1:
-        if (!opts_.fenced) return r.size() == 2 ? answer::yes : answer::failed;
-        if (r.size() != n + 2) return answer::failed;
+        if (!opts_.fenced) return r.size() == 2 ? vote::yes : vote::failed;
+        if (r.size() != n + 2) return vote::failed;
         for (std::size_t k = 0; k < n; ++k) {
-          if (r[k + 2].kind != resp::type::integer) return answer::failed;
+          if (r[k + 2].kind != resp::type::integer) return vote::failed;
           counters_[i * n + k] = static_cast<std::uint64_t>(r[k + 2].integer);
         }
         marked_[i] = true;
         ++marked_yes_;
-        return answer::yes;
+        return vote::yes;
       case 2:
         marked_[i] = false;
         ++unmarked_yes_;
-        return answer::yes;
+        round_.texts[i] = "took the set, but its fencing counters await repair (restarted "
+                          "empty or new), so its vote does not count";
+        return vote::yes;
       case 0:
-        server_text_[i] = fmt::format("\"{}\" held by another owner", blocker(r));
-        return answer::held;
-      default: return answer::failed;
+        round_.texts[i] = fmt::format("\"{}\" held by another owner", blocker(r));
+        return vote::held;
+      default: return vote::failed;
     }
   }
 
@@ -437,8 +242,8 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
       return;
     }
     // With fencing only marked nodes make a majority (see fencing.cpp).
-    const std::size_t yes = opts_.fenced ? marked_yes_ : yes_;
-    const std::size_t no = held_ + failed_ + no_ + (opts_.fenced ? unmarked_yes_ : 0);
+    const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
+    const std::size_t no = round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
     switch (decide(s_->size(), yes, no)) {
       case vote_state::undecided: return;
       case vote_state::won:
@@ -453,7 +258,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
           s_->start_fence_repair(opts_.ttl);
           extra_ = "; fence counters are being repaired on nodes that lost them";
         }
-        return fail_attempt(failure_reason(errors_, s_->size(), held_));
+        return fail_attempt(failure_reason(round_.errors, s_->size(), round_.held));
     }
   }
 
@@ -464,7 +269,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
     const std::size_t n = keys_.size();
     fences_.assign(n, 0);
     for (std::size_t i = 0; i < s_->size(); ++i)
-      if (answers_[i] == answer::yes && marked_[i])
+      if (round_.votes[i] == vote::yes && marked_[i])
         for (std::size_t k = 0; k < n; ++k)
           fences_[k] = std::max(fences_[k], counters_[i * n + k]);
     payload2_.clear();
@@ -479,7 +284,6 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
     w.arg(token_);
     for (std::size_t k = 0; k < n; ++k) w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
     outstanding_ += send_write_back(*s_, payload2_, &multi_raise_script, valid_until_, this);
-    keep_alive();
     on_write_back_tally();
   }
 
@@ -525,9 +329,9 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
     for (std::size_t i = 0; i < s_->size(); ++i) {
       // A WRONGTYPE failure comes from the check, before any SET.
       const bool took_nothing =
-          answers_[i] == answer::held ||
-          (answers_[i] == answer::failed && errors_[i] == error::wrong_type);
-      mask[i] = sent_to_[i] && !took_nothing;
+          round_.votes[i] == vote::held ||
+          (round_.votes[i] == vote::failed && round_.errors[i] == error::wrong_type);
+      mask[i] = round_.sent_to[i] && !took_nothing;
       any = any || mask[i];
     }
     if (any) s_->release_set_detached(keys_, token_, &mask, false);
@@ -552,7 +356,7 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
   }
 
   void retry_after(std::chrono::nanoseconds delay) {
-    wait_then(delay, shared_from_this(), [this] {
+    wait_then(delay, hold{this}, [this] {
       if (!done_ && slots_free(outstanding_)) attempt();
     });
   }
@@ -567,12 +371,11 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
     if (!wake_now(outstanding_)) return;
     // Now: after a local release, the script leaves right behind it on every connection.
     // Guarded like a start: an attempt decided at once completes from a posted handler.
-    auto keep = shared_from_this();
-    run_start([this] { attempt(); });
+    run_guarded([this] { attempt(); });
   }
 
  private:
-  void before_complete() override { stop_waiting(); }
+  void before_complete(error_code) override { stop_waiting(); }
 
   void stop_waiting() {
     if (!std::exchange(waiting_, false)) return;
@@ -609,12 +412,13 @@ class lock_all_op final : public set_op<void(error_code, multi_lock)>,
 
 // ---- release -----------------------------------------------------------------------
 
-class unlock_all_op final : public set_op<void(error_code)> {
+class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
  public:
-  using set_op::set_op;
+  using quorum_op::quorum_op;
 
   void start(multi_lock& lk) {
     verb_ = "unlock all of";
+    no_text_ = "not held by us (expired or taken)";
     if (diag_) subject_ = join_names(lk.resources());
     if (s_->closed) return complete(error::shut_down);
     if (!lk.owns()) return complete(error::not_held);
@@ -635,18 +439,14 @@ class unlock_all_op final : public set_op<void(error_code)> {
   }
 
  private:
-  answer classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return answer::failed;
-    return r[0].integer >= 1 ? answer::yes : answer::no;
+  vote classify(std::size_t, const resp::reply& r) override {
+    if (r[0].kind != resp::type::integer) return vote::failed;
+    return r[0].integer >= 1 ? vote::yes : vote::no;
   }
 
   void on_tally() override {
-    const std::size_t n = s_->size();
-    const std::size_t answered = yes_ + no_;
-    if (yes_ >= 1 && answered >= quorum(n)) return complete({});
-    if (outstanding_ > 0) return;
-    if (answered < quorum(n)) return complete(error::no_quorum);
-    complete(error::not_held);
+    const auto v = decide_release(s_->size(), round_.yes, round_.no, outstanding_);
+    if (v.decided) complete(v.outcome);
   }
 
   void on_cancel() override { complete(error::cancelled); }
@@ -666,12 +466,13 @@ class unlock_all_op final : public set_op<void(error_code)> {
 
 // ---- extend ------------------------------------------------------------------------
 
-class extend_all_op final : public set_op<void(error_code)> {
+class extend_all_op final : public quorum_op<client_state, void(error_code)> {
  public:
-  using set_op::set_op;
+  using quorum_op::quorum_op;
 
   void start(multi_lock& lk, std::chrono::milliseconds ttl) {
     verb_ = "extend all of";
+    no_text_ = "not held by us (expired or taken)";
     if (diag_) subject_ = join_names(lk.resources());
     if (s_->closed) return complete(error::shut_down);
     if (!lk.owns()) return complete(error::not_held);
@@ -703,13 +504,13 @@ class extend_all_op final : public set_op<void(error_code)> {
  private:
   bool counts(std::size_t i) override { return voter(i, ttl_); }
 
-  answer classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return answer::failed;
-    return r[0].integer == 1 ? answer::yes : answer::no;
+  vote classify(std::size_t, const resp::reply& r) override {
+    if (r[0].kind != resp::type::integer) return vote::failed;
+    return r[0].integer == 1 ? vote::yes : vote::no;
   }
 
   void on_tally() override {
-    const auto v = decide_extension(s_->size(), yes_, no_, failed_, boot_clock::now(), start_,
+    const auto v = decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(), start_,
                                     ttl_, old_deadline_, s_->cfg.drift_factor);
     if (v.decided) finish(v);
   }
@@ -743,11 +544,8 @@ void complete_without_client(Handler h) {
 // Creates the op and runs `start` on the strand.
 template <typename Op, typename Handler, typename Start>
 void launch(std::shared_ptr<client_state> s, diagnostics* diag, Handler h, Start start) {
-  auto strand = s->strand;
-  auto op = std::make_shared<Op>(std::move(s), diag, std::move(h));
-  asio::dispatch(strand, [op, start = std::move(start)] {
-    op->run_start([&] { start(*op); });
-  });
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new Op(std::move(s), diag, std::move(h)), strand, std::move(start));
 }
 
 }  // namespace
@@ -757,10 +555,9 @@ void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> re
   if (!s)
     return asio::post(asio::system_executor{},
                       asio::append(std::move(h), error_code{error::shut_down}, multi_lock{}));
-  auto strand = s->strand;
-  auto op = std::make_shared<lock_all_op>(std::move(s), std::move(resources), opts, wait, diag,
-                                          std::move(h));
-  asio::dispatch(strand, [op] { op->run_start([&] { op->start(); }); });
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new lock_all_op(std::move(s), std::move(resources), opts, wait, diag, std::move(h)),
+            strand, [](lock_all_op& op) { op.start(); });
 }
 
 void start_unlock_all(std::shared_ptr<client_state> s, multi_lock& lk, diagnostics* diag,

@@ -163,6 +163,10 @@ BOOST_AUTO_TEST_CASE(a_non_owner_can_neither_release_nor_extend) {
     auto lk = co_await a.async_lock("owned", {.ttl = 5s}, asio::use_awaitable);
     // Build b's own lock on another resource, then point a forged copy at "owned".
     auto fake = co_await b.async_lock("other", {.ttl = 5s}, asio::use_awaitable);
+    // The locks need a majority: node 0's SETs may still be on their way.
+    const bool set_there = co_await redlock::test::eventually(
+        [&] { return fleet.has_key(0, "owned") && fleet.has_key(0, "other"); });
+    BOOST_TEST_REQUIRE(set_there);
     const auto before = fleet[0].command({"GET", "owned"}).text;
     auto [ec] = co_await b.async_extend(fake, 1s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(!ec);  // its own lock extends

@@ -1,9 +1,12 @@
-// The quorum engine's decision rules (src/quorum/rules.hpp), without a server: the one
-// TTL check, why an acquisition failed, when a grant is in time, what a release's answers
-// mean, and the extension rule, with explicit time points.
+// The quorum engine's decision rules (src/quorum/rules.hpp) and its round record
+// (src/quorum/round.hpp), without a server: the one TTL check, why an acquisition failed,
+// when a grant is in time, what a release's answers mean, the extension rule with
+// explicit time points, the vote filter, and how a round counts and describes answers.
 #include <boost/test/unit_test.hpp>
 
+#include "quorum/round.hpp"
 #include "quorum/rules.hpp"
+#include "redlock/error.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;
@@ -351,6 +354,142 @@ BOOST_AUTO_TEST_CASE(a_recent_clock_jump_holds_a_node_back) {
 BOOST_AUTO_TEST_CASE(the_guard_period_is_max_ttl_when_set_else_the_lock_ttl) {
   BOOST_TEST((detail::guard_period(0ms, 7s) == std::chrono::nanoseconds{7s}));
   BOOST_TEST((detail::guard_period(2s, 7s) == std::chrono::nanoseconds{2s}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(round_record)
+
+using detail::node_label;
+using detail::round_wording;
+using detail::vote;
+
+const std::array<node_label, 3> three{node_label{"127.0.0.1:7001", ""},
+                                      node_label{"127.0.0.1:7002", ""},
+                                      node_label{"127.0.0.1:7003", "connect: Connection refused"}};
+
+std::string describe(const detail::round& r, boost::system::error_code ec, round_wording w = {}) {
+  if (w.verb.empty()) w.verb = "lock";
+  if (w.subject.empty()) w.subject = "job";
+  return detail::describe(r, three, ec, w);
+}
+
+BOOST_AUTO_TEST_CASE(a_reset_round_has_every_node_pending_and_nothing_counted) {
+  detail::round r;
+  r.count(0, vote::yes);
+  r.fail(1, error::node_timeout);
+  r.sent_to[2] = true;
+  r.reset(3);
+  BOOST_TEST((r.yes + r.no + r.held + r.failed) == 0u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST((r.votes[i] == vote::pending));
+    BOOST_TEST(!r.errors[i]);
+    BOOST_TEST(!r.sent_to[i]);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(answers_are_counted_by_kind) {
+  detail::round r;
+  r.reset(5);
+  r.count(0, vote::yes);
+  r.count(1, vote::yes);
+  r.count(2, vote::no);
+  r.count(3, vote::held);
+  r.fail(4, error::connection_lost);
+  BOOST_TEST(r.yes == 2u);
+  BOOST_TEST(r.no == 1u);
+  BOOST_TEST(r.held == 1u);
+  BOOST_TEST(r.failed == 1u);
+  BOOST_TEST(r.against() == 3u);
+  BOOST_TEST((detail::decide(5, r.yes, r.against()) == detail::vote_state::lost));
+}
+
+BOOST_AUTO_TEST_CASE(an_unreadable_answer_is_a_failure_named_unexpected_reply) {
+  detail::round r;
+  r.reset(3);
+  r.count(1, vote::failed);
+  BOOST_TEST((r.votes[1] == vote::failed));
+  BOOST_TEST((r.errors[1] == error::unexpected_reply));
+  BOOST_TEST(r.failed == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_recorded_while_classifying_is_kept) {
+  detail::round r;
+  r.reset(3);
+  r.fail(2, error::node_held_back, "restarted 1 s ago");
+  r.count(2, vote::failed);
+  BOOST_TEST((r.errors[2] == error::node_held_back));
+  BOOST_TEST(r.failed == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_error_reply_is_a_server_error_or_another_type) {
+  detail::round r;
+  r.reset(3);
+  r.error_reply(0, "WRONGTYPE Operation against a key holding the wrong kind of value");
+  r.error_reply(1, "OOM command not allowed");
+  BOOST_TEST((r.errors[0] == error::wrong_type));
+  BOOST_TEST((r.errors[1] == error::server_error));
+  BOOST_TEST(r.texts[1] == "OOM command not allowed");
+  BOOST_TEST(r.failed == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_description_names_every_node_and_what_it_said) {
+  detail::round r;
+  r.reset(3);
+  r.count(0, vote::yes);
+  r.count(1, vote::held);
+  r.fail(2, error::node_unavailable);
+  const auto text = describe(r, error::no_quorum, {.counted_yes = 1});
+  BOOST_TEST(text.find("could not lock \"job\": ") == 0u, text);
+  BOOST_TEST(text.find("(1 of 3 nodes agreed, 2 needed)") != std::string::npos, text);
+  BOOST_TEST(text.find("node 0 (127.0.0.1:7001): ok") != std::string::npos, text);
+  BOOST_TEST(text.find("node 1 (127.0.0.1:7002): held by another owner") != std::string::npos,
+             text);
+  // The connection's own problem says why node 2 was unavailable.
+  BOOST_TEST(text.find("[connect: Connection refused]") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_server_error_is_quoted_with_its_hint) {
+  detail::round r;
+  r.reset(3);
+  r.error_reply(0, "NOPERM no");
+  const auto text = describe(
+      r, error::no_quorum, {.hint = [](std::string_view) { return std::string{" [hint]"}; }});
+  BOOST_TEST(text.find("\"NOPERM no\" [hint]") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(qualified_answers_carry_their_own_words) {
+  detail::round r;
+  r.reset(3);
+  r.count(0, vote::yes);
+  r.texts[0] = "set the key, but its counters await repair";
+  r.count(1, vote::held);
+  r.texts[1] = "\"b\" held by another owner";
+  r.count(2, vote::no);
+  const auto text = describe(r, error::no_quorum, {.no_text = "not held by us"});
+  BOOST_TEST(text.find("node 0 (127.0.0.1:7001): set the key, but") != std::string::npos, text);
+  BOOST_TEST(text.find("node 1 (127.0.0.1:7002): \"b\" held") != std::string::npos, text);
+  BOOST_TEST(text.find("node 2 (127.0.0.1:7003): not held by us") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_not_heard_from_is_no_answer_yet) {
+  detail::round r;
+  r.reset(3);
+  const auto text = describe(r, error::no_quorum);
+  BOOST_TEST(text.find("node 0 (127.0.0.1:7001): no answer yet") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_call_refused_before_sending_is_described_without_nodes) {
+  detail::round r;
+  r.reset(3);
+  const auto text = describe(r, error::invalid_argument, {.per_node = false});
+  BOOST_TEST(text.find("node 0") == std::string::npos, text);
+  BOOST_TEST(text.find("could not lock \"job\"") == 0u, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_reply_latency_is_minus_one_without_a_reply) {
+  BOOST_TEST(detail::reply_latency(boot_clock::time_point{}, t0).count() == -1);
+  BOOST_TEST(detail::reply_latency(t0 + 250us, t0).count() == 250);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,291 @@
+#pragma once
+// The quorum engine's operation: one request per node and round, replies recorded into a
+// round (quorum/round.hpp) as they are parsed and classified by the lock kind, the
+// rules (quorum/rules.hpp) consulted on each tally. A lock kind supplies the payload,
+// how a reply is classified and what a tally means; sending, counting, describing,
+// cancellation, completion and the op's lifetime are written once, here.
+//
+// Lifetime, one rule: the op is created with new and deletes itself once it has
+// completed, no connection holds one of its requests any more (late replies are still
+// read), and no pending handler (a retry timer, a cancellation hop) holds it.
+//
+// `State` is the client's shared state (client_state): it gives the strand, the node
+// connections (`nodes`, `size()`), their `addresses`, the observer (`obs`) and
+// `server_hint` for server error texts. Everything
+// runs on the strand but cancellation, which hops onto it.
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "connection/connection.hpp"
+#include "quorum/round.hpp"
+#include "redlock/lock.hpp"  // diagnostics
+#include "redlock/observer.hpp"
+
+namespace redlock::detail {
+
+template <typename State, typename Signature>
+class quorum_op;
+
+template <typename State, typename... Args>
+class quorum_op<State, void(error_code, Args...)> : public request_sink {
+ public:
+  using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
+
+  quorum_op(std::shared_ptr<State> s, diagnostics* diag, handler_type h)
+      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
+  virtual ~quorum_op() = default;
+
+  /// Runs f (the op's start, or a wake) on the strand: a completion decided inside it is
+  /// posted, never run inline, and the op deletes itself afterwards if it is finished.
+  template <typename F>
+  void run_guarded(F&& f) {
+    hold h{this};
+    const bool outer = !initiating_;
+    initiating_ = true;
+    f();
+    if (outer) initiating_ = false;
+  }
+
+ protected:
+  /// Keeps the op alive while owned by a handler; releasing it (also when the handler is
+  /// destroyed without running, as when its io_context goes away) may free the op.
+  class hold {
+   public:
+    explicit hold(quorum_op* op) : op_(op) { ++op_->holds_; }
+    hold(hold&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    hold& operator=(hold&&) = delete;
+    ~hold() {
+      if (op_ && --op_->holds_ == 0) op_->maybe_destroy();
+    }
+
+   private:
+    quorum_op* op_;
+  };
+
+  /// Sends `payload` to every node that should_send(), as request i of node i (a new
+  /// round: the last one's answers are forgotten). The caller must not start a round
+  /// while requests of the last one are outstanding (they use the same slots).
+  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
+    const std::size_t n = s_->size();
+    round_.reset(n);
+    if (s_->obs && reports_) {
+      if (!replied_at_) replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
+      replied_at_->fill(boot_clock::time_point{});
+    }
+    sent_ = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!should_send(i)) continue;  // recorded as a failure by should_send
+      reqs_[i] = request{payload, lua, deadline, this, i, false};
+      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
+        round_.fail(i, ec);
+        on_unsent(i);
+      } else {
+        round_.sent_to[i] = true;
+        ++outstanding_;
+      }
+    }
+  }
+
+  /// A second round's request to node i (index max_nodes + i), in `slot`: answers go to
+  /// on_second_reply. False if the connection refused it at once.
+  bool send_second(request& slot, std::size_t i, std::string_view payload, const script* lua,
+                   boot_clock::time_point deadline) {
+    slot = request{payload, lua, deadline, this, max_nodes + i, false};
+    if (s_->nodes[i]->submit(slot)) return false;
+    ++outstanding_;
+    return true;
+  }
+
+  /// Whether to send to node i at all; a node that may not vote is recorded as failed.
+  virtual bool should_send(std::size_t) { return true; }
+  /// Whether node i's answer counts now (the handshake may have changed its standing
+  /// while the request waited for the connection).
+  virtual bool counts(std::size_t) { return true; }
+  /// Node i's answer to this round's request (not an error reply).
+  virtual vote classify(std::size_t i, const resp::reply& r) = 0;
+  /// A reply was recorded and the op has not completed: decide if it can.
+  virtual void on_tally() = 0;
+  /// Replies to requests of a second round (index - max_nodes).
+  virtual void on_second_reply(std::size_t, error_code, const resp::reply*) {}
+  /// Node i's request may not have run: not accepted by its connection, lost with it, or
+  /// timed out (it may run later, or never). Also after the op completed.
+  virtual void on_unsent(std::size_t) {}
+  /// The cancellation slot fired (on the strand, before completion).
+  virtual void on_cancel() = 0;
+  /// Called once, just before the handler is completed with `ec`.
+  virtual void before_complete(error_code) {}
+  /// The yes votes that count towards the majority, for the describing text.
+  virtual std::size_t counted_yes() const { return round_.yes; }
+
+  /// Node i may not vote now (restart guard, replica, duplicate), for `why`.
+  void held_back(std::size_t i, std::string why) { round_.fail(i, error::node_held_back, why); }
+
+  /// Whether node i may vote now for a lock of `ttl` (State::votes); records why not.
+  bool voter(std::size_t i, std::chrono::milliseconds ttl) {
+    std::string why;
+    if (s_->votes(i, ttl, boot_clock::now(), &why)) return true;
+    held_back(i, std::move(why));
+    return false;
+  }
+
+  /// Completes the user's handler on its executor. The op may live on until its last
+  /// request comes back.
+  void complete(error_code ec, Args... args) {
+    if (done_) return;
+    done_ = true;
+    before_complete(ec);
+    if (slot_.is_connected()) slot_.clear();
+    if (diag_) diag_->message = ec ? describe(ec) : std::string{};
+    if (initiating_) {
+      // Decided inside the initiating call (every node refused at once): the handler
+      // must not run inside it, or a retry loop would recurse without bound.
+      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
+      return;
+    }
+    // On the handler's own executor: inline when this thread already runs it.
+    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
+  }
+
+  /// Connects the handler's cancellation slot; the emitter may run on another executor,
+  /// so the op only reacts once on the strand, if still alive.
+  void watch_cancellation() {
+    slot_ = asio::get_associated_cancellation_slot(handler_);
+    if (!slot_.is_connected()) return;
+    slot_.template emplace<cancel_handler>(this);
+  }
+
+  /// Node i's answer in this round, for an observer, with its latency from `round_start`
+  /// to `replied` (zero: no reply).
+  node_reply observed(std::size_t i, boot_clock::time_point round_start,
+                      boot_clock::time_point replied) const {
+    node_reply r{.node = i, .address = s_->addresses[i], .error = round_.errors[i]};
+    switch (round_.votes[i]) {
+      case vote::pending: r.answer = node_answer::no_answer; break;
+      case vote::yes: r.answer = node_answer::yes; break;
+      case vote::no: r.answer = node_answer::refused; break;
+      case vote::held: r.answer = node_answer::held; break;
+      case vote::failed:
+        r.answer = round_.errors[i] == error::node_held_back ? node_answer::held_back
+                                                             : node_answer::failed;
+        break;
+    }
+    r.latency = reply_latency(replied, round_start);
+    return r;
+  }
+
+  /// The round's answers, for an observer: one per node, latency from `round_start`.
+  std::span<const node_reply> node_replies(std::array<node_reply, max_nodes>& out,
+                                           boot_clock::time_point round_start) const {
+    const std::size_t n = s_->size();
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = observed(i, round_start, replied_at_ ? (*replied_at_)[i] : boot_clock::time_point{});
+    return {out.data(), n};
+  }
+
+  static std::chrono::microseconds micros(boot_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d);
+  }
+
+  std::string describe(error_code ec) const {
+    std::array<node_label, max_nodes> labels;
+    const std::size_t n = s_->size();
+    for (std::size_t i = 0; i < n; ++i)
+      labels[i] = {s_->addresses[i], s_->nodes[i]->last_problem()};
+    const round_wording w{.verb = verb_,
+                          .subject = subject_,
+                          .no_text = no_text_,
+                          .counted_yes = counted_yes(),
+                          .per_node = sent_ && ec != error::invalid_argument &&
+                                      ec != error::shut_down,
+                          .hint = &State::server_hint};
+    return detail::describe(round_, {labels.data(), n}, ec, w) + extra_;
+  }
+
+  std::shared_ptr<State> s_;
+  diagnostics* diag_;
+  handler_type handler_;
+  asio::cancellation_slot slot_;
+  std::array<request, max_nodes> reqs_{};
+  round round_;
+  // Reply times, allocated only with an observer and for ops that report them (reports_):
+  // the op stays as small as without one.
+  std::unique_ptr<std::array<boot_clock::time_point, max_nodes>> replied_at_;
+  bool reports_ = true;
+  std::size_t outstanding_ = 0;
+  bool done_ = false;
+  bool sent_ = false;
+  bool initiating_ = false;  // inside start() or a wake: completions must be posted
+  // The failure text: "could not <verb_> "<subject_>": ...<extra_>", formatted only on
+  // failure and only with a diagnostics object.
+  const char* verb_ = "lock";
+  std::string subject_;
+  std::string extra_;
+  const char* no_text_ = "refused";
+
+ private:
+  void maybe_destroy() {
+    if (done_ && outstanding_ == 0 && holds_.load() == 0) delete this;
+  }
+
+  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
+    // The user's handler may run inline from on_tally() and re-enter this op through
+    // another connection (shutdown closes them all): only the outermost call may delete.
+    hold h{this};
+    --outstanding_;
+    if (i >= max_nodes) return on_second_reply(i - max_nodes, ec, r);
+    if (replied_at_) (*replied_at_)[i] = boot_clock::now();
+    if (ec) {
+      round_.fail(i, ec);
+      on_unsent(i);
+    } else if ((*r)[0].is_error()) {
+      round_.error_reply(i, (*r)[0].text);
+    } else if (counts(i)) {  // if not, counts() recorded why: even a yes is no vote
+      round_.count(i, classify(i, *r));
+    }
+    if (!done_) on_tally();
+  }
+
+  struct cancel_handler {
+    explicit cancel_handler(quorum_op* op) : op_(op) {}
+    void operator()(asio::cancellation_type_t) {
+      // Cancellation must be emitted from the op's executor or the handler's (as for
+      // any Asio operation); hop onto the strand before touching the op. The slot is
+      // cleared on completion, so op_ is alive whenever this runs.
+      quorum_op* op = op_;
+      asio::dispatch(op->s_->strand, [op, h = hold{op}] {
+        if (!op->done_) op->on_cancel();
+      });
+    }
+    quorum_op* op_;
+  };
+
+  // Calls in progress and handlers not yet run (retry timer, cancellation) that refer
+  // to the op. Atomic: a cancellation may be emitted from another thread.
+  std::atomic<int> holds_{0};
+};
+
+/// Runs `start(*op)` on the strand, guarded (quorum_op::run_guarded), for an op made with
+/// new: it frees itself by quorum_op's rule. `strand` must outlive the dispatch (the op's
+/// state keeps it).
+template <typename Op, typename Start>
+void launch_op(Op* op, const strand_type& strand, Start start) {
+  asio::dispatch(strand, [op, start = std::move(start)]() mutable {
+    op->run_guarded([&] { start(*op); });
+  });
+}
+
+}  // namespace redlock::detail

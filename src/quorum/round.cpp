@@ -1,0 +1,78 @@
+#include "quorum/round.hpp"
+
+#include <fmt/format.h>
+
+#include "redlock/error.hpp"
+
+namespace redlock::detail {
+
+void round::reset(std::size_t n) {
+  yes = no = held = failed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    votes[i] = vote::pending;
+    errors[i] = {};
+    texts[i].clear();
+    sent_to[i] = false;
+  }
+}
+
+void round::fail(std::size_t i, error_code why, std::string_view text) {
+  votes[i] = vote::failed;
+  errors[i] = why;
+  texts[i].assign(text);
+  ++failed;
+}
+
+void round::error_reply(std::size_t i, std::string_view text) {
+  fail(i, text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
+                                            : error_code{error::server_error},
+       text);
+}
+
+void round::count(std::size_t i, vote v) {
+  switch (v) {
+    case vote::yes: ++yes; break;
+    case vote::no: ++no; break;
+    case vote::held: ++held; break;
+    case vote::failed:
+      // Keeps a failure recorded while classifying (and its text); else the reply was
+      // not one the request can have.
+      if (votes[i] != vote::failed) fail(i, error::unexpected_reply);
+      return;
+    case vote::pending: return;
+  }
+  votes[i] = v;
+}
+
+std::string describe(const round& r, std::span<const node_label> nodes, error_code outcome,
+                     const round_wording& w) {
+  std::string m = fmt::format("could not {} \"{}\": {}", w.verb, w.subject, outcome.message());
+  if (!w.per_node) return m;
+  const std::size_t n = nodes.size();
+  m += fmt::format(" ({} of {} nodes agreed, {} needed)", w.counted_yes, n, quorum(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    m += fmt::format("; node {} ({}): ", i, nodes[i].address);
+    const std::string& text = r.texts[i];
+    switch (r.votes[i]) {
+      case vote::pending: m += "no answer yet"; break;
+      case vote::yes: m += text.empty() ? std::string_view{"ok"} : std::string_view{text}; break;
+      case vote::no: m += w.no_text; break;
+      case vote::held:
+        m += text.empty() ? std::string_view{"held by another owner"} : std::string_view{text};
+        break;
+      case vote::failed:
+        m += r.errors[i].message();
+        if (r.errors[i] == error::server_error)
+          m += fmt::format(" \"{}\"{}", text, w.hint ? w.hint(text) : std::string{});
+        else if (!text.empty())
+          m += fmt::format(": {}", text);
+        else if (!nodes[i].problem.empty())
+          // Why the connection is not usable (refused, TLS, ACL, ...), when it is not.
+          m += fmt::format(" [{}]", nodes[i].problem);
+        break;
+    }
+  }
+  return m;
+}
+
+}  // namespace redlock::detail
