@@ -24,6 +24,7 @@
 #include <charconv>
 #include <map>
 
+#include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "client/client_state.hpp"
 
@@ -111,21 +112,22 @@ std::string client_state::fence_field(std::string_view resource) const {
 
 namespace {
 
-class fence_repair_op final : public request_sink {
+// Reads every node's marker and counters, then raises the counters of the unmarked nodes
+// that answered to the maxima read and marks them: a quorum_op of two rounds (the writes
+// as its second round). It completes to nobody; the client keeps why it last failed.
+class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
  public:
   fence_repair_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl)
-      : s_(std::move(s)), ttl_(ttl), reads_(s_->size()), results_(s_->size()) {}
+      : quorum_op(std::move(s), nullptr, {}), ttl_(ttl), results_(s_->size()) {
+    reports_ = false;
+  }
 
   void start() {
     resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", s_->fence_hash_key,
                          s_->fence_marker_key);
     started_ = boot_clock::now();
-    const auto deadline = started_ + s_->cfg.node_timeout;
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      reads_[i] = request{payload_, &fence_read_script, deadline, this, i, false};
-      if (!s_->nodes[i]->submit(reads_[i])) ++outstanding_;
-    }
-    if (outstanding_ == 0) finish(false);
+    send_to_all(payload_, &fence_read_script, started_ + s_->cfg.node_timeout);
+    on_tally();
   }
 
  private:
@@ -135,26 +137,10 @@ class fence_repair_op final : public request_sink {
     std::map<std::string, std::int64_t> counters;
   };
 
-  void on_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    --outstanding_;
-    const std::size_t node = i >= max_nodes ? i - max_nodes : i;
-    if (!ec && (*r)[0].is_error())
-      failed_ = fmt::format("node {}: \"{}\"{}", node, (*r)[0].text, acl_hint((*r)[0].text));
-    else if (ec)
-      failed_ = fmt::format("node {}: {}", node, ec.message());
-    if (i >= max_nodes) {
-      // A repair write: success marks the node.
-      if (!ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
-        s_->nodes[node]->set_fence_marked();
-    } else if (!ec) {
-      parse(i, *r);
-    }
-    if (outstanding_ == 0) finish(phase_ == 1);
-  }
-
-  void parse(std::size_t i, const resp::reply& r) {
+  vote classify(std::size_t i, const resp::reply& r) override {
     // {marked, {field, value, field, value, ...}}
-    if (r[0].kind != resp::type::array || r.size() < 3 || r[1].kind != resp::type::integer) return;
+    if (r[0].kind != resp::type::array || r.size() < 3 || r[1].kind != resp::type::integer)
+      return vote::failed;
     node_read& nr = results_[i];
     nr.answered = true;
     nr.marked = r[1].integer == 1;
@@ -164,10 +150,39 @@ class fence_repair_op final : public request_sink {
       std::from_chars(r[k + 1].text.data(), r[k + 1].text.data() + r[k + 1].text.size(), v);
       nr.counters[std::string{r[k].text}] = v;
     }
+    return vote::yes;
   }
 
-  void finish(bool writes_done) {
-    if (writes_done) return done();
+  // Every read is in (or failed): write where needed.
+  void on_tally() override {
+    if (outstanding_ > 0) return;
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (round_.votes[i] == vote::failed) note_failure(i, round_.errors[i], round_.texts[i]);
+    if (!write_repairs()) done();
+  }
+
+  // A repair write: success marks the node.
+  void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
+    if (ec)
+      note_failure(i, ec, {});
+    else if ((*r)[0].is_error())
+      note_failure(i, error::server_error, (*r)[0].text);
+    else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
+      s_->nodes[i]->set_fence_marked();
+    if (outstanding_ == 0) done();
+  }
+
+  void on_cancel() override {}  // nobody can cancel a repair
+
+  void note_failure(std::size_t node, error_code ec, std::string_view server_text) {
+    if (ec == error::server_error)
+      failed_ = fmt::format("node {}: \"{}\"{}", node, server_text, acl_hint(server_text));
+    else
+      failed_ = fmt::format("node {}: {}", node, ec.message());
+  }
+
+  // Sends the repair writes; false when there is nothing to write.
+  bool write_repairs() {
     const std::size_t n = s_->size();
     // Every independent node that answered counts, whether it votes now or not: its
     // counters are real, and raising a counter is always safe.
@@ -183,7 +198,7 @@ class fence_repair_op final : public request_sink {
     // replies): only a read of every node is sure to include the counters of the last
     // write-back's majority. Requiring it also on a new fleet keeps a node that was
     // marked, and then lost its marker's majority, from being outvoted by empty ones.
-    if (marked < quorum(n) && answered < independent) return done();
+    if (marked < quorum(n) && answered < independent) return false;
     std::map<std::string, std::int64_t> maxima;
     for (std::size_t i = 0; i < n; ++i) {
       if (!results_[i].answered || !s_->independent(i)) continue;
@@ -194,8 +209,7 @@ class fence_repair_op final : public request_sink {
     w.begin(5 + 2 * maxima.size()).arg("EVALSHA").arg(fence_repair_script.sha).arg(std::int64_t{2});
     w.arg(s_->fence_hash_key).arg(s_->fence_marker_key);
     for (auto& [field, v] : maxima) w.arg(field).arg(v);
-    phase_ = 1;
-    writes_.resize(n);
+    wrote_ = true;
     const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < n; ++i) {
       if (!results_[i].answered || results_[i].marked) continue;
@@ -203,10 +217,9 @@ class fence_repair_op final : public request_sink {
       // and connected now: a write queued while reconnecting could reach a server that
       // restarted after our reads.
       if (!s_->nodes[i]->ready() || !s_->votes(i, ttl_, started_)) continue;
-      writes_[i] = request{write_, &fence_repair_script, deadline, this, max_nodes + i, false};
-      if (!s_->nodes[i]->submit(writes_[i])) ++outstanding_;
+      send_second(writes_[i], i, write_, &fence_repair_script, deadline);
     }
-    if (outstanding_ == 0) done();
+    return outstanding_ > 0;
   }
 
   void done() {
@@ -214,21 +227,18 @@ class fence_repair_op final : public request_sink {
     // A repair that had nothing to write keeps the last failure's text.
     if (!failed_.empty())
       s_->repair_problem = std::move(failed_);
-    else if (phase_ == 1)
+    else if (wrote_)
       s_->repair_problem.clear();
-    delete this;
+    complete({});
   }
 
-  std::shared_ptr<client_state> s_;
   std::chrono::milliseconds ttl_;
   boot_clock::time_point started_{};  // before the first read was queued
-  std::vector<request> reads_;
-  std::vector<request> writes_;
+  std::array<request, max_nodes> writes_{};
   std::vector<node_read> results_;
   std::string payload_;
   std::string write_;
-  std::size_t outstanding_ = 0;
-  int phase_ = 0;
+  bool wrote_ = false;  // the repair writes went out
   std::string failed_;  // the last node error, for diagnostics
 };
 
@@ -238,7 +248,7 @@ void client_state::start_fence_repair(std::chrono::milliseconds ttl) {
   if (repair_running || closed) return;
   repair_running = true;
   auto* op = new fence_repair_op(shared_from_this(), ttl);
-  op->start();
+  op->run_guarded([op] { op->start(); });  // it frees itself by quorum_op's rule
 }
 
 }  // namespace redlock::detail

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/keeper.hpp"
 
@@ -27,14 +28,21 @@ void renewal_entry::publish_deadline() {
 
 namespace {
 
-// One batch-extend call to every node for up to max_batch locks with the same TTL.
-// Waits for every node (or its deadline): renewals are not latency-critical, and a
-// per-lock decision needs every vote that can still come.
-class batch_extend_op final : public request_sink {
+// One batch-extend call to every node for up to max_batch locks with the same TTL, as a
+// quorum_op whose reply classifier counts a vote per lock. Waits for every node (or its
+// deadline): renewals are not latency-critical, and a per-lock decision needs every vote
+// that can still come. It completes to nobody: the scheduler learns the outcome.
+class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
  public:
   batch_extend_op(std::shared_ptr<client_state> s, renewal_scheduler& sched,
                   std::vector<std::shared_ptr<renewal_entry>> batch)
-      : s_(std::move(s)), sched_(sched), batch_(std::move(batch)), yes_(batch_.size()), no_(batch_.size()) {}
+      : quorum_op(std::move(s), nullptr, {}),
+        sched_(sched),
+        batch_(std::move(batch)),
+        yes_(batch_.size()),
+        no_(batch_.size()) {
+    reports_ = false;  // the observer hears of each lock, from answers_
+  }
 
   void start() {
     ttl_ = batch_.front()->ttl;
@@ -51,54 +59,24 @@ class batch_extend_op final : public request_sink {
     start_ = boot_clock::now();  // before the first byte can leave
     for (auto& e : batch_) e->renew_start = start_;
     deadline = std::min(deadline, start_ + s_->cfg.node_timeout);
-    reqs_.resize(s_->size());
     if (s_->obs) {
       answers_.assign(s_->size() * n, node_answer::no_answer);
-      node_errors_.assign(s_->size(), error_code{});
       replied_at_.assign(s_->size(), boot_clock::time_point{});
     }
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      reqs_[i] = request{payload_, &batch_extend_script, deadline, this, i, false};
-      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
-        ++failed_nodes_;
-        if (s_->obs) note_node(i, node_answer::failed, ec);
-      } else {
-        ++outstanding_;
-      }
-    }
-    if (outstanding_ == 0) finish();
+    send_to_all(payload_, &batch_extend_script, deadline);
+    on_tally();
   }
 
  private:
-  void on_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    --outstanding_;
+  // A node held back by the restart guard (or a replica, a duplicate) does not vote.
+  bool counts(std::size_t i) override { return voter(i, ttl_); }
+
+  vote classify(std::size_t i, const resp::reply& r) override {
     if (s_->obs) replied_at_[i] = boot_clock::now();
-    // A node held back by the restart guard (or a replica, a duplicate) does not vote.
-    if (ec) {
-      ++failed_nodes_;
-      if (s_->obs) note_node(i, node_answer::failed, ec);
-    } else if (!s_->votes(i, ttl_, boot_clock::now())) {
-      ++failed_nodes_;
-      if (s_->obs) note_node(i, node_answer::held_back, error::node_held_back);
-    } else if (!tally(i, *r)) {
-      ++failed_nodes_;
-      if (s_->obs) note_node(i, node_answer::failed, error::unexpected_reply);
-    }
-    if (outstanding_ == 0) finish();
-  }
-
-  // Node i's answer for every lock of the batch (observer only).
-  void note_node(std::size_t i, node_answer a, error_code ec) {
-    node_errors_[i] = ec;
-    std::fill_n(answers_.begin() + static_cast<std::ptrdiff_t>(i * batch_.size()),
-                batch_.size(), a);
-  }
-
-  bool tally(std::size_t i, const resp::reply& r) {
     if (r[0].kind != resp::type::array || r[0].size != batch_.size() || r.size() != batch_.size() + 1)
-      return false;
+      return vote::failed;
     for (std::size_t j = 0; j < batch_.size(); ++j) {
-      if (r[j + 1].kind != resp::type::integer) return false;
+      if (r[j + 1].kind != resp::type::integer) return vote::failed;
     }
     for (std::size_t j = 0; j < batch_.size(); ++j) {
       const bool yes = r[j + 1].integer == 1;
@@ -106,19 +84,24 @@ class batch_extend_op final : public request_sink {
       if (s_->obs)
         answers_[i * batch_.size() + j] = yes ? node_answer::yes : node_answer::refused;
     }
-    return true;
+    return vote::yes;  // the node answered for every lock
   }
+
+  void on_tally() override {
+    if (outstanding_ > 0) return;
+    finish();
+    complete({});
+  }
+
+  void on_cancel() override {}  // nobody can cancel a renewal round
 
   void report(std::size_t j, error_code outcome, boot_clock::time_point now) {
     std::array<node_reply, max_nodes> replies;
     const std::size_t n = s_->size();
     for (std::size_t i = 0; i < n; ++i) {
-      node_reply& r = replies[i];
-      r.node = i;
-      r.address = s_->addresses[i];
-      r.answer = answers_[i * batch_.size() + j];
-      r.error = node_errors_[i];
-      r.latency = reply_latency(replied_at_[i], start_);
+      replies[i] = observed(i, start_, replied_at_[i]);
+      // A node that answered said something of its own for each lock.
+      if (round_.votes[i] != vote::failed) replies[i].answer = answers_[i * batch_.size() + j];
     }
     const extend_event e{
         .resource = batch_[j]->lk.resource(),
@@ -137,8 +120,8 @@ class batch_extend_op final : public request_sink {
       e.in_flight = false;
       if (e.stopped || e.lost) continue;
       const auto old_deadline = lock_access::deadline(e.lk);
-      auto v = decide_extension(n, yes_[j], no_[j], failed_nodes_, now, start_, ttl_, old_deadline,
-                                s_->cfg.drift_factor);
+      auto v = decide_extension(n, yes_[j], no_[j], round_.failed, now, start_, ttl_,
+                                old_deadline, s_->cfg.drift_factor);
       if (!v.decided)  // every node answered or failed; cannot happen, but never keep a stale deadline
         v = abandoned_extension(error::no_quorum, now, start_, ttl_, old_deadline,
                                 s_->cfg.drift_factor);
@@ -171,24 +154,18 @@ class batch_extend_op final : public request_sink {
       }
     }
     sched_.reschedule();
-    delete this;
   }
 
-  std::shared_ptr<client_state> s_;
   renewal_scheduler& sched_;
   std::vector<std::shared_ptr<renewal_entry>> batch_;
   std::vector<std::uint16_t> yes_;
   std::vector<std::uint16_t> no_;
-  std::vector<request> reqs_;
-  // Kept only with an observer: each node's answer per lock (node-major), error, reply time.
+  // Kept only with an observer: each node's answer per lock (node-major) and reply time.
   std::vector<node_answer> answers_;
-  std::vector<error_code> node_errors_;
   std::vector<boot_clock::time_point> replied_at_;
   std::string payload_;
   std::chrono::milliseconds ttl_{};
   boot_clock::time_point start_{};
-  std::size_t outstanding_ = 0;
-  std::size_t failed_nodes_ = 0;
 };
 
 }  // namespace
@@ -280,7 +257,7 @@ void renewal_scheduler::start_batches(std::vector<std::shared_ptr<renewal_entry>
                                                         group.begin() + static_cast<std::ptrdiff_t>(end));
       for (auto& e : batch) e->in_flight = true;
       auto* op = new batch_extend_op(keep, *this, std::move(batch));
-      op->start();
+      op->run_guarded([op] { op->start(); });  // it frees itself by quorum_op's rule
     }
   }
 }

@@ -80,24 +80,35 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
   /// round: the last one's answers are forgotten). The caller must not start a round
   /// while requests of the last one are outstanding (they use the same slots).
   void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
-    const std::size_t n = s_->size();
-    round_.reset(n);
+    begin_round();
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (should_send(i)) send_to(i, payload, lua, deadline);  // else recorded as failed
+  }
+
+  /// Starts a round whose requests go out with send_to(): every node pending.
+  void begin_round() {
+    round_.reset(s_->size());
     if (s_->obs && reports_) {
       if (!replied_at_) replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
       replied_at_->fill(boot_clock::time_point{});
     }
     sent_ = true;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!should_send(i)) continue;  // recorded as a failure by should_send
-      reqs_[i] = request{payload, lua, deadline, this, i, false};
-      if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
-        round_.fail(i, ec);
-        on_unsent(i);
-      } else {
-        round_.sent_to[i] = true;
-        ++outstanding_;
-      }
+  }
+
+  /// Sends node i its request of this round (payloads may differ per node; a node gets at
+  /// most one request per round). False if its connection refused it (recorded as failed).
+  bool send_to(std::size_t i, std::string_view payload, const script* lua,
+               boot_clock::time_point deadline) {
+    reqs_[i] = request{payload, lua, deadline, this, i, false};
+    if (auto ec = s_->nodes[i]->submit(reqs_[i])) {
+      round_.fail(i, ec);
+      on_failed(i);
+      on_unsent(i);
+      return false;
     }
+    round_.sent_to[i] = true;
+    ++outstanding_;
+    return true;
   }
 
   /// A second round's request to node i (index max_nodes + i), in `slot`: answers go to
@@ -124,6 +135,10 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
   /// Node i's request may not have run: not accepted by its connection, lost with it, or
   /// timed out (it may run later, or never). Also after the op completed.
   virtual void on_unsent(std::size_t) {}
+  /// Node i gave no usable answer this round (its reason is in round_): refused by its
+  /// connection, a transport failure, an error reply, an answer that may not count, or
+  /// one classify() could not read. Also after the op completed.
+  virtual void on_failed(std::size_t) {}
   /// The cancellation slot fired (on the strand, before completion).
   virtual void on_cancel() = 0;
   /// Called once, just before the handler is completed with `ec`.
@@ -150,6 +165,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     before_complete(ec);
     if (slot_.is_connected()) slot_.clear();
     if (diag_) diag_->message = ec ? describe(ec) : std::string{};
+    if (!handler_) return;  // an op that completes to nobody (renewal, repair, batch)
     if (initiating_) {
       // Decided inside the initiating call (every node refused at once): the handler
       // must not run inside it, or a retry loop would recurse without bound.
@@ -256,6 +272,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     } else if (counts(i)) {  // if not, counts() recorded why: even a yes is no vote
       round_.count(i, classify(i, *r));
     }
+    if (round_.votes[i] == vote::failed) on_failed(i);
     if (!done_) on_tally();
   }
 
