@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/client.hpp"
 
@@ -58,16 +59,21 @@ constexpr int batch_slots = 4;
 using node_mask = std::uint16_t;
 constexpr node_mask bit(std::size_t i) { return static_cast<node_mask>(1u << i); }
 
-// Sends one script call per node for a list of item indexes, and reads back one integer
-// per item. Shared by the claim and settle batches.
-class batch_rounds : public request_sink {
+// A quorum_op whose round sends each node one script call for a list of item indexes
+// (its own list: payloads differ per node) and reads back one integer per item. Shared by
+// the claim and settle batches. Waits for every node it asked; a batch that completes to
+// nobody (coalesced single calls, which have a handler per item) passes no handler.
+template <typename Signature>
+class batch_rounds : public quorum_op<client_state, Signature> {
+  using base = quorum_op<client_state, Signature>;
+
  protected:
-  explicit batch_rounds(std::shared_ptr<client_state> s) : s_(std::move(s)) {
-    reqs_.resize(s_->size());
-    payloads_.resize(s_->size());
-    sent_items_.resize(s_->size());
+  batch_rounds(std::shared_ptr<client_state> s, typename base::handler_type h)
+      : base(std::move(s), nullptr, std::move(h)) {
+    this->reports_ = false;
+    payloads_.resize(this->s_->size());
+    sent_items_.resize(this->s_->size());
   }
-  ~batch_rounds() = default;
 
   /// Builds node i's call: `lua` over the items in `which`, keys then tokens, after `arg`.
   void prepare(std::size_t i, const script& lua, std::vector<std::uint32_t> which,
@@ -83,36 +89,39 @@ class batch_rounds : public request_sink {
     lua_ = &lua;
   }
 
-  /// Submits node i's prepared call; false when the connection refused it at once.
+  /// Sends node i's prepared call; false when the connection refused it at once (its
+  /// items are then tallied as not sent).
   bool submit(std::size_t i, boot_clock::time_point deadline) {
-    reqs_[i] = request{payloads_[i], lua_, deadline, this, i, false};
-    if (s_->nodes[i]->submit(reqs_[i])) return false;
-    ++outstanding_;
-    return true;
+    return this->send_to(i, payloads_[i], lua_, deadline);
   }
 
   virtual std::string_view key_of(std::uint32_t item) const = 0;
   /// The token sent to node i for an item.
   virtual std::string_view token_of(std::size_t node, std::uint32_t item) const = 0;
-  /// Node i answered `code` for item j (or failed: code -1).
+  /// Node i answered `code` for item j; failed: -1 after sending (it may have run), -2
+  /// not sent.
   virtual void tally(std::size_t i, std::uint32_t item, std::int64_t code) = 0;
   /// Every reply of the round is in.
   virtual void round_done() = 0;
-  /// Whether node i's reply may count now (the restart guard).
-  virtual bool counts(std::size_t) { return true; }
-
-  std::shared_ptr<client_state> s_;
-  std::size_t outstanding_ = 0;
 
  private:
-  void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
-    --outstanding_;
+  vote classify(std::size_t i, const resp::reply& r) final {
     const auto& items = sent_items_[i];
-    const bool ok = !ec && counts(i) && well_formed(*r, items.size());
-    for (std::size_t k = 0; k < items.size(); ++k)
-      tally(i, items[k], ok ? (*r)[k + 1].integer : -1);
-    if (outstanding_ == 0) round_done();
+    if (!well_formed(r, items.size())) return vote::failed;  // on_failed tallies it
+    for (std::size_t k = 0; k < items.size(); ++k) tally(i, items[k], r[k + 1].integer);
+    return vote::yes;  // the node answered for every item
   }
+
+  void on_failed(std::size_t i) final {
+    const std::int64_t code = this->round_.sent_to[i] ? -1 : -2;
+    for (auto j : sent_items_[i]) tally(i, j, code);
+  }
+
+  void on_tally() final {
+    if (this->outstanding_ == 0) round_done();
+  }
+
+  void on_cancel() final {}  // batches take no cancellation slot
 
   static bool well_formed(const resp::reply& r, std::size_t m) {
     if (r[0].kind != resp::type::array || r[0].size != m || r.size() != m + 1) return false;
@@ -121,7 +130,6 @@ class batch_rounds : public request_sink {
     return true;
   }
 
-  std::vector<request> reqs_;
   std::vector<std::string> payloads_;
   std::vector<std::vector<std::uint32_t>> sent_items_;
   const script* lua_ = nullptr;
@@ -144,18 +152,16 @@ struct claim_item {
   claim_handler handler;  // coalesced calls only
 };
 
-class claim_batch_op final : public batch_rounds {
+class claim_batch_op final : public batch_rounds<void(error_code, std::vector<claim_result>)> {
  public:
   claim_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl,
                  std::vector<claim_item> items, claims_handler whole, bool coalesced)
-      : batch_rounds(std::move(s)),
+      : batch_rounds(std::move(s), std::move(whole)),
         ttl_(ttl),
         items_(std::move(items)),
-        whole_(std::move(whole)),
         coalesced_(coalesced) {}
 
   void start() {
-    initiating_ = true;
     if (s_->closed) return fail_all(error::shut_down);
     const std::size_t n = s_->size();
     // Only the first of equal names is sent.
@@ -194,26 +200,23 @@ class claim_batch_op final : public batch_rounds {
     valid_until_ = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
     const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
     const std::size_t first = able.size() >= q ? q : able.size();
+    begin_round();
     for (std::size_t k = 0; k < first; ++k) ask(able[k], unique, deadline);
     for (std::size_t k = first; k < able.size(); ++k) later_ |= bit(able[k]);
     if (outstanding_ == 0) return round_done();  // completes posted: still initiating
-    initiating_ = false;
   }
 
  private:
   void ask(std::size_t i, const std::vector<std::uint32_t>& which, boot_clock::time_point deadline) {
     if (which.empty()) return;
+    for (auto j : which) items_[j].asked |= bit(i);
     prepare(i, claim_script, which, ttl_.count());
-    const bool sent = submit(i, deadline);
-    for (auto j : which) {
-      items_[j].asked |= bit(i);
-      if (!sent) ++items_[j].failed;
-    }
+    submit(i, deadline);  // a refusal is tallied as not sent
   }
 
   std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
   std::string_view token_of(std::size_t, std::uint32_t j) const override { return items_[j].token; }
-  bool counts(std::size_t i) override { return s_->votes(i, ttl_, boot_clock::now()); }
+  bool counts(std::size_t i) override { return voter(i, ttl_); }
 
   void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
     auto& it = items_[j];
@@ -222,6 +225,7 @@ class claim_batch_op final : public batch_rounds {
       case 0: ++it.held; break;
       case 2: ++it.done; break;
       case 3: ++it.wrong; break;
+      case -2: ++it.failed; break;  // never sent
       default: ++it.failed; it.maybe |= bit(i); break;  // it may have landed
     }
   }
@@ -308,32 +312,24 @@ class claim_batch_op final : public batch_rounds {
     deliver(ec, std::move(results));
   }
 
+  // The last reply is in. Coalesced calls have a handler each, completed as the op's own
+  // would be (posted while initiating); the op then completes to nobody.
   void deliver(error_code ec, std::vector<claim_result> results) {
-    auto self = std::unique_ptr<claim_batch_op>(this);  // the last reply is in: nothing refers to us
-    auto s = s_;
-    const bool post = initiating_;
-    if (coalesced_) {
-      for (std::size_t j = 0; j < items_.size(); ++j) {
-        auto h = std::move(items_[j].handler);
-        if (post)
-          asio::post(s->strand, asio::append(std::move(h), ec, std::move(results[j])));
-        else
-          asio::dispatch(asio::append(std::move(h), ec, std::move(results[j])));
-      }
-      if (s->claims) s->claims->claim_batch_done();
-      return;
+    if (!coalesced_) return complete(ec, std::move(results));
+    for (std::size_t j = 0; j < items_.size(); ++j) {
+      auto h = std::move(items_[j].handler);
+      if (initiating_)
+        asio::post(s_->strand, asio::append(std::move(h), ec, std::move(results[j])));
+      else
+        asio::dispatch(asio::append(std::move(h), ec, std::move(results[j])));
     }
-    if (post)
-      asio::post(s->strand, asio::append(std::move(whole_), ec, std::move(results)));
-    else
-      asio::dispatch(asio::append(std::move(whole_), ec, std::move(results)));
+    complete(ec, {});
+    if (s_->claims) s_->claims->claim_batch_done();
   }
 
   std::chrono::milliseconds ttl_;
   std::vector<claim_item> items_;
-  claims_handler whole_;
   bool coalesced_;
-  bool initiating_ = false;
   node_mask later_ = 0;  // able nodes kept for the second round
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
@@ -349,20 +345,19 @@ struct settle_item {
   void_handler handler;  // coalesced calls only
 };
 
-class settle_batch_op final : public batch_rounds {
+class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)> {
  public:
   settle_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds keep,
                   std::vector<settle_item> items, count_handler whole, bool coalesced,
                   std::size_t not_ours = 0)
-      : batch_rounds(std::move(s)),
+      : batch_rounds(std::move(s), std::move(whole)),
         keep_(keep),
         items_(std::move(items)),
-        whole_(std::move(whole)),
         coalesced_(coalesced),
         not_ours_(not_ours) {}
 
   void start() {
-    initiating_ = true;
+    begin_round();
     const std::size_t n = s_->size();
     std::vector<std::vector<std::uint32_t>> per_node(n);
     for (std::uint32_t j = 0; j < items_.size(); ++j)
@@ -371,13 +366,10 @@ class settle_batch_op final : public batch_rounds {
     const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < n; ++i) {
       if (per_node[i].empty()) continue;
-      const auto which = per_node[i];
       prepare(i, settle_script, std::move(per_node[i]), keep_.count());
-      if (!submit(i, deadline))
-        for (auto j : which) ++items_[j].failed;
+      submit(i, deadline);  // a refusal is tallied as a failure
     }
     if (outstanding_ == 0) return round_done();  // completes posted: still initiating
-    initiating_ = false;
   }
 
  private:
@@ -426,20 +418,19 @@ class settle_batch_op final : public batch_rounds {
   }
 
   void round_done() override {
-    auto self = std::unique_ptr<settle_batch_op>(this);
     spread_markers();
-    auto s = s_;
-    const bool post = initiating_;
     if (coalesced_) {
+      // A handler per call, completed as the op's own would be (posted while initiating).
       for (auto& it : items_) {
         auto h = std::move(it.handler);
         const auto ec = outcome(it);
-        if (post)
-          asio::post(s->strand, asio::append(std::move(h), ec));
+        if (initiating_)
+          asio::post(s_->strand, asio::append(std::move(h), ec));
         else
           asio::dispatch(asio::append(std::move(h), ec));
       }
-      if (s->claims) s->claims->settle_batch_done();
+      complete({}, 0);
+      if (s_->claims) s_->claims->settle_batch_done();
       return;
     }
     error_code first = not_ours_ ? error_code{error::not_held} : error_code{};
@@ -449,23 +440,24 @@ class settle_batch_op final : public batch_rounds {
       if (!ec) ++settled;
       else if (!first) first = ec;
     }
-    if (post)
-      asio::post(s->strand, asio::append(std::move(whole_), first, settled));
-    else
-      asio::dispatch(asio::append(std::move(whole_), first, settled));
+    complete(first, settled);
   }
 
   std::chrono::milliseconds keep_;
   std::vector<settle_item> items_;
-  count_handler whole_;
   bool coalesced_;
   std::size_t not_ours_;
-  bool initiating_ = false;
 };
 
 }  // namespace
 
 namespace {
+
+// Starts a batch made with new, on the strand already: it frees itself (quorum_op's rule).
+template <typename Op>
+void launch_batch(Op* op) {
+  op->run_guarded([op] { op->start(); });
+}
 
 bool bad_name(const std::string& name) { return name.empty() || name.size() > max_resource_bytes; }
 
@@ -545,7 +537,7 @@ void claim_coalescer::flush() {
     for (auto& p : take_batch(claims_, [](const pending_claim& p) { return p.ttl; }))
       items.emplace_back(std::move(p.resource), std::move(p.handler));
     ++claims_in_flight_;
-    (new claim_batch_op(s, ttl, std::move(items), {}, true))->start();
+    launch_batch(new claim_batch_op(s, ttl, std::move(items), {}, true));
   }
   while (!settles_.empty() && settles_in_flight_ < batch_slots) {
     const auto keep = settles_.front().keep;
@@ -554,7 +546,7 @@ void claim_coalescer::flush() {
       items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
                                   std::move(p.handler)});
     ++settles_in_flight_;
-    (new settle_batch_op(s, keep, std::move(items), {}, true))->start();
+    launch_batch(new settle_batch_op(s, keep, std::move(items), {}, true));
   }
 }
 
@@ -602,7 +594,7 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
     std::vector<claim_item> items;
     items.reserve(resources.size());
     for (auto& r : resources) items.emplace_back(std::move(r));
-    (new claim_batch_op(s, ttl, std::move(items), std::move(h), false))->start();
+    launch_batch(new claim_batch_op(s, ttl, std::move(items), std::move(h), false));
   });
 }
 
@@ -646,7 +638,7 @@ void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
     if (items.empty())
       return complete_later(s, std::move(h), not_ours ? error_code{error::not_held} : error_code{},
                             std::size_t{0});
-    (new settle_batch_op(s, keep, std::move(items), std::move(h), false, not_ours))->start();
+    launch_batch(new settle_batch_op(s, keep, std::move(items), std::move(h), false, not_ours));
   });
 }
 
