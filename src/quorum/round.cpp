@@ -6,16 +6,6 @@
 
 namespace redlock::detail {
 
-void round::reset(std::size_t n) {
-  yes = no = held = failed = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    votes[i] = vote::pending;
-    errors[i] = {};
-    texts[i].clear();
-    sent_to[i] = false;
-  }
-}
-
 void round::fail(std::size_t i, error_code why, std::string_view text) {
   votes[i] = vote::failed;
   errors[i] = why;
@@ -29,19 +19,8 @@ void round::error_reply(std::size_t i, std::string_view text) {
        text);
 }
 
-void round::count(std::size_t i, vote v) {
-  switch (v) {
-    case vote::yes: ++yes; break;
-    case vote::no: ++no; break;
-    case vote::held: ++held; break;
-    case vote::failed:
-      // Keeps a failure recorded while classifying (and its text); else the reply was
-      // not one the request can have.
-      if (votes[i] != vote::failed) fail(i, error::unexpected_reply);
-      return;
-    case vote::pending: return;
-  }
-  votes[i] = v;
+void round::unreadable(std::size_t i) {
+  if (votes[i] != vote::failed) fail(i, error::unexpected_reply);
 }
 
 std::string describe(const round& r, std::span<const node_label> nodes, error_code outcome,

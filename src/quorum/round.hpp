@@ -38,15 +38,36 @@ struct round {
   std::array<bool, max_nodes> sent_to{};
   std::size_t yes = 0, no = 0, held = 0, failed = 0;
 
-  /// Every one of n nodes pending, nothing counted.
-  void reset(std::size_t n);
+  /// Every one of n nodes pending, nothing counted. (Inline, as count(): both run on
+  /// every lock call.)
+  void reset(std::size_t n) {
+    yes = no = held = failed = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      votes[i] = vote::pending;
+      errors[i] = {};
+      if (!texts[i].empty()) texts[i].clear();
+      sent_to[i] = false;
+    }
+  }
   /// Node i gave no usable answer, for `why` (and `text`, when there is more to say).
   void fail(std::size_t i, error_code why, std::string_view text = {});
   /// Node i answered with an error: WRONGTYPE is a key of another type, anything else a
   /// server error; the server's text is kept.
   void error_reply(std::size_t i, std::string_view text);
   /// Node i answered `v` (yes, no or held; failed records unexpected_reply).
-  void count(std::size_t i, vote v);
+  void count(std::size_t i, vote v) {
+    switch (v) {
+      case vote::yes: ++yes; break;
+      case vote::no: ++no; break;
+      case vote::held: ++held; break;
+      case vote::failed: return unreadable(i);
+      case vote::pending: return;
+    }
+    votes[i] = v;
+  }
+  /// Node i's answer could not be read: unexpected_reply, unless a failure (and its text)
+  /// was recorded while classifying it.
+  void unreadable(std::size_t i);
   /// Nodes that definitely will not say yes: refusals, holders and failures.
   std::size_t against() const { return no + held + failed; }
 };

@@ -66,15 +66,6 @@ grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
   return {now < deadline, deadline};
 }
 
-release_verdict decide_release(std::size_t n, std::size_t deleted, std::size_t absent,
-                               std::size_t pending) {
-  const std::size_t answered = deleted + absent;
-  if (deleted >= 1 && answered >= quorum(n)) return {true, {}};
-  if (pending > 0) return {false, {}};
-  if (answered < quorum(n)) return {true, error::no_quorum};
-  return {true, error::not_held};
-}
-
 namespace {
 
 extension_verdict shortened(error_code why, boot_clock::time_point now,

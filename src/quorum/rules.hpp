@@ -113,8 +113,14 @@ struct release_verdict {
   bool decided;
   error_code outcome;
 };
-release_verdict decide_release(std::size_t n, std::size_t deleted, std::size_t absent,
-                               std::size_t pending);
+inline release_verdict decide_release(std::size_t n, std::size_t deleted, std::size_t absent,
+                                      std::size_t pending) {
+  const std::size_t answered = deleted + absent;
+  if (deleted >= 1 && answered >= quorum(n)) return {true, {}};
+  if (pending > 0) return {false, {}};
+  if (answered < quorum(n)) return {true, error::no_quorum};
+  return {true, error::not_held};
+}
 
 // ---- extension ----------------------------------------------------------------------
 
