@@ -693,23 +693,30 @@ void connection::dispatch_reply(const resp::reply& r) {
     case kind::user: break;
   }
   if (!e.req) return;  // completed by its deadline; the late reply is dropped
-  if (is_noscript(r) && e.req->lua && !e.req->reloaded) {
+  if (e.req->lua && is_noscript(r)) [[unlikely]]
+    return on_noscript(*e.req, r);
+  complete(e.req, {}, &r);
+}
+
+void connection::on_noscript(request& req, const resp::reply& r) {
+  if (!req.reloaded) {
     // The script cache was flushed (SCRIPT FLUSH, restart): load it and run the same
     // EVALSHA again.
-    e.req->reloaded = true;
+    req.reloaded = true;
     std::string load;
-    resp::append_command(load, "SCRIPT", "LOAD", e.req->lua->body);
+    resp::append_command(load, "SCRIPT", "LOAD", req.lua->body);
     append(load, nullptr, kind::ignore);
-    return run_again(*e.req);
+    return run_again(req);
   }
-  if (is_noscript(r) && e.req->lua && !sent_as_eval(e.req->lua)) {
+  if (!sent_as_eval(req.lua)) {
     // Unknown again right after SCRIPT LOAD: the load went elsewhere (a proxy) or was
     // refused. From now on this node gets the script's text (EVAL), as every Redlock
     // client does without a script cache.
-    eval_only_.push_back(e.req->lua);
-    return run_again(*e.req);
+    eval_only_.push_back(req.lua);
+    any_eval_only_ = true;
+    return run_again(req);
   }
-  complete(e.req, {}, &r);
+  complete(&req, {}, &r);  // sent as EVAL: this NOSCRIPT is not about our script
 }
 
 void connection::run_again(request& req) {
@@ -770,8 +777,9 @@ void connection::submit_detached(std::string payload) {
 namespace {
 
 // `evalsha` (EVALSHA <sha> <args...>, as resp::append_command writes it) as EVAL <body>
-// <args...>, appended to `out`; false if it is not in that form.
-bool append_as_eval(std::string& out, std::string_view evalsha, std::string_view body) {
+// <args...>, appended to `out`; false if it is not in that form. Kept out of line: only
+// nodes that never keep a script take this path.
+[[gnu::noinline]] bool append_as_eval(std::string& out, std::string_view evalsha, std::string_view body) {
   const auto header_end = evalsha.find("\r\n");
   if (header_end == std::string_view::npos) return false;
   const std::string_view header = evalsha.substr(0, header_end + 2);  // *N\r\n
@@ -797,10 +805,12 @@ bool connection::sent_as_eval(const script* lua) const {
 }
 
 void connection::append(std::string_view payload, request* req, kind k) {
-  if (!eval_only_.empty() && req && req->lua && sent_as_eval(req->lua) &&
-      append_as_eval(wbuf_, payload, req->lua->body)) {
-    inflight_.push_back({req, k});
-    return;
+  if (any_eval_only_) [[unlikely]] {
+    if (req && req->lua && sent_as_eval(req->lua) &&
+        append_as_eval(wbuf_, payload, req->lua->body)) {
+      inflight_.push_back({req, k});
+      return;
+    }
   }
   wbuf_.append(payload);
   inflight_.push_back({req, k});
@@ -897,6 +907,9 @@ void connection::on_deadline() {
 }
 
 void connection::watch_unresponsive() {
+  // Closing gracefully: conn_timer_ already holds the drain's deadline, which ends it
+  // sooner (shutdown must not wait out this much longer watch).
+  if (draining_) return;
   // A frozen server answers once thawed, but a vanished host (no RST) never does: give
   // up on the socket after a while and reconnect, which the handshake deadline bounds.
   const auto limit = std::max(cfg_.connect_timeout, cfg_.node_timeout) * 10;

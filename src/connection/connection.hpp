@@ -190,6 +190,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void append(std::string_view payload, request* req, kind k);
   void append_detached(std::string payload);
+  void on_noscript(request& req, const resp::reply& r);
   void run_again(request& req);
   bool sent_as_eval(const script* lua) const;
   void schedule_flush();
@@ -254,6 +255,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // routes SCRIPT LOAD elsewhere, a server with SCRIPT disabled): sent as EVAL with the
   // script's text from then on.
   std::vector<const script*> eval_only_;
+  bool any_eval_only_ = false;  // eval_only_ is not empty (checked per request)
   resp::reader reader_{reply_limits()};
   resp::reply reply_;
   std::minstd_rand rng_;

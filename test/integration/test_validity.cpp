@@ -271,6 +271,30 @@ BOOST_AUTO_TEST_CASE(shutdown_ends_the_validity_of_everything_it_released) {
   }());
 }
 
+BOOST_AUTO_TEST_CASE(shutdown_with_a_frozen_node_ends_within_the_node_timeout) {
+  // The unlock's request to the frozen node times out while the connection drains: the
+  // drain's deadline (node_timeout) must still end it, not the much longer watch for a
+  // vanished host (10 x connect_timeout) that the timeout starts.
+  auto holder = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("frozen-exit", {.ttl = 30s}, asio::use_awaitable);
+  }());
+  fleet[2].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const auto began = std::chrono::steady_clock::now();
+    // Granted by nodes 0 and 1; node 2's release is still out when the shutdown begins.
+    co_await holder.async_unlock(lk, asio::use_awaitable);
+    co_await holder.async_shutdown(asio::use_awaitable);
+    const auto took = std::chrono::steady_clock::now() - began;
+    // node_timeout is 100 ms and the watch 5 s; 2 s leaves room for a slow machine.
+    BOOST_TEST((took < 2s), "async_shutdown took "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                << " ms");
+  }());
+  fleet[2].thaw();
+}
+
 BOOST_AUTO_TEST_CASE(destroying_the_client_ends_the_validity_of_its_locks) {
   auto contender = make_client();
   redlock::lock lk;
