@@ -16,5 +16,23 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/redlock-config.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/redlock-config-version.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/redlock)
 
+# redlock.pc finds the prefix from its own location (${pcfiledir}), so the installed tree
+# can live under any prefix (cmake --install --prefix) and be moved. Directories given as
+# absolute paths cannot follow the prefix and are written as they are.
+set(redlock_pc_dir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE "${redlock_pc_dir}")
+  set(REDLOCK_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH redlock_pc_up "/prefix/${redlock_pc_dir}" "/prefix")
+  string(REGEX REPLACE "/$" "" redlock_pc_up "${redlock_pc_up}")
+  set(REDLOCK_PC_PREFIX "\${pcfiledir}/${redlock_pc_up}")
+endif()
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(REDLOCK_PC_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(REDLOCK_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
 configure_file(cmake/redlock.pc.in ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc DESTINATION ${redlock_pc_dir})

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the built library into a temporary prefix, then builds and runs a consumer
-# project with find_package(redlock CONFIG), and checks the pkg-config file.
+# program twice: as a project using find_package(redlock CONFIG), and compiled by hand
+# with the flags `pkg-config --cflags --libs redlock` gives.
 set -euo pipefail
 # A second argument names the sanitizers the library was built with (REDLOCK_SANITIZE):
 # the consumer must link their runtimes too.
@@ -18,6 +19,19 @@ cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/pref
   "${flags[@]}" >/dev/null
 cmake --build "$work/build" >/dev/null
 "$work/build/consumer" | grep -q "locked by another owner"
-PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib/x86_64-linux-gnu/pkgconfig" \
-  pkg-config --cflags --libs redlock | grep -q -- "-lredlock"
+
+# The same program again, built with nothing but what pkg-config says. The .pc file must
+# point into this prefix (not where the build was configured to install), so the
+# include directory it names is checked, and the program must link and run.
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib/x86_64-linux-gnu/pkgconfig"
+includedir=$(pkg-config --variable=includedir redlock)
+if [[ $(realpath "$includedir") != $(realpath "$work/prefix/include") ]]; then
+  echo "pkg-config's includedir is $includedir, not in the prefix $work/prefix" >&2
+  exit 1
+fi
+read -r -a pc_flags <<<"$(pkg-config --cflags --libs redlock)"
+sanitize_flags=()
+[[ -n $sanitize ]] && sanitize_flags=(-fsanitize="$sanitize")
+"${CXX:-c++}" "${sanitize_flags[@]}" "$source_dir/consumer.cpp" -o "$work/pc-consumer" "${pc_flags[@]}"
+"$work/pc-consumer" | grep -q "locked by another owner"
 echo "install + find_package + pkg-config: ok"
