@@ -28,11 +28,11 @@ enum class claim_status : std::uint8_t {
 struct claim_result {
   claim_status status = claim_status::failed;
   /// Set when status is failed: why no majority could be had.
-  boost::system::error_code error;
+  boost::system::error_code error{};
   /// Owns the resource when status is won (empty otherwise). Settle it with
   /// client::async_settle, or release it with client::async_unlock; dropped, it is
   /// released in the background like any lock.
-  redlock::lock lock;
+  redlock::lock lock{};
 
   bool won() const noexcept { return status == claim_status::won; }
 };

@@ -23,10 +23,10 @@ struct node_event {
   /// tls_unverified: a rediss:// connection came up without certificate verification
   /// (tls_options::verify is off); reported at every such connection.
   enum class kind { connected, disconnected, restarted, clock_jump, replica, duplicate, tls_unverified };
-  kind what;
-  std::size_t node;     ///< index in config::nodes
-  std::string address;  ///< host:port, never credentials
-  std::string message;  ///< a sentence for people
+  kind what{};
+  std::size_t node{};     ///< index in config::nodes
+  std::string address{};  ///< host:port, never credentials
+  std::string message{};  ///< a sentence for people
 };
 
 /// TLS settings, used by the `rediss://` nodes of a client (plain `redis://` nodes ignore
@@ -35,16 +35,16 @@ struct node_event {
 struct tls_options {
   /// Trusted CA certificates: a PEM file, and/or a directory in OpenSSL's hashed layout
   /// (`openssl rehash`). Both empty: the system's default trust store.
-  std::string ca_file;
-  std::string ca_dir;
+  std::string ca_file{};
+  std::string ca_dir{};
   /// Client certificate (PEM, may hold the chain) and its private key, for servers that
   /// require mutual TLS (`tls-auth-clients yes`). Both or neither.
-  std::string cert_file;
-  std::string key_file;
+  std::string cert_file{};
+  std::string key_file{};
   /// The name the server's certificate must carry, also sent as SNI. Empty (default): the
   /// host of each node's URI (an IP address is then matched against the certificate's IP
   /// addresses).
-  std::string server_name;
+  std::string server_name{};
   /// Verify the server's certificate chain, dates and name (default). Off, any certificate
   /// is accepted, which lets anyone on the path impersonate the node; every such
   /// connection is reported as node_event::kind::tls_unverified.
@@ -57,19 +57,19 @@ struct config {
   /// Independent Redis masters, as `redis://[user:password@]host:port[/db]`, or
   /// `rediss://...` for TLS (see `tls`).
   /// 1 to 15 nodes; a lock needs N/2+1 of them. An odd count is best.
-  std::vector<std::string> nodes;
+  std::vector<std::string> nodes{};
 
   /// Credentials for nodes whose URI names none: AUTH with `user` (empty: the default
   /// user) and the password from exactly one of `password`, the first line of the file
   /// `password_file`, or the environment variable named by `password_env` (both read
   /// when the client is constructed). A URI's own credentials win. Passwords never appear
   /// in any message, event or diagnostic.
-  std::string user;
-  std::string password;
-  std::string password_file;
-  std::string password_env;
+  std::string user{};
+  std::string password{};
+  std::string password_file{};
+  std::string password_env{};
   /// TLS settings for `rediss://` nodes.
-  tls_options tls;
+  tls_options tls{};
 
   /// Deadline for TCP connect plus handshake (TLS, AUTH, SELECT, ...). Default 1 s.
   std::chrono::milliseconds connect_timeout = 1000ms;
@@ -110,7 +110,7 @@ struct config {
   /// Every key the client writes is `key_prefix + resource`; the fencing keys are
   /// `key_prefix + "redlock:fence"` (a hash) and `key_prefix + "redlock:fence:marker"`,
   /// the only keys without a TTL. Default: empty.
-  std::string key_prefix;
+  std::string key_prefix{};
 
   /// The longest lock TTL any client of this fleet uses: the restart guard's period. A
   /// node that restarted less than this long ago (or whose clock jumped) does not vote,
@@ -134,14 +134,14 @@ struct config {
 
   /// Receives node events (connected, disconnected, restarted, clock jump, replica,
   /// duplicate server), on the client's strand. Must not block. Default: none.
-  std::function<void(const node_event&)> on_event;
+  std::function<void(const node_event&)> on_event{};
   /// Receives attempts, acquisitions, extensions, losses and node events (see
   /// redlock/observer.hpp; redlock::metrics_observer keeps Prometheus metrics), on the
   /// client's strand. Must not block. Default: none, and then no event is built at all.
-  std::shared_ptr<redlock::observer> observer;
+  std::shared_ptr<redlock::observer> observer{};
   /// For tests only: called on the client's strand between the two rounds of a fenced
   /// acquisition, with the resource name.
-  std::function<void(std::string_view)> test_hook_before_fence_writeback;
+  std::function<void(std::string_view)> test_hook_before_fence_writeback{};
 };
 
 
@@ -170,10 +170,10 @@ struct lock_options {
 
 /// A Redis node address parsed from a URI.
 struct node_uri {
-  std::string host;
+  std::string host{};
   std::uint16_t port = 6379;
-  std::string user;      ///< empty: AUTH with password only (or no AUTH)
-  std::string password;  ///< empty: no AUTH
+  std::string user{};      ///< empty: AUTH with password only (or no AUTH)
+  std::string password{};  ///< empty: no AUTH
   int db = 0;
   bool tls = false;  ///< rediss://
 

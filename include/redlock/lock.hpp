@@ -18,7 +18,7 @@ struct lock_access;
 /// Details of a failed operation, for people: which nodes said what. Filled by the
 /// overloads that take a `diagnostics&`; never contains a password.
 struct diagnostics {
-  std::string message;
+  std::string message{};
 };
 
 /// Ownership of one resource on a majority of nodes, until deadline().

@@ -33,9 +33,9 @@ const char* to_string(node_answer a) noexcept;
 /// One node's part in one round.
 struct node_reply {
   std::size_t node = 0;      ///< index in config::nodes
-  std::string_view address;  ///< "host:port", never credentials
+  std::string_view address{};  ///< "host:port", never credentials
   node_answer answer = node_answer::no_answer;
-  boost::system::error_code error;  ///< set when answer is failed or held_back
+  boost::system::error_code error{};  ///< set when answer is failed or held_back
   /// From the start of the round (the request's enqueue) to this node's reply; negative
   /// when there was no reply before the decision.
   std::chrono::microseconds latency{-1};
@@ -43,50 +43,50 @@ struct node_reply {
 
 /// One round of an async_lock or async_try_lock call (a waiting call may make several).
 struct attempt_event {
-  std::string_view resource;  ///< as given to the call, without the key prefix
+  std::string_view resource{};  ///< as given to the call, without the key prefix
   bool fenced = false;
   unsigned attempt = 0;  ///< 1 for the call's first round
   /// Success when the round won the lock; otherwise contended, no_quorum,
   /// validity_exhausted, wrong_type or cancelled.
-  boost::system::error_code outcome;
+  boost::system::error_code outcome{};
   /// From the round's start to its decision (a fenced round's write-back included).
   std::chrono::microseconds elapsed{0};
   std::uint64_t fence = 0;  ///< the fencing token of a won fenced round, else 0
-  std::span<const node_reply> nodes;  ///< one per node, in config::nodes order
+  std::span<const node_reply> nodes{};  ///< one per node, in config::nodes order
 };
 
 /// The end of an async_lock or async_try_lock call.
 struct acquire_event {
-  std::string_view resource;
+  std::string_view resource{};
   bool fenced = false;
   bool waiting = false;  ///< async_lock (true) or async_try_lock (false)
   unsigned attempts = 0;  ///< rounds sent (0 when refused before any I/O)
   /// The call's result: success, or the error its handler receives.
-  boost::system::error_code outcome;
+  boost::system::error_code outcome{};
   std::chrono::microseconds elapsed{0};  ///< from the call's start on the strand to completion
   std::uint64_t fence = 0;
 };
 
 /// The end of one extension: async_extend, or one lock's part of a keeper's renewal.
 struct extend_event {
-  std::string_view resource;
+  std::string_view resource{};
   bool by_keeper = false;  ///< a keeper's background renewal (true) or async_extend
   /// Success, or why not: not_held, no_quorum, validity_exhausted, lock_lost, cancelled,
   /// invalid_argument. A keeper retries no_quorum while validity remains.
-  boost::system::error_code outcome;
+  boost::system::error_code outcome{};
   std::chrono::microseconds elapsed{0};
-  std::span<const node_reply> nodes;  ///< empty when nothing was sent
+  std::span<const node_reply> nodes{};  ///< empty when nothing was sent
 };
 
 /// A held lock found lost. Reported once per lock, where the library notices it: by a
 /// keeper (or with_lock), or by an async_extend call. A lock nobody extends runs out at
 /// its deadline without an event.
 struct loss_event {
-  std::string_view resource;
+  std::string_view resource{};
   bool by_keeper = false;
   /// not_held: a majority no longer holds our token (expired there, or deleted);
   /// lock_lost: the validity deadline came without a confirmed extension.
-  boost::system::error_code reason;
+  boost::system::error_code reason{};
 };
 
 /// Receives what a client does. Install one with config::observer; every hook does

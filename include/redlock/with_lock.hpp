@@ -34,12 +34,12 @@ namespace detail {
 
 template <typename T>
 struct work_outcome {
-  std::exception_ptr error;
-  std::optional<T> value;
+  std::exception_ptr error{};
+  std::optional<T> value{};
 };
 template <>
 struct work_outcome<void> {
-  std::exception_ptr error;
+  std::exception_ptr error{};
 };
 
 // Runs the work and turns its exception into a value, so that the race below ends when
