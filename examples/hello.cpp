@@ -1,24 +1,44 @@
 // The README's example, compiled with the project so that it cannot go stale.
 #include <boost/asio.hpp>
+#include <iostream>
 #include <redlock/redlock.hpp>
+#include <string>
+#include <vector>
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-asio::awaitable<void> save_once(redlock::client& locks) {
-  // Waits up to 2 s for the lock; throws boost::system::system_error if it cannot get it.
-  redlock::lock lk = co_await locks.async_lock("order:42", {.ttl = 10s, .wait = 2s},
-                                               asio::use_awaitable);
+// Throws boost::system::system_error when a step fails; `why` then says what each node did.
+asio::awaitable<void> save_once(redlock::client& locks, redlock::diagnostics& why) {
+  // Waiting up to 5 s also outlasts the restart guard of nodes started just before.
+  const redlock::lock_options opts{.ttl = 2s, .wait = 5s};
+  redlock::lock lk = co_await locks.async_lock("order:42", opts, why, asio::use_awaitable);
+  std::cout << "locked " << lk.resource() << " for " << lk.validity().count() << " ms\n";
   // ... work while lk.valid(), finishing before lk.deadline() ...
-  co_await locks.async_unlock(lk, asio::use_awaitable);
+  co_await locks.async_unlock(lk, why, asio::use_awaitable);
 }
 
-int main() {
+int main(int argc, char* argv[]) {
+  std::vector<std::string> nodes(argv + 1, argv + argc);  // redis://host:port ...
+  if (nodes.empty())
+    nodes = {"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"};
   asio::io_context io;
-  redlock::client locks{io.get_executor(), redlock::config{
-      .nodes = {"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"}}};
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    co_await save_once(locks);
-    co_await locks.async_shutdown(asio::use_awaitable);  // lets io.run() return
-  }, asio::detached);
+  // max_ttl: the longest TTL any client of these nodes uses; a node that started less
+  // than that long ago does not vote yet (the restart guard, docs/getting-started.md).
+  redlock::client locks{io.get_executor(), redlock::config{.nodes = nodes, .max_ttl = 2s}};
+  redlock::diagnostics why;
+  int status = 0;
+  asio::co_spawn(io, save_once(locks, why), [&](std::exception_ptr failure) {
+    if (failure) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& e) {
+        std::cerr << "hello: " << e.what() << "\n" << why.message << "\n";
+      }
+      status = 1;
+    }
+    locks.async_shutdown(asio::detached);  // in every case, or io.run() never returns
+  });
   io.run();
+  return status;
 }
