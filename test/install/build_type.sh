@@ -15,8 +15,9 @@ grep -qx "CMAKE_BUILD_TYPE:STRING=Release" "$work/default/CMakeCache.txt" ||
   { echo "no build type given: expected Release, got:"; grep "^CMAKE_BUILD_TYPE:" "$work/default/CMakeCache.txt"; exit 1; }
 grep -q "building Release" "$work/default.log" ||
   { echo "no status message about the chosen build type"; exit 1; }
-ninja -C "$work/default" -t commands redlock | grep -q -- "-O3" ||
-  { echo "the library is not compiled with -O3"; exit 1; }
+# Captured first: `grep -q` closing the pipe early would fail ninja under pipefail.
+commands=$(ninja -C "$work/default" -t commands redlock)
+grep -q -- "-O3" <<<"$commands" || { echo "the library is not compiled with -O3"; exit 1; }
 
 cmake -S "$source_dir" -B "$work/debug" "${only_library[@]}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 grep -qx "CMAKE_BUILD_TYPE:STRING=Debug" "$work/debug/CMakeCache.txt" ||
