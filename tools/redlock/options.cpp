@@ -1,9 +1,10 @@
 #include "options.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 #include "redlock/config.hpp"
 
@@ -19,21 +20,26 @@ std::chrono::milliseconds parse_ms(const std::string& flag, const std::string& t
 }
 
 std::vector<std::string> parse_node_list(const std::string& list, const std::string& source) {
+  if (list.empty()) throw usage_error{source + " names no node"};
   std::vector<std::string> out;
-  std::stringstream in{list};
-  std::size_t index = 0;
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) continue;
-    ++index;
+  std::size_t start = 0;
+  for (std::size_t index = 1;; ++index) {
+    const auto comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    // A stray comma is a typo for a node that was meant to be there: dropping it would
+    // quietly shrink the fleet (and its majority) the user had in mind.
+    if (item.empty())
+      throw usage_error{source + ": node " + std::to_string(index) +
+                        " is empty (a leading, trailing or doubled comma)"};
     node_uri u;
     std::string why;
     // The URI itself is not repeated: it may hold a password.
     if (!parse_node_uri(item, u, why))
       throw usage_error{source + ": node " + std::to_string(index) + ": " + why};
-    out.push_back(item);
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
   }
-  if (out.empty()) throw usage_error{source + " names no node"};
-  return out;
 }
 
 namespace {
@@ -56,6 +62,19 @@ void check_lock_nodes(const std::vector<std::string>& nodes) {
                           std::to_string(i + 1) + " are the same node (" + u.display() +
                           "): a server must count once"};
     seen.push_back(std::move(u));
+  }
+}
+
+// A control character in RESOURCE is nearly always a quoting slip in a script (a stray
+// newline from $(...), a tab from a pasted field). The library would take such a key, but
+// scripts that later compare names or `redlock status` them would not find it again.
+void check_printable_resource(const std::string& resource) {
+  for (std::size_t i = 0; i < resource.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(resource[i]);
+    if (byte < 0x20 || byte == 0x7f)
+      throw usage_error{fmt::format("RESOURCE holds a control character (0x{:02x} at byte {}): "
+                                    "give a name without newlines, tabs or other control characters",
+                                    byte, i + 1)};
   }
 }
 
@@ -197,6 +216,7 @@ run_options parse_run(const std::vector<std::string>& args) {
   if (o.resource.size() > redlock::max_resource_bytes)
     throw usage_error{"RESOURCE has " + std::to_string(o.resource.size()) + " bytes; at most " +
                       std::to_string(redlock::max_resource_bytes) + " bytes are allowed"};
+  check_printable_resource(o.resource);
   if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
   if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
   if (o.ttl.count() < 10) throw usage_error{"--ttl must be at least 10 ms"};
@@ -233,6 +253,7 @@ status_options parse_status(const std::vector<std::string>& args) {
     }
   }
   if (o.resource.empty()) throw usage_error{"no RESOURCE given"};
+  check_printable_resource(o.resource);
   default_nodes(o.common, nodes_given);
   return o;
 }
