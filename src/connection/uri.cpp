@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "redlock/config.hpp"
@@ -14,6 +15,20 @@ bool parse_number(std::string_view s, long max, long& out) {
   out = v;
   return true;
 }
+
+// True if `uri` holds ",scheme://" somewhere: a list of URIs joined by commas (as the
+// CLI's --nodes takes them) handed over as one. Only the scheme's shape is matched, not
+// its letters, so the verdict never depends on which letters a password holds.
+bool joins_several_uris(std::string_view uri) {
+  for (auto comma = uri.find(','); comma != std::string_view::npos; comma = uri.find(',', comma + 1)) {
+    std::size_t end = comma + 1;
+    while (end < uri.size() && std::isalpha(static_cast<unsigned char>(uri[end]))) ++end;
+    if (end > comma + 1 && uri.substr(end, 3) == "://") return true;
+  }
+  return false;
+}
+
+constexpr const char* several_uris = "several URIs separated by commas: give one URI per element";
 
 }  // namespace
 
@@ -35,6 +50,12 @@ bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
     why = "a node URI must start with redis:// or rediss:// (TLS)";
     return false;
   }
+  // Caught before the credentials are split off: there, the last '@' of a joined list
+  // would make everything up to the last node's password one long password.
+  if (joins_several_uris(rest)) {
+    why = several_uris;
+    return false;
+  }
 
   // Credentials end at the last '@' (a password may contain '@').
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
@@ -50,6 +71,13 @@ bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
       why = "the node URI names credentials without a password";
       return false;
     }
+  }
+
+  // "redis://h1:1,h2:2": addresses joined without their schemes. No host, port or
+  // database holds a comma.
+  if (rest.find(',') != std::string_view::npos) {
+    why = several_uris;
+    return false;
   }
 
   std::string_view hostport = rest;

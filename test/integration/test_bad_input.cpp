@@ -173,6 +173,11 @@ BOOST_AUTO_TEST_CASE(malformed_uris_and_unknown_schemes_are_refused_before_any_c
       {std::string{"redis://h\0x:1", 14}, "not allowed"},
       {"redis://::1", "brackets"},
       {"redis://fe80::1:6379", "brackets"},
+      // The CLI's comma-joined list handed over as one element.
+      {"redis://h:1,redis://h:2", "several URIs separated by commas: give one URI per element"},
+      {"redis://h:1/2,rediss://h:2", "several URIs separated by commas"},
+      {"redis://u:pw@h:1,redis://u:pw@h:2", "several URIs separated by commas"},
+      {"redis://h:1,h:2", "several URIs separated by commas"},
   };
   const auto before = connections();
   for (const auto& [uri, needle] : cases) {
@@ -180,6 +185,10 @@ BOOST_AUTO_TEST_CASE(malformed_uris_and_unknown_schemes_are_refused_before_any_c
       expect_invalid_config(io, {.nodes = {server.uri(), uri}}, {"config.nodes[1]: ", needle});
     }
   }
+  // The whole list as the only element, as a user coming from the CLI writes it.
+  const std::string joined = server.uri() + "," + server.uri().substr(0, server.uri().rfind(':')) + ":1";
+  expect_invalid_config(io, {.nodes = {joined}},
+                        {"config.nodes[0]: several URIs separated by commas"});
   // The reason never repeats a password.
   try {
     redlock::client c{io.get_executor(), {.nodes = {"redis://user:hunter2@:1"}}};

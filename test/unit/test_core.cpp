@@ -53,6 +53,15 @@ BOOST_AUTO_TEST_CASE(bad_uris_are_refused_with_a_reason_that_hides_the_password)
   parse_bad("redis://user:@h:1");
   auto why = parse_bad("redis://user:hunter2@:1");
   BOOST_TEST(why.find("hunter2") == std::string::npos);
+  // A comma-joined list: with credentials, the last '@' would otherwise swallow the
+  // first nodes into the password and accept the last node alone.
+  why = parse_bad("redis://alice:hunter2@h:1,redis://alice:hunter2@h:2");
+  BOOST_TEST(why.find("several URIs") != std::string::npos, why);
+  BOOST_TEST(why.find("hunter2") == std::string::npos);
+  BOOST_TEST(parse_bad("redis://h:1,rediss://h:2").find("several URIs") != std::string::npos);
+  BOOST_TEST(parse_bad("redis://h:1,h:2").find("several URIs") != std::string::npos);
+  // A comma alone in a password is still a password.
+  BOOST_TEST(parse_ok("redis://alice:a,b@h:1").password == "a,b");
   BOOST_TEST(parse_bad("rediss:/h:1").find("rediss://") != std::string::npos);
   BOOST_TEST(parse_bad("rediss://").find("no host") != std::string::npos);
   node_uri tls;
