@@ -426,6 +426,8 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_exit_64_with_one_line_before_any_connecti
       {{"run", "--nodes", me, "--ttl"}, "needs a value"},
       {{"run", "--nodes", me, "--wait", "-1", "r", "--", "true"}, "whole number"},
       {{"run", "--nodes", me, "--grace", "x", "r", "--", "true"}, "whole number"},
+      {{"run", "--nodes", me, "--max-hold", "x", "r", "--", "true"}, "whole number"},
+      {{"run", "--nodes", me, "--max-hold", "0", "r", "--", "true"}, "--max-hold must be at least 1 ms"},
       {{"run", "--nodes", me, "--ttl", "1000", "--max-ttl", "999", "r", "--", "true"}, "below --ttl"},
       {{"run", "--nodes", me, "--wait", "5", "--nonblock", "r", "--", "true"}, "exclude each other"},
       {{"run", "--nodes", "", "r", "--", "true"}, "names no node"},

@@ -213,6 +213,41 @@ BOOST_AUTO_TEST_CASE(a_lost_lock_terminates_the_command_and_exits_76) {
   BOOST_TEST((took < 5s));
 }
 
+BOOST_AUTO_TEST_CASE(max_hold_stops_renewal_and_the_command_is_treated_as_having_lost_the_lock) {
+  // A COMMAND shorter than the cap is not affected.
+  auto quick = run({"run", "--ttl", "300", "--max-hold", "5000", "capped", "--", "sh", "-c", "exit 4"});
+  BOOST_TEST(quick.code == 4, quick.err);
+
+  // A longer one outlives the cap: renewal stops, the lock runs out (some time within one
+  // TTL after the cap) and COMMAND is terminated as for any loss.
+  const std::string started = file("capped-started"), finished = file("capped-finished");
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t p = start_cli({"run", "--ttl", "300", "--max-hold", "900", "--grace", "500", "capped", "--",
+                             "sh", "-c", "touch " + started + "; sleep 30; touch " + finished},
+                            dir, "capped", {"REDLOCK_NODES=" + nodes});
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
+  const int code = wait_exit(p, 15s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  const std::string err = slurp(file("capped.err"));
+  BOOST_TEST(code == 76, err);
+  BOOST_TEST(!std::filesystem::exists(finished));
+  BOOST_TEST(err.find("--max-hold (900 ms) has passed") != std::string::npos, err);
+  BOOST_TEST(std::count(err.begin(), err.end(), '\n') == 1, err);
+  // Held at least the cap (renewed past the first TTL), and stopped long before `sleep 30`
+  // would end (bounds, not a benchmark).
+  BOOST_TEST((took >= 900ms));
+  BOOST_TEST((took < 8s));
+  // No renewal went out after the cap: the key runs out on every node (the servers' own
+  // expiry lags the client's deadline by the drift allowance, hence a bounded wait).
+  auto gone_everywhere = [&] {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (fleet.has_key(i, "capped")) return false;
+    return true;
+  };
+  for (int i = 0; i < 200 && !gone_everywhere(); ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST(gone_everywhere());
+}
+
 BOOST_AUTO_TEST_CASE(signals_are_forwarded_and_the_lock_released_after_the_command) {
   const std::string got = file("got"), ready = file("ready");
   const pid_t p = start_cli(

@@ -33,7 +33,8 @@ See docs/cli.md and docs/deployment.md.
 )";
 
 constexpr const char* run_help = R"(usage: redlock run [--nodes URI,...] [--ttl MS] [--wait MS | --nonblock] [--fair]
-                   [--grace MS] [--max-ttl MS] [--verbose] RESOURCE -- COMMAND [ARG...]
+                   [--grace MS] [--max-hold MS] [--max-ttl MS] [--verbose]
+                   RESOURCE -- COMMAND [ARG...]
 
 Takes a lock on RESOURCE across the nodes (a majority must agree), runs COMMAND as a
 direct child in its own process group while the lock is renewed in the background,
@@ -46,6 +47,8 @@ releases the lock, and exits with COMMAND's status.
   --fair           wait in a line kept on the nodes: first come, first served
                    (every waiter of RESOURCE should use it)
   --grace MS       after a lost lock, SIGKILL this long after SIGTERM (default 2000)
+  --max-hold MS    stop renewing once the lock has been held this long: the lock then
+                   runs out and COMMAND is treated as having lost it (exit 76)
   --max-ttl MS     the longest TTL any client of these nodes uses, for the restart
                    guard (default: $REDLOCK_MAX_TTL, else --ttl)
   --verbose        say what happens while waiting

@@ -199,6 +199,10 @@ run_options parse_run(const std::vector<std::string>& args) {
       o.fair = true;
     } else if (flag_value(c, a, "--grace", v)) {
       o.grace = parse_ms("--grace", v);
+    } else if (flag_value(c, a, "--max-hold", v)) {
+      o.max_hold = parse_ms("--max-hold", v);
+      if (o.max_hold.count() == 0)
+        throw usage_error{"--max-hold must be at least 1 ms (leave it out to renew for as long as COMMAND runs)"};
     } else if (flag_value(c, a, "--max-ttl", v)) {
       max_ttl = parse_ms("--max-ttl", v);
     } else if (!a.empty() && a[0] == '-') {

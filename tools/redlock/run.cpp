@@ -84,7 +84,7 @@ class runner {
       co_await finish();
       co_return code;
     }
-    keeper_.emplace(locks_, std::move(lock_));
+    keeper_.emplace(locks_, std::move(lock_), renew_options{.max_hold = o_.max_hold});
     watch_loss();
     auto [ignored] = co_await exited_.async_wait(asio::as_tuple(asio::use_awaitable));
     (void)ignored;
@@ -178,6 +178,7 @@ class runner {
       say(diag.message.empty() ? ec.message() : diag.message);
       co_return exit_code_for(ec);
     }
+    locked_at_ = std::chrono::steady_clock::now();
     if (o_.common.verbose)
       say(fmt::format("locked {} (fence {}, {} ms of validity)", o_.resource, lock_.fence(),
                       lock_.validity().count()));
@@ -280,7 +281,14 @@ class runner {
     keeper_->async_wait_lost([this](error_code ec) {
       if (ec != error::lock_lost || child_ <= 0) return;
       lost_ = true;
-      say(fmt::format("lost the lock on {}: terminating COMMAND (SIGTERM, SIGKILL after {} ms)",
+      // With --max-hold, renewal stops on purpose and the loss that follows is the cap
+      // at work, not a fault of the nodes: say which, so nobody hunts for an outage.
+      const bool capped = o_.max_hold.count() > 0 &&
+                          std::chrono::steady_clock::now() - locked_at_ >= o_.max_hold;
+      say(fmt::format("{} the lock on {}: terminating COMMAND (SIGTERM, SIGKILL after {} ms)",
+                      capped ? fmt::format("--max-hold ({} ms) has passed, no longer renewing",
+                                           o_.max_hold.count())
+                             : std::string{"lost"},
                       o_.resource, o_.grace.count()));
       ::kill(-child_, SIGTERM);
       kill_timer_.expires_after(o_.grace);
@@ -299,6 +307,7 @@ class runner {
   client locks_;
   lock lock_;
   std::optional<keeper> keeper_;
+  std::chrono::steady_clock::time_point locked_at_;  // for telling a --max-hold loss apart
   pid_t child_ = -1;
   int child_code_ = 0;
   int interrupted_ = 0;
