@@ -248,6 +248,39 @@ BOOST_AUTO_TEST_CASE(max_hold_stops_renewal_and_the_command_is_treated_as_having
   BOOST_TEST(gone_everywhere());
 }
 
+BOOST_AUTO_TEST_CASE(a_minority_node_frozen_while_connected_does_not_hold_the_exit_back) {
+  // The lock is taken on all three nodes; node 0 then freezes with its connection open,
+  // and COMMAND ends. The release reaches nodes 1 and 2 at once; node 0 cannot answer.
+  // TTL 3 s: the key on node 0 cannot simply expire while the test looks at it.
+  const std::string started = file("frozen-started"), go = file("frozen-go");
+  const pid_t p = start_cli({"run", "--ttl", "3000", "frozen", "--", "sh", "-c",
+                             "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.01; done"},
+                            dir, "frozen", {"REDLOCK_NODES=" + nodes});
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
+  BOOST_TEST_REQUIRE(fleet.has_key(0, "frozen"));
+  fleet[0].freeze();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::ofstream{go}.put('\n');
+  const int code = wait_exit(p, 20s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST(code == 0, slurp(file("frozen.err")));
+  // Within the node timeout (250 ms) plus COMMAND's own polling; 3 s is a generous
+  // bound for a correctness contract, not a benchmark. It took about 10 s before.
+  BOOST_TEST((took < 3s), std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  BOOST_TEST(!fleet.has_key(1, "frozen"));
+  BOOST_TEST(!fleet.has_key(2, "frozen"));
+  // The release sent to node 0 waited in its socket: thawed, it carries it out, long
+  // before the 3 s TTL would have removed the key.
+  fleet[0].thaw();
+  bool released = false;
+  for (int i = 0; i < 100 && !released; ++i) {
+    released = !fleet.has_key(0, "frozen");
+    if (!released) std::this_thread::sleep_for(5ms);
+  }
+  BOOST_TEST(released);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < 3s));  // not the TTL at work
+}
+
 BOOST_AUTO_TEST_CASE(signals_are_forwarded_and_the_lock_released_after_the_command) {
   const std::string got = file("got"), ready = file("ready");
   const pid_t p = start_cli(

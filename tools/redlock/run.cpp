@@ -27,6 +27,9 @@ using boost::system::error_code;
 
 void say(const std::string& line) { fmt::print(stderr, "redlock: {}\n", line); }
 
+// Beyond the client's own node_timeout, for its shutdown to hand its completion back.
+constexpr std::chrono::milliseconds shutdown_slack{50};
+
 // PATH lookup done before fork (the child may only make async-signal-safe calls).
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -68,7 +71,13 @@ class runner {
         signals_(io, SIGINT, SIGTERM, SIGCHLD),
         kill_timer_(io),
         exited_(io, asio::steady_timer::time_point::max()),
+        shutdown_limit_(io),
+        node_timeout_(run_config(o).node_timeout),
         locks_(io.get_executor(), run_config(o)) {}
+
+  /// True once finish() stopped waiting for a shutdown that had not ended: the client's
+  /// connections may then still hold io_context::run() going, and must be abandoned.
+  bool gave_up_on_shutdown() const { return finishing_ && !shut_down_; }
 
   asio::awaitable<int> run() {
     watch_signals();
@@ -110,10 +119,23 @@ class runner {
   }
 
  private:
+  // Shuts the client down, waiting for it no longer than it promises to take: it reads
+  // the replies already due for at most node_timeout. A node that froze with a request
+  // of ours in flight can hold its connection (and so the shutdown) open for far longer,
+  // about 10 s, and a shell script waiting on us must not pay for it. What that node was
+  // sent (the release included) waits in its socket and runs when it thaws; what was
+  // never sent to it expires with the TTL.
   asio::awaitable<void> finish() {
     finishing_ = true;  // no more signal waits: they would keep io_context::run() going
     signals_.cancel();
-    co_await locks_.async_shutdown(asio::as_tuple(asio::use_awaitable));
+    shutdown_limit_.expires_after(node_timeout_ + shutdown_slack);
+    locks_.async_shutdown([this](error_code) {
+      shut_down_ = true;
+      shutdown_limit_.cancel();
+    });
+    if (shut_down_) co_return;  // its completion is posted, but be sure the wait can end
+    auto [ignored] = co_await shutdown_limit_.async_wait(asio::as_tuple(asio::use_awaitable));
+    (void)ignored;
   }
 
   void watch_signals() {
@@ -303,6 +325,8 @@ class runner {
   asio::signal_set signals_;
   asio::steady_timer kill_timer_;
   asio::steady_timer exited_;  // expires (at once) when COMMAND has exited
+  asio::steady_timer shutdown_limit_;
+  std::chrono::milliseconds node_timeout_;
   asio::cancellation_signal cancel_wait_;
   client locks_;
   lock lock_;
@@ -314,6 +338,7 @@ class runner {
   bool lost_ = false;
   bool done_ = false;
   bool finishing_ = false;
+  bool shut_down_ = false;
 };
 
 }  // namespace
@@ -334,6 +359,10 @@ int run_command(const run_options& o) {
       return;
     }
     code = c;
+    // Left over is only a shutdown that overran its promise (see finish()): stop here.
+    // Destroying the io_context then closes the client's sockets; what was written to
+    // them is still delivered by the kernel.
+    if (r.gave_up_on_shutdown()) io.stop();
   });
   io.run();
   return code;
