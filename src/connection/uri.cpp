@@ -20,7 +20,8 @@ bool parse_number(std::string_view s, long max, long& out) {
 // CLI's --nodes takes them) handed over as one. Only the scheme's shape is matched, not
 // its letters, so the verdict never depends on which letters a password holds.
 bool joins_several_uris(std::string_view uri) {
-  for (auto comma = uri.find(','); comma != std::string_view::npos; comma = uri.find(',', comma + 1)) {
+  for (auto comma = uri.find(','); comma != std::string_view::npos;
+       comma = uri.find(',', comma + 1)) {
     std::size_t end = comma + 1;
     while (end < uri.size() && std::isalpha(static_cast<unsigned char>(uri[end]))) ++end;
     if (end > comma + 1 && uri.substr(end, 3) == "://") return true;

@@ -186,7 +186,8 @@ BOOST_AUTO_TEST_CASE(malformed_uris_and_unknown_schemes_are_refused_before_any_c
     }
   }
   // The whole list as the only element, as a user coming from the CLI writes it.
-  const std::string joined = server.uri() + "," + server.uri().substr(0, server.uri().rfind(':')) + ":1";
+  const std::string joined =
+      server.uri() + "," + server.uri().substr(0, server.uri().rfind(':')) + ":1";
   expect_invalid_config(io, {.nodes = {joined}},
                         {"config.nodes[0]: several URIs separated by commas"});
   // The reason never repeats a password.
@@ -427,9 +428,12 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_exit_64_with_one_line_before_any_connecti
       {{"run", "--nodes", me, "--wait", "-1", "r", "--", "true"}, "whole number"},
       {{"run", "--nodes", me, "--grace", "x", "r", "--", "true"}, "whole number"},
       {{"run", "--nodes", me, "--max-hold", "x", "r", "--", "true"}, "whole number"},
-      {{"run", "--nodes", me, "--max-hold", "0", "r", "--", "true"}, "--max-hold must be at least 1 ms"},
-      {{"run", "--nodes", me, "--ttl", "1000", "--max-ttl", "999", "r", "--", "true"}, "below --ttl"},
-      {{"run", "--nodes", me, "--wait", "5", "--nonblock", "r", "--", "true"}, "exclude each other"},
+      {{"run", "--nodes", me, "--max-hold", "0", "r", "--", "true"},
+       "--max-hold must be at least 1 ms"},
+      {{"run", "--nodes", me, "--ttl", "1000", "--max-ttl", "999", "r", "--", "true"},
+       "below --ttl"},
+      {{"run", "--nodes", me, "--wait", "5", "--nonblock", "r", "--", "true"},
+       "exclude each other"},
       {{"run", "--nodes", "", "r", "--", "true"}, "names no node"},
       {{"run", "--nodes", ",,", "r", "--", "true"}, "node 1 is empty"},
       {{"run", "--nodes", me + ",", "r", "--", "true"}, "node 2 is empty"},

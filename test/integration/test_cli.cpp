@@ -215,16 +215,18 @@ BOOST_AUTO_TEST_CASE(a_lost_lock_terminates_the_command_and_exits_76) {
 
 BOOST_AUTO_TEST_CASE(max_hold_stops_renewal_and_the_command_is_treated_as_having_lost_the_lock) {
   // A COMMAND shorter than the cap is not affected.
-  auto quick = run({"run", "--ttl", "300", "--max-hold", "5000", "capped", "--", "sh", "-c", "exit 4"});
+  auto quick =
+      run({"run", "--ttl", "300", "--max-hold", "5000", "capped", "--", "sh", "-c", "exit 4"});
   BOOST_TEST(quick.code == 4, quick.err);
 
   // A longer one outlives the cap: renewal stops, the lock runs out (some time within one
   // TTL after the cap) and COMMAND is terminated as for any loss.
   const std::string started = file("capped-started"), finished = file("capped-finished");
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t p = start_cli({"run", "--ttl", "300", "--max-hold", "900", "--grace", "500", "capped", "--",
-                             "sh", "-c", "touch " + started + "; sleep 30; touch " + finished},
-                            dir, "capped", {"REDLOCK_NODES=" + nodes});
+  const pid_t p =
+      start_cli({"run", "--ttl", "300", "--max-hold", "900", "--grace", "500", "capped", "--", "sh",
+                 "-c", "touch " + started + "; sleep 30; touch " + finished},
+                dir, "capped", {"REDLOCK_NODES=" + nodes});
   BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   const int code = wait_exit(p, 15s);
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -253,9 +255,10 @@ BOOST_AUTO_TEST_CASE(a_minority_node_frozen_while_connected_does_not_hold_the_ex
   // and COMMAND ends. The release reaches nodes 1 and 2 at once; node 0 cannot answer.
   // TTL 3 s: the key on node 0 cannot simply expire while the test looks at it.
   const std::string started = file("frozen-started"), go = file("frozen-go");
-  const pid_t p = start_cli({"run", "--ttl", "3000", "frozen", "--", "sh", "-c",
-                             "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.01; done"},
-                            dir, "frozen", {"REDLOCK_NODES=" + nodes});
+  const pid_t p =
+      start_cli({"run", "--ttl", "3000", "frozen", "--", "sh", "-c",
+                 "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.01; done"},
+                dir, "frozen", {"REDLOCK_NODES=" + nodes});
   BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   BOOST_TEST_REQUIRE(fleet.has_key(0, "frozen"));
   fleet[0].freeze();
@@ -266,7 +269,8 @@ BOOST_AUTO_TEST_CASE(a_minority_node_frozen_while_connected_does_not_hold_the_ex
   BOOST_TEST(code == 0, slurp(file("frozen.err")));
   // Within the node timeout (250 ms) plus COMMAND's own polling; 3 s is a generous
   // bound for a correctness contract, not a benchmark. It took about 10 s before.
-  BOOST_TEST((took < 3s), std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  BOOST_TEST((took < 3s), std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                              << " ms");
   BOOST_TEST(!fleet.has_key(1, "frozen"));
   BOOST_TEST(!fleet.has_key(2, "frozen"));
   // The release sent to node 0 waited in its socket: thawed, it carries it out, long

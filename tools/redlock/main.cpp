@@ -32,7 +32,8 @@ Credentials and TLS, for every command:
 See docs/cli.md and docs/deployment.md.
 )";
 
-constexpr const char* run_help = R"(usage: redlock run [--nodes URI,...] [--ttl MS] [--wait MS | --nonblock] [--fair]
+constexpr const char* run_help =
+    R"(usage: redlock run [--nodes URI,...] [--ttl MS] [--wait MS | --nonblock] [--fair]
                    [--grace MS] [--max-hold MS] [--max-ttl MS] [--verbose]
                    RESOURCE -- COMMAND [ARG...]
 

@@ -25,7 +25,8 @@ std::vector<std::string> parse_node_list(const std::string& list, const std::str
   std::size_t start = 0;
   for (std::size_t index = 1;; ++index) {
     const auto comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     // A stray comma is a typo for a node that was meant to be there: dropping it would
     // quietly shrink the fleet (and its majority) the user had in mind.
     if (item.empty())
@@ -72,9 +73,10 @@ void check_printable_resource(const std::string& resource) {
   for (std::size_t i = 0; i < resource.size(); ++i) {
     const auto byte = static_cast<unsigned char>(resource[i]);
     if (byte < 0x20 || byte == 0x7f)
-      throw usage_error{fmt::format("RESOURCE holds a control character (0x{:02x} at byte {}): "
-                                    "give a name without newlines, tabs or other control characters",
-                                    byte, i + 1)};
+      throw usage_error{
+          fmt::format("RESOURCE holds a control character (0x{:02x} at byte {}): "
+                      "give a name without newlines, tabs or other control characters",
+                      byte, i + 1)};
   }
 }
 
@@ -202,7 +204,8 @@ run_options parse_run(const std::vector<std::string>& args) {
     } else if (flag_value(c, a, "--max-hold", v)) {
       o.max_hold = parse_ms("--max-hold", v);
       if (o.max_hold.count() == 0)
-        throw usage_error{"--max-hold must be at least 1 ms (leave it out to renew for as long as COMMAND runs)"};
+        throw usage_error{
+            "--max-hold must be at least 1 ms (leave it out to renew for as long as COMMAND runs)"};
     } else if (flag_value(c, a, "--max-ttl", v)) {
       max_ttl = parse_ms("--max-ttl", v);
     } else if (!a.empty() && a[0] == '-') {

@@ -305,8 +305,8 @@ class runner {
       lost_ = true;
       // With --max-hold, renewal stops on purpose and the loss that follows is the cap
       // at work, not a fault of the nodes: say which, so nobody hunts for an outage.
-      const bool capped = o_.max_hold.count() > 0 &&
-                          std::chrono::steady_clock::now() - locked_at_ >= o_.max_hold;
+      const bool capped =
+          o_.max_hold.count() > 0 && std::chrono::steady_clock::now() - locked_at_ >= o_.max_hold;
       say(fmt::format("{} the lock on {}: terminating COMMAND (SIGTERM, SIGKILL after {} ms)",
                       capped ? fmt::format("--max-hold ({} ms) has passed, no longer renewing",
                                            o_.max_hold.count())
