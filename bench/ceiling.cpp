@@ -21,8 +21,7 @@ constexpr std::string_view ceiling_value = "0123456789abcdef0123456789abcdef0123
 constexpr std::uint64_t probe_requests = 20000;
 
 std::vector<std::string> benchmark_argv(const bench_context& ctx, const node_uri& u, int clients,
-                                        int pipeline,
-                                        std::uint64_t requests,
+                                        int pipeline, std::uint64_t requests,
                                         const std::vector<std::string>& command) {
   // env searches PATH, so that a missing redis-benchmark is an exit code, not a throw.
   std::vector<std::string> argv{"/usr/bin/env", "redis-benchmark",     "-h", u.host,
@@ -132,8 +131,8 @@ std::vector<double> rates_together(const bench_context& ctx, const std::vector<n
                                    const std::vector<std::string>& command) {
   std::vector<std::vector<std::string>> argvs;
   for (const auto& u : nodes)
-    argvs.push_back(
-        benchmark_argv(ctx, u, ctx.opts.ceiling_clients, ctx.opts.ceiling_pipeline, requests, command));
+    argvs.push_back(benchmark_argv(ctx, u, ctx.opts.ceiling_clients, ctx.opts.ceiling_pipeline,
+                                   requests, command));
   const auto rows = run_together(argvs, ctx.opts.ceiling_duration * 10 + seconds_f{30});
   std::vector<double> rates;
   for (const auto& r : rows) rates.push_back(r.rps);

@@ -4,17 +4,18 @@
 // the client and the servers spend on each, and the servers' ceiling for the same
 // script calls (redis-benchmark).
 
+#include "client/claims.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
-#include <cmath>
 #include <boost/asio/use_awaitable.hpp>
+#include <cmath>
 #include <tuple>
 
-#include "quorum/rules.hpp"
-#include "client/claims.hpp"
 #include "cycles.hpp"
+#include "quorum/rules.hpp"
 #include "raw.hpp"
 
 namespace redlock::bench {
@@ -204,7 +205,8 @@ void run_claims(bench_context& ctx) {
     // Names per script call: with single calls the client forms the batches (a batch
     // costs four calls on three nodes: a claim and a settle on each node of a majority).
     std::size_t batch = cc.batch;
-    if (const auto calls = l.number("script_calls_per_claim"); !cc.batch_given && calls && *calls > 0)
+    if (const auto calls = l.number("script_calls_per_claim");
+        !cc.batch_given && calls && *calls > 0)
       batch = std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(4.0 / *calls)), 1,
                                       max_claim_batch);
     l.add("effective_batch", batch);
@@ -220,11 +222,14 @@ void run_claims(bench_context& ctx) {
         "{:.0f}/{:.0f} us; client {:.2f} us and servers {:.2f} us per claim; {:.2f} script "
         "calls per claim; ceiling {:.0f}/s{}{}",
         cc.mode, cc.batch, cc.in_flight, l.number("ops_per_s").value_or(0),
-        ops > 0 ? 100.0 * won / ops : 0.0,
-        l.number("acquire_p50_us").value_or(0), l.number("acquire_p99_us").value_or(0),
-        l.number("client_us_per_claim").value_or(0), l.number("server_us_per_claim").value_or(0),
-        l.number("script_calls_per_claim").value_or(0), ceiling.value_or(0),
-        l.number("failures").value_or(0) > 0 ? fmt::format("; {:.0f} failures, first: {}", l.number("failures").value_or(0), first_errors[k]) : "",
+        ops > 0 ? 100.0 * won / ops : 0.0, l.number("acquire_p50_us").value_or(0),
+        l.number("acquire_p99_us").value_or(0), l.number("client_us_per_claim").value_or(0),
+        l.number("server_us_per_claim").value_or(0), l.number("script_calls_per_claim").value_or(0),
+        ceiling.value_or(0),
+        l.number("failures").value_or(0) > 0
+            ? fmt::format("; {:.0f} failures, first: {}", l.number("failures").value_or(0),
+                          first_errors[k])
+            : "",
         problem.empty() ? "" : "; no ceiling: " + problem);
     ctx.emit(std::move(l), human);
   }

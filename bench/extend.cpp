@@ -12,9 +12,9 @@
 #include <thread>
 #include <tuple>
 
-#include "quorum/rules.hpp"
 #include "cycles.hpp"
 #include "guard/renewal.hpp"
+#include "quorum/rules.hpp"
 #include "raw.hpp"
 #include "redlock/keeper.hpp"
 
@@ -124,7 +124,6 @@ void watch_renewals(const std::vector<redlock::keeper>& keepers,
     }
   }
 }
-
 
 }  // namespace
 

@@ -2,7 +2,6 @@
 // application uses it.
 
 #include <fmt/format.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -221,8 +220,7 @@ void report(int fd, const contention_run& run) {
 // connections) and gathers their events. A child never returns into main(): it must not
 // stop the parent's redis-server processes, or flush the parent's buffers twice.
 contention_run contend_in_processes(bench_context& ctx, const std::vector<std::string>& uris,
-                                    const std::string& resource, bool fair,
-                                    std::size_t processes) {
+                                    const std::string& resource, bool fair, std::size_t processes) {
   const std::size_t per = ctx.opts.contenders / processes;
   std::vector<std::pair<pid_t, int>> children;
   std::fflush(stdout);
@@ -248,7 +246,8 @@ contention_run contend_in_processes(bench_context& ctx, const std::vector<std::s
     ::close(fds[1]);
     children.emplace_back(pid, fds[0]);
   }
-  contention_run all{.opts = ctx.opts, .resource = resource, .window = {seconds_f{0}, seconds_f{0}}};
+  contention_run all{
+      .opts = ctx.opts, .resource = resource, .window = {seconds_f{0}, seconds_f{0}}};
   bool ok = true;
   for (auto& [pid, fd] : children) {
     std::uint64_t header[3] = {};
@@ -279,68 +278,69 @@ void run_w3(bench_context& ctx) {
   const auto& o = ctx.opts;
   const auto uris = ctx.node_uris(fleet_size);
   for (const bool fair : o.fair_modes)
-  for (const std::size_t processes : o.processes) {
-    if (processes == 0 || o.contenders % processes != 0) {
-      fmt::print(stderr, "w3 with {} processes skipped: --contenders ({}) must be a multiple\n",
-                 processes, o.contenders);
-      continue;
-    }
-    // A resource of its own per configuration: a lock left by one cannot slow the next.
-    const std::string resource = ctx.key_prefix("w3") + "the-one-resource-" +
-                                 std::to_string(processes) + (fair ? "-fair" : "");
-    contention_run run = processes == 1
-                             ? contend(ctx, uris, resource, fair, 0, o.contenders)
-                             : contend_in_processes(ctx, uris, resource, fair, processes);
+    for (const std::size_t processes : o.processes) {
+      if (processes == 0 || o.contenders % processes != 0) {
+        fmt::print(stderr, "w3 with {} processes skipped: --contenders ({}) must be a multiple\n",
+                   processes, o.contenders);
+        continue;
+      }
+      // A resource of its own per configuration: a lock left by one cannot slow the next.
+      const std::string resource = ctx.key_prefix("w3") + "the-one-resource-" +
+                                   std::to_string(processes) + (fair ? "-fair" : "");
+      contention_run run = processes == 1
+                               ? contend(ctx, uris, resource, fair, 0, o.contenders)
+                               : contend_in_processes(ctx, uris, resource, fair, processes);
 
-    // In the order of acquisition: each must come after the previous holder started its
-    // release (else two held the lock at once); the gap between the two is the hand-off.
-    std::sort(run.events.begin(), run.events.end(),
-              [](const w3_event& a, const w3_event& b) { return a.acquired_ns < b.acquired_ns; });
-    std::vector<std::uint64_t> per_worker(o.contenders, 0);
-    latency_samples acquire, release, handoff;
-    std::uint64_t acquisitions = 0, overlaps = 0;
-    for (std::size_t i = 0; i < run.events.size(); ++i) {
-      const w3_event& e = run.events[i];
-      const w3_event* prev = i > 0 ? &run.events[i - 1] : nullptr;
-      if (prev && prev->release_start_ns > e.acquired_ns) ++overlaps;
-      if (e.acquire_ns < 0) continue;  // before the measured window
-      ++acquisitions;
-      ++per_worker.at(e.worker);
-      acquire.add(std::chrono::nanoseconds{e.acquire_ns});
-      if (e.release_ns >= 0) release.add(std::chrono::nanoseconds{e.release_ns});
-      if (prev && prev->release_start_ns <= e.acquired_ns)
-        handoff.add(std::chrono::nanoseconds{e.acquired_ns - prev->release_start_ns});
-    }
+      // In the order of acquisition: each must come after the previous holder started its
+      // release (else two held the lock at once); the gap between the two is the hand-off.
+      std::sort(run.events.begin(), run.events.end(),
+                [](const w3_event& a, const w3_event& b) { return a.acquired_ns < b.acquired_ns; });
+      std::vector<std::uint64_t> per_worker(o.contenders, 0);
+      latency_samples acquire, release, handoff;
+      std::uint64_t acquisitions = 0, overlaps = 0;
+      for (std::size_t i = 0; i < run.events.size(); ++i) {
+        const w3_event& e = run.events[i];
+        const w3_event* prev = i > 0 ? &run.events[i - 1] : nullptr;
+        if (prev && prev->release_start_ns > e.acquired_ns) ++overlaps;
+        if (e.acquire_ns < 0) continue;  // before the measured window
+        ++acquisitions;
+        ++per_worker.at(e.worker);
+        acquire.add(std::chrono::nanoseconds{e.acquire_ns});
+        if (e.release_ns >= 0) release.add(std::chrono::nanoseconds{e.release_ns});
+        if (prev && prev->release_start_ns <= e.acquired_ns)
+          handoff.add(std::chrono::nanoseconds{e.acquired_ns - prev->release_start_ns});
+      }
 
-    const auto [lo, hi] = std::minmax_element(per_worker.begin(), per_worker.end());
-    json_line l = base_line("w3", uris.size(), o.contenders, acquisitions,
-                            seconds_f{o.contention_duration});
-    l.add("processes", processes);
-    l.add("fair", static_cast<int>(fair));
-    l.add_latency("acquire", acquire);
-    l.add_latency("release", release);
-    l.add_latency("handoff", handoff);
-    l.add("fairness_min", static_cast<std::size_t>(per_worker.empty() ? 0 : *lo));
-    l.add("fairness_max", static_cast<std::size_t>(per_worker.empty() ? 0 : *hi));
-    // The target: no worker below half of an equal share.
-    const double fair_share =
-        o.contenders == 0 ? 0.0 : static_cast<double>(acquisitions) / static_cast<double>(o.contenders);
-    l.add("fairness_min_vs_share",
-          ratio(static_cast<double>(per_worker.empty() ? 0 : *lo), fair_share));
-    l.add("overlaps", static_cast<std::size_t>(overlaps));
-    l.add("failures", static_cast<std::size_t>(run.failures));
-    l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
-    l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
-    const std::string human = fmt::format(
-        "w3 contention{}: {:.0f} acquisitions/s by {} workers in {} process(es) on one resource; "
-        "hand-off gap p50/p99 {:.0f}/{:.0f} us; per worker min {} max {}; {} overlaps{}",
-        fair ? " (fair)" : "", l.number("ops_per_s").value_or(0), o.contenders, processes,
-        l.number("handoff_p50_us").value_or(0), l.number("handoff_p99_us").value_or(0),
-        per_worker.empty() ? 0 : *lo, per_worker.empty() ? 0 : *hi, overlaps,
-        run.failures ? fmt::format("; {} failures (first: {})", run.failures, run.first_error)
-                     : std::string{});
-    ctx.emit(std::move(l), human);
-  }
+      const auto [lo, hi] = std::minmax_element(per_worker.begin(), per_worker.end());
+      json_line l = base_line("w3", uris.size(), o.contenders, acquisitions,
+                              seconds_f{o.contention_duration});
+      l.add("processes", processes);
+      l.add("fair", static_cast<int>(fair));
+      l.add_latency("acquire", acquire);
+      l.add_latency("release", release);
+      l.add_latency("handoff", handoff);
+      l.add("fairness_min", static_cast<std::size_t>(per_worker.empty() ? 0 : *lo));
+      l.add("fairness_max", static_cast<std::size_t>(per_worker.empty() ? 0 : *hi));
+      // The target: no worker below half of an equal share.
+      const double fair_share =
+          o.contenders == 0 ? 0.0
+                            : static_cast<double>(acquisitions) / static_cast<double>(o.contenders);
+      l.add("fairness_min_vs_share",
+            ratio(static_cast<double>(per_worker.empty() ? 0 : *lo), fair_share));
+      l.add("overlaps", static_cast<std::size_t>(overlaps));
+      l.add("failures", static_cast<std::size_t>(run.failures));
+      l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
+      l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
+      const std::string human = fmt::format(
+          "w3 contention{}: {:.0f} acquisitions/s by {} workers in {} process(es) on one resource; "
+          "hand-off gap p50/p99 {:.0f}/{:.0f} us; per worker min {} max {}; {} overlaps{}",
+          fair ? " (fair)" : "", l.number("ops_per_s").value_or(0), o.contenders, processes,
+          l.number("handoff_p50_us").value_or(0), l.number("handoff_p99_us").value_or(0),
+          per_worker.empty() ? 0 : *lo, per_worker.empty() ? 0 : *hi, overlaps,
+          run.failures ? fmt::format("; {} failures (first: {})", run.failures, run.first_error)
+                       : std::string{});
+      ctx.emit(std::move(l), human);
+    }
 }
 
 // ---- w4: degraded --------------------------------------------------------------------

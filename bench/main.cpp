@@ -46,8 +46,9 @@ constexpr workload workloads[] = {
      "save-once gate: claim fresh names in batches of 1, 16, 128 and as single batched calls, "
      "settle them as done markers; vs redis-benchmark's ceiling",
      run_claims},
-    {"multi", "multi-resource locks: acquire+release of 4 fresh resources at once, one worker "
-              "and --concurrency in flight (vs w2 and w1)",
+    {"multi",
+     "multi-resource locks: acquire+release of 4 fresh resources at once, one worker "
+     "and --concurrency in flight (vs w2 and w1)",
      run_multi},
 };
 

@@ -84,7 +84,8 @@ void run_multi(bench_context& ctx) {
     asio::io_context io{1};
     redlock::client c{io.get_executor(), ctx.client_config(uris)};
     wait_until_lockable(io, c, ctx);
-    multi_run run{.prefix = ctx.key_prefix("multi"), .ttl = o.ttl, .window = {o.warmup, o.duration}};
+    multi_run run{
+        .prefix = ctx.key_prefix("multi"), .ttl = o.ttl, .window = {o.warmup, o.duration}};
     std::size_t next_worker = 0;
     run_workers(io, concurrency, [&] { return set_worker(c, run, next_worker++); });
     shut_down(io, c);
@@ -97,8 +98,8 @@ void run_multi(bench_context& ctx) {
     l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
     // The single-lock runs of the same invocation, when they ran before this one.
     const json_line* single = ctx.find(concurrency == 1 ? "w2" : "w1", concurrency);
-    const auto vs = ratio(l.number("acquire_p50_us"),
-                          single ? single->number("acquire_p50_us") : std::nullopt);
+    const auto vs =
+        ratio(l.number("acquire_p50_us"), single ? single->number("acquire_p50_us") : std::nullopt);
     l.add(concurrency == 1 ? "acquire_p50_vs_w2" : "acquire_p50_vs_w1", vs);
     const std::string human = fmt::format(
         "multi ({} resources per lock, {} in flight): {:.0f} sets/s; {}{}", set_size, concurrency,

@@ -3,9 +3,9 @@
 //
 //   contention_demo redis://127.0.0.1:7001,redis://127.0.0.1:7002,...
 
-#include <boost/asio.hpp>
 #include <fmt/format.h>
 
+#include <boost/asio.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -24,12 +24,11 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-asio::awaitable<void> worker(redlock::client& locks, std::string name, int* inside,
-                             int* overlaps) {
+asio::awaitable<void> worker(redlock::client& locks, std::string name, int* inside, int* overlaps) {
   asio::steady_timer pause{co_await asio::this_coro::executor};
   for (int round = 1; round <= 3; ++round) {
-    redlock::lock lk = co_await locks.async_lock("demo:printer", {.ttl = 2s, .wait = 30s},
-                                                 asio::use_awaitable);
+    redlock::lock lk =
+        co_await locks.async_lock("demo:printer", {.ttl = 2s, .wait = 30s}, asio::use_awaitable);
     if (++*inside != 1) ++*overlaps;
     fmt::print("{:>9} holds the lock (round {}, token {}..., {} ms of validity left){}\n", name,
                round, lk.token().substr(0, 8), lk.validity().count(),

@@ -8,11 +8,10 @@
 // A wakes up and writes with its old token: the database refuses it, because the row
 // already carries a larger token. Exit code 0 when that is what happened.
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <boost/asio.hpp>
-#include <fmt/format.h>
-
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -81,40 +80,43 @@ int main(int argc, char** argv) {
   bool stale_refused = false, fresh_applied = false;
   redlock::diagnostics diag;  // per-node detail of the last lock call that failed
 
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    auto lock_a = co_await a.async_lock("acct:7", {.ttl = 300ms, .wait = 10s, .fenced = true},
-                                        diag, asio::use_awaitable);
-    fmt::print("A holds acct:7 with fencing token {}\n", lock_a.fence());
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto lock_a = co_await a.async_lock("acct:7", {.ttl = 300ms, .wait = 10s, .fenced = true},
+                                            diag, asio::use_awaitable);
+        fmt::print("A holds acct:7 with fencing token {}\n", lock_a.fence());
 
-    // A "pauses" here (a GC pause, a swapped-out process) while B takes over.
-    auto lock_b = co_await b.async_lock("acct:7", {.ttl = 1s, .wait = 5s, .fenced = true},
-                                        diag, asio::use_awaitable);
-    fmt::print("A's lock expired; B holds acct:7 with fencing token {}\n", lock_b.fence());
-    fresh_applied = fenced_write(db.get(), "acct:7", 250, lock_b.fence());
-    fmt::print("B writes balance 250 with token {}: {}\n", lock_b.fence(),
-               fresh_applied ? "applied" : "refused");
-    co_await b.async_unlock(lock_b, asio::use_awaitable);
+        // A "pauses" here (a GC pause, a swapped-out process) while B takes over.
+        auto lock_b = co_await b.async_lock("acct:7", {.ttl = 1s, .wait = 5s, .fenced = true}, diag,
+                                            asio::use_awaitable);
+        fmt::print("A's lock expired; B holds acct:7 with fencing token {}\n", lock_b.fence());
+        fresh_applied = fenced_write(db.get(), "acct:7", 250, lock_b.fence());
+        fmt::print("B writes balance 250 with token {}: {}\n", lock_b.fence(),
+                   fresh_applied ? "applied" : "refused");
+        co_await b.async_unlock(lock_b, asio::use_awaitable);
 
-    co_await sleep_for(10ms);
-    // A wakes up, unaware, and writes with its old token.
-    const bool applied = fenced_write(db.get(), "acct:7", 40, lock_a.fence());
-    stale_refused = !applied;
-    fmt::print("A writes balance 40 with its stale token {}: {}\n", lock_a.fence(),
-               applied ? "applied (WRONG)" : "refused by the database");
-    co_await a.async_shutdown(asio::use_awaitable);
-    co_await b.async_shutdown(asio::use_awaitable);
-  }, [&](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::cerr << "failed: " << ex.what() << "\n";
-      if (!diag.message.empty()) std::cerr << "  " << diag.message << "\n";
-    }
-    // Close the clients' connections so that io.run() returns.
-    a.async_shutdown(asio::detached);
-    b.async_shutdown(asio::detached);
-  });
+        co_await sleep_for(10ms);
+        // A wakes up, unaware, and writes with its old token.
+        const bool applied = fenced_write(db.get(), "acct:7", 40, lock_a.fence());
+        stale_refused = !applied;
+        fmt::print("A writes balance 40 with its stale token {}: {}\n", lock_a.fence(),
+                   applied ? "applied (WRONG)" : "refused by the database");
+        co_await a.async_shutdown(asio::use_awaitable);
+        co_await b.async_shutdown(asio::use_awaitable);
+      },
+      [&](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          std::cerr << "failed: " << ex.what() << "\n";
+          if (!diag.message.empty()) std::cerr << "  " << diag.message << "\n";
+        }
+        // Close the clients' connections so that io.run() returns.
+        a.async_shutdown(asio::detached);
+        b.async_shutdown(asio::detached);
+      });
   io.run();
 
   sqlite3_stmt* st = nullptr;

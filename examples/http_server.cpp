@@ -19,14 +19,13 @@
 // connections, shut the client down, exit 0.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -60,9 +59,9 @@ struct settings {
   std::string bind = "127.0.0.1";
   std::uint16_t port = 8080;
   std::string journal = "payments.journal";
-  std::chrono::milliseconds pay{20};         // how long a "payment" takes
-  std::chrono::milliseconds ttl{5000};       // the order lock's TTL
-  std::chrono::milliseconds max_ttl{0};      // the fleet's restart guard (0: ttl)
+  std::chrono::milliseconds pay{20};            // how long a "payment" takes
+  std::chrono::milliseconds ttl{5000};          // the order lock's TTL
+  std::chrono::milliseconds max_ttl{0};         // the fleet's restart guard (0: ttl)
   std::chrono::milliseconds done_ttl{3600000};  // how long the done marker stays
 };
 
@@ -78,7 +77,8 @@ template <typename T>
 T number(std::string_view flag, std::string_view text) {
   T v{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size()) usage(fmt::format("{}: not a number", flag));
+  if (ec != std::errc{} || end != text.data() + text.size())
+    usage(fmt::format("{}: not a number", flag));
   return v;
 }
 
@@ -95,15 +95,24 @@ settings parse(int argc, char** argv) {
     const std::string_view flag = argv[i];
     if (i + 1 >= argc) usage(fmt::format("{} needs a value", flag));
     const std::string_view v = argv[++i];
-    if (flag == "--nodes") s.nodes = split(v);
-    else if (flag == "--bind") s.bind = v;
-    else if (flag == "--port") s.port = number<std::uint16_t>(flag, v);
-    else if (flag == "--journal") s.journal = v;
-    else if (flag == "--pay-ms") s.pay = std::chrono::milliseconds{number<unsigned>(flag, v)};
-    else if (flag == "--ttl") s.ttl = std::chrono::milliseconds{number<unsigned>(flag, v)};
-    else if (flag == "--max-ttl") s.max_ttl = std::chrono::milliseconds{number<unsigned>(flag, v)};
-    else if (flag == "--done-ttl") s.done_ttl = std::chrono::milliseconds{number<unsigned>(flag, v)};
-    else usage(fmt::format("unknown option {}", flag));
+    if (flag == "--nodes")
+      s.nodes = split(v);
+    else if (flag == "--bind")
+      s.bind = v;
+    else if (flag == "--port")
+      s.port = number<std::uint16_t>(flag, v);
+    else if (flag == "--journal")
+      s.journal = v;
+    else if (flag == "--pay-ms")
+      s.pay = std::chrono::milliseconds{number<unsigned>(flag, v)};
+    else if (flag == "--ttl")
+      s.ttl = std::chrono::milliseconds{number<unsigned>(flag, v)};
+    else if (flag == "--max-ttl")
+      s.max_ttl = std::chrono::milliseconds{number<unsigned>(flag, v)};
+    else if (flag == "--done-ttl")
+      s.done_ttl = std::chrono::milliseconds{number<unsigned>(flag, v)};
+    else
+      usage(fmt::format("unknown option {}", flag));
   }
   if (s.nodes.empty()) {
     const char* env = std::getenv("REDLOCK_NODES");
@@ -215,7 +224,8 @@ asio::awaitable<response> pay(service& s, const request& req, std::string id) {
   // Record the payment only while the lock is certainly ours.
   if (!lk.valid()) {
     co_await s.locks.async_unlock(lk, use_tuple);
-    co_return order_reply(req, http::status::service_unavailable, id, "lock expired before recording");
+    co_return order_reply(req, http::status::service_unavailable, id,
+                          "lock expired before recording");
   }
   if (!s.paid.record(id)) {
     co_await s.locks.async_unlock(lk, use_tuple);
@@ -223,14 +233,16 @@ asio::awaitable<response> pay(service& s, const request& req, std::string id) {
   }
   auto [settled] = co_await s.locks.async_settle(lk, s.opts.done_ttl, use_tuple);
   if (settled)
-    fmt::print(stderr, "http_server: order {} paid, but its done marker: {}\n", id, settled.message());
+    fmt::print(stderr, "http_server: order {} paid, but its done marker: {}\n", id,
+               settled.message());
   co_return order_reply(req, http::status::ok, id, "paid");
 }
 
 std::string metrics_text(const service& s) {
   std::string out = s.metrics.render();
-  out += "# HELP http_server_responses_total HTTP responses sent, by status code.\n"
-         "# TYPE http_server_responses_total counter\n";
+  out +=
+      "# HELP http_server_responses_total HTTP responses sent, by status code.\n"
+      "# TYPE http_server_responses_total counter\n";
   for (const auto& [code, n] : s.responses)
     out += fmt::format("http_server_responses_total{{code=\"{}\"}} {}\n", code, n);
   return out;
@@ -247,10 +259,12 @@ asio::awaitable<response> route(service& s, const request& req) {
   path = path.substr(0, path.find('?'));
   if (path == "/metrics") {
     if (req.method() != http::verb::get) co_return not_allowed(req, "GET");
-    co_return reply(req, http::status::ok, metrics_text(s), "text/plain; version=0.0.4; charset=utf-8");
+    co_return reply(req, http::status::ok, metrics_text(s),
+                    "text/plain; version=0.0.4; charset=utf-8");
   }
   constexpr std::string_view prefix = "/orders/", suffix = "/pay";
-  if (path.starts_with(prefix) && path.ends_with(suffix) && path.size() > prefix.size() + suffix.size()) {
+  if (path.starts_with(prefix) && path.ends_with(suffix) &&
+      path.size() > prefix.size() + suffix.size()) {
     const auto id = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
     if (valid_id(id)) {
       if (req.method() != http::verb::post) co_return not_allowed(req, "POST");
@@ -270,7 +284,8 @@ class lock_observer final : public redlock::metrics_observer {
   void on_attempt(const redlock::attempt_event& e) override {
     metrics_observer::on_attempt(e);
     none_held_back = std::none_of(e.nodes.begin(), e.nodes.end(), [](const redlock::node_reply& n) {
-      return n.answer == redlock::node_answer::held_back || n.answer == redlock::node_answer::failed;
+      return n.answer == redlock::node_answer::held_back ||
+             n.answer == redlock::node_answer::failed;
     });
   }
   void on_node_event(const redlock::node_event& e) override {
@@ -404,34 +419,40 @@ int main(int argc, char** argv) {
     // Installed first: a signal that comes during start-up is not lost.
     asio::signal_set signals{io, SIGINT, SIGTERM};
     auto metrics = std::make_shared<lock_observer>();
-    redlock::client locks{io.get_executor(),
-                          redlock::config{.nodes = opts.nodes,
-                                          .node_timeout = 100ms,
-                                          .max_ttl = opts.max_ttl,
-                                          .observer = metrics}};
+    redlock::client locks{io.get_executor(), redlock::config{.nodes = opts.nodes,
+                                                             .node_timeout = 100ms,
+                                                             .max_ttl = opts.max_ttl,
+                                                             .observer = metrics}};
     journal paid{opts.journal};
     service svc{opts, locks, *metrics, paid, {}};
-    server srv{svc, tcp::acceptor{io}, false, 0, {}, asio::steady_timer{io, asio::steady_timer::time_point::max()}};
+    server srv{svc,   tcp::acceptor{io},
+               false, 0,
+               {},    asio::steady_timer{io, asio::steady_timer::time_point::max()}};
 
     int exit_code = 0;
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      const error_code ec = co_await wait_until_lockable(locks, opts, *metrics);
-      if (ec) {
-        exit_code = 69;
-        signals.cancel();
-        co_await locks.async_shutdown(use_tuple);
-        co_return;
-      }
-      const tcp::endpoint at{asio::ip::make_address(opts.bind), opts.port};
-      srv.acceptor.open(at.protocol());
-      srv.acceptor.set_option(tcp::acceptor::reuse_address(true));
-      srv.acceptor.bind(at);
-      srv.acceptor.listen();
-      const auto bound = srv.acceptor.local_endpoint();
-      fmt::print("listening on http://{}:{}\n", bound.address().to_string(), bound.port());
-      std::fflush(stdout);
-      asio::co_spawn(co_await asio::this_coro::executor, accept_loop(srv), asio::detached);
-    }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          const error_code ec = co_await wait_until_lockable(locks, opts, *metrics);
+          if (ec) {
+            exit_code = 69;
+            signals.cancel();
+            co_await locks.async_shutdown(use_tuple);
+            co_return;
+          }
+          const tcp::endpoint at{asio::ip::make_address(opts.bind), opts.port};
+          srv.acceptor.open(at.protocol());
+          srv.acceptor.set_option(tcp::acceptor::reuse_address(true));
+          srv.acceptor.bind(at);
+          srv.acceptor.listen();
+          const auto bound = srv.acceptor.local_endpoint();
+          fmt::print("listening on http://{}:{}\n", bound.address().to_string(), bound.port());
+          std::fflush(stdout);
+          asio::co_spawn(co_await asio::this_coro::executor, accept_loop(srv), asio::detached);
+        },
+        [](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+        });
     asio::co_spawn(io, stop_on_signal(srv, signals), asio::detached);
     io.run();
     return exit_code;

@@ -4,9 +4,9 @@
 //
 //   long_job redis://127.0.0.1:7001,redis://127.0.0.1:7002,... [steps]
 
-#include <boost/asio.hpp>
 #include <fmt/format.h>
 
+#include <boost/asio.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -29,27 +29,32 @@ int main(int argc, char** argv) {
   redlock::client locks{io.get_executor(), redlock::config{.nodes = nodes, .node_timeout = 50ms}};
   int exit_code = 0;
 
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    // Each step takes 100 ms; the TTL is 500 ms, so the job outlives many TTLs.
-    auto job = [&](redlock::keeper& k) -> asio::awaitable<int> {
-      asio::steady_timer step{co_await asio::this_coro::executor};
-      for (int i = 1; i <= steps; ++i) {
-        step.expires_after(100ms);
-        co_await step.async_wait(asio::use_awaitable);  // cancelled here if the lock is lost
-        fmt::print("step {:>3}/{}: lock valid for {} ms more\n", i, steps, k.validity().count());
-        std::fflush(stdout);
-      }
-      co_return steps;
-    };
-    try {
-      const int done = co_await redlock::with_lock(locks, "report:nightly", {.ttl = 500ms}, job);
-      fmt::print("job finished all {} steps; lock released\n", done);
-    } catch (const boost::system::system_error& e) {
-      fmt::print("job stopped: {}\n", e.code().message());
-      exit_code = e.code() == redlock::error::lock_lost ? 76 : 1;
-    }
-    co_await locks.async_shutdown(asio::use_awaitable);
-  }, asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Each step takes 100 ms; the TTL is 500 ms, so the job outlives many TTLs.
+        auto job = [&](redlock::keeper& k) -> asio::awaitable<int> {
+          asio::steady_timer step{co_await asio::this_coro::executor};
+          for (int i = 1; i <= steps; ++i) {
+            step.expires_after(100ms);
+            co_await step.async_wait(asio::use_awaitable);  // cancelled here if the lock is lost
+            fmt::print("step {:>3}/{}: lock valid for {} ms more\n", i, steps,
+                       k.validity().count());
+            std::fflush(stdout);
+          }
+          co_return steps;
+        };
+        try {
+          const int done =
+              co_await redlock::with_lock(locks, "report:nightly", {.ttl = 500ms}, job);
+          fmt::print("job finished all {} steps; lock released\n", done);
+        } catch (const boost::system::system_error& e) {
+          fmt::print("job stopped: {}\n", e.code().message());
+          exit_code = e.code() == redlock::error::lock_lost ? 76 : 1;
+        }
+        co_await locks.async_shutdown(asio::use_awaitable);
+      },
+      asio::detached);
   io.run();
   return exit_code;
 }

@@ -16,12 +16,11 @@
 // producers both believed they were first. Exit code 0 when there were none and the
 // table holds exactly the rows the winners inserted.
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
-#include <boost/asio.hpp>
-#include <fmt/format.h>
-
 #include <atomic>
+#include <boost/asio.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -155,11 +154,20 @@ void run_producer(const settings& s, const zipf& z, int id, totals& t) {
       }
       t.events.fetch_add(1, std::memory_order_relaxed);
       switch (c.status) {
-        case redlock::claim_status::won: break;
-        case redlock::claim_status::held: t.held.fetch_add(1); continue;
-        case redlock::claim_status::done: t.done.fetch_add(1); continue;
-        case redlock::claim_status::duplicate: t.duplicate.fetch_add(1); continue;
-        case redlock::claim_status::failed: t.failed.fetch_add(1); continue;
+        case redlock::claim_status::won:
+          break;
+        case redlock::claim_status::held:
+          t.held.fetch_add(1);
+          continue;
+        case redlock::claim_status::done:
+          t.done.fetch_add(1);
+          continue;
+        case redlock::claim_status::duplicate:
+          t.duplicate.fetch_add(1);
+          continue;
+        case redlock::claim_status::failed:
+          t.failed.fetch_add(1);
+          continue;
       }
       t.won.fetch_add(1);
       const auto r = insert_row(db.get(), key, id);
@@ -189,9 +197,9 @@ void run_producer(const settings& s, const zipf& z, int id, totals& t) {
         break;
       }
       if (attempt == 400)
-        throw std::runtime_error("the gate did not open within 20 s: " +
-                                 std::string{redlock::to_string(probe.status)} + " " +
-                                 probe.error.message());
+        throw std::runtime_error(
+            "the gate did not open within 20 s: " + std::string{redlock::to_string(probe.status)} +
+            " " + probe.error.message());
       pause.expires_after(50ms);
       co_await pause.async_wait(asio::use_awaitable);
     }
@@ -206,7 +214,8 @@ void run_producer(const settings& s, const zipf& z, int id, totals& t) {
   });
   io.run();
   const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - started).count();
+                        std::chrono::steady_clock::now() - started)
+                        .count();
   auto prev = t.busiest_ns.load();
   while (prev < took && !t.busiest_ns.compare_exchange_weak(prev, took)) {
   }
@@ -234,12 +243,18 @@ settings parse(int argc, char** argv) {
     if (i + 1 >= argc) usage(flag + " needs a value");
     const std::string v = argv[i + 1];
     try {
-      if (flag == "--producers") s.producers = std::stoi(v);
-      else if (flag == "--events") s.events = std::stoull(v);
-      else if (flag == "--keys") s.keys = std::stoull(v);
-      else if (flag == "--in-flight") s.in_flight = std::stoi(v);
-      else if (flag == "--db") s.db = v;
-      else usage("unknown option " + flag);
+      if (flag == "--producers")
+        s.producers = std::stoi(v);
+      else if (flag == "--events")
+        s.events = std::stoull(v);
+      else if (flag == "--keys")
+        s.keys = std::stoull(v);
+      else if (flag == "--in-flight")
+        s.in_flight = std::stoi(v);
+      else if (flag == "--db")
+        s.db = v;
+      else
+        usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad number for " + flag + ": " + v);
     }

@@ -4,11 +4,12 @@
 set -euo pipefail
 # clang and libclang-rt-14-dev (libFuzzer) build the fuzz targets; without them the fuzz
 # tests are skipped, not failed. spin runs the model checks in verify/ (ctest -L verify).
+# clang-format: the layout check (CTest clang_format, scripts/check-format.sh).
 # libssl-dev and openssl: rediss:// (TLS) and the TLS tests' certificates; iproute2: the
 # network-namespace tests (label netns); curl: the http_server example's test.
 pkgs=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-test1.81-dev libfmt-dev
       redis-server redis-tools libsqlite3-dev python3 clang libclang-rt-14-dev spin
-      libssl-dev openssl iproute2 curl)
+      libssl-dev openssl iproute2 curl clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,10 +23,13 @@ class category_impl final : public boost::system::error_category {
         return "the lock is not held by this owner (it expired or was taken by another)";
       case error::lock_lost:
         return "the lock was lost: its validity ran out or a majority no longer holds it";
-      case error::cancelled: return "the operation was cancelled";
+      case error::cancelled:
+        return "the operation was cancelled";
       case error::wrong_type:
-        return "Redis keys of another type (not strings) exist under the resource name on too many nodes for a majority";
-      case error::node_timeout: return "the Redis node did not answer in time";
+        return "Redis keys of another type (not strings) exist under the resource name on too many "
+               "nodes for a majority";
+      case error::node_timeout:
+        return "the Redis node did not answer in time";
       case error::node_unavailable:
         return "not connected to the Redis node (connecting, backing off, or unresponsive)";
       case error::connection_lost:
@@ -36,17 +39,23 @@ class category_impl final : public boost::system::error_category {
       case error::auth_failed:
         return "the Redis node refused the credentials, the database, or (ACL) a command the "
                "client needs";
-      case error::protocol_error: return "the Redis node sent data that is not valid RESP";
-      case error::server_error: return "the Redis node answered with an error";
+      case error::protocol_error:
+        return "the Redis node sent data that is not valid RESP";
+      case error::server_error:
+        return "the Redis node answered with an error";
       case error::unexpected_reply:
         return "the Redis node sent a reply of a type the command cannot return";
-      case error::overloaded: return "too many requests are queued for this Redis node";
+      case error::overloaded:
+        return "too many requests are queued for this Redis node";
       case error::node_held_back:
         return "the Redis node does not vote now (it restarted recently, its clock jumped, it is "
                "a replica or the same server as another node)";
-      case error::invalid_config: return "invalid redlock configuration";
-      case error::invalid_argument: return "invalid argument";
-      case error::shut_down: return "the lock client has been shut down";
+      case error::invalid_config:
+        return "invalid redlock configuration";
+      case error::invalid_argument:
+        return "invalid argument";
+      case error::shut_down:
+        return "the lock client has been shut down";
       case error::tls_failed:
         return "the TLS handshake with the Redis node failed (certificate not trusted, expired or "
                "for another host, or not a TLS port)";

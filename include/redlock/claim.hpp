@@ -6,7 +6,6 @@
 /// async_settle, and docs/claims.md.
 
 #include <boost/system/error_code.hpp>
-
 #include <cstddef>
 #include <cstdint>
 

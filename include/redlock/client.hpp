@@ -5,7 +5,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
-
 #include <chrono>
 #include <memory>
 #include <span>
@@ -27,15 +26,15 @@ namespace detail {
 using lock_handler = boost::asio::any_completion_handler<void(boost::system::error_code, lock)>;
 using void_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
 
-void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts,
-                bool wait, diagnostics* diag, lock_handler h);
+void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
+                diagnostics* diag, lock_handler h);
 void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h);
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h);
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h);
 
-using claims_handler = boost::asio::any_completion_handler<void(boost::system::error_code,
-                                                                std::vector<claim_result>)>;
+using claims_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, std::vector<claim_result>)>;
 using claim_handler =
     boost::asio::any_completion_handler<void(boost::system::error_code, claim_result)>;
 using count_handler =
@@ -167,8 +166,8 @@ class client {
   /// Completes with (error_code, std::vector<claim_result>), one result per name, in
   /// order; a name repeated in the batch is claim_status::duplicate after its first.
   /// The error_code is for the whole call: invalid_argument (more than max_claim_batch
-  /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent) or shut_down. An empty
-  /// batch completes at once with no results. Completes within two node_timeouts.
+  /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent) or shut_down. An
+  /// empty batch completes at once with no results. Completes within two node_timeouts.
   template <typename CompletionToken>
   auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
                        CompletionToken&& token) {
@@ -257,8 +256,8 @@ class client {
                              std::forward<CompletionToken>(token));
   }
   template <typename CompletionToken>
-  auto async_try_lock_all(std::vector<std::string> resources, lock_options opts,
-                          diagnostics& diag, CompletionToken&& token) {
+  auto async_try_lock_all(std::vector<std::string> resources, lock_options opts, diagnostics& diag,
+                          CompletionToken&& token) {
     return initiate_lock_all(std::move(resources), opts, false, &diag,
                              std::forward<CompletionToken>(token));
   }
@@ -306,8 +305,8 @@ class client {
   auto initiate_lock(std::string_view resource, lock_options opts, bool wait, diagnostics* diag,
                      CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lock)>(
-        [](auto handler, std::shared_ptr<detail::client_state> s, std::string r,
-           lock_options o, bool w, diagnostics* d) {
+        [](auto handler, std::shared_ptr<detail::client_state> s, std::string r, lock_options o,
+           bool w, diagnostics* d) {
           detail::start_lock(std::move(s), std::move(r), o, w, d, std::move(handler));
         },
         token, state_, std::string{resource}, opts, wait, diag);

@@ -22,7 +22,15 @@ class observer;
 struct node_event {
   /// tls_unverified: a rediss:// connection came up without certificate verification
   /// (tls_options::verify is off); reported at every such connection.
-  enum class kind { connected, disconnected, restarted, clock_jump, replica, duplicate, tls_unverified };
+  enum class kind {
+    connected,
+    disconnected,
+    restarted,
+    clock_jump,
+    replica,
+    duplicate,
+    tls_unverified
+  };
   kind what{};
   std::size_t node{};     ///< index in config::nodes
   std::string address{};  ///< host:port, never credentials
@@ -143,7 +151,6 @@ struct config {
   /// acquisition, with the resource name.
   std::function<void(std::string_view)> test_hook_before_fence_writeback{};
 };
-
 
 /// Per-call settings of async_lock / async_try_lock.
 struct lock_options {

@@ -3,7 +3,6 @@
 /// boost::system::error_code; the values below belong to the "redlock" category.
 
 #include <boost/system/error_code.hpp>
-
 #include <string>
 #include <type_traits>
 
@@ -18,24 +17,24 @@ enum class error {
   not_held,            ///< unlock/extend of a lock this owner no longer holds
   lock_lost,           ///< the lock's validity ran out or a majority lost it
   cancelled,           ///< the operation was cancelled by the caller
-  wrong_type,          ///< keys of another type (not strings) at the name on too many nodes for a majority
+  wrong_type,  ///< keys of another type (not strings) at the name on too many nodes for a majority
   // Node / connection outcomes
-  node_timeout,        ///< a node did not answer within its deadline
-  node_unavailable,    ///< not connected to the node (connecting, backing off or unresponsive)
-  connection_lost,     ///< the connection closed while the request was in flight
-  connect_failed,      ///< TCP connect or the handshake failed or timed out
-  auth_failed,         ///< the server refused AUTH or SELECT, or a handshake command (ACL)
-  protocol_error,      ///< the server sent bytes that are not valid RESP
-  server_error,        ///< the server answered with an error reply (text in diagnostics)
-  unexpected_reply,    ///< a well-formed reply of a type the command cannot return
-  overloaded,          ///< too many requests queued for one node
-  node_held_back,      ///< the node does not vote now (restart guard, clock jump, replica, duplicate)
+  node_timeout,      ///< a node did not answer within its deadline
+  node_unavailable,  ///< not connected to the node (connecting, backing off or unresponsive)
+  connection_lost,   ///< the connection closed while the request was in flight
+  connect_failed,    ///< TCP connect or the handshake failed or timed out
+  auth_failed,       ///< the server refused AUTH or SELECT, or a handshake command (ACL)
+  protocol_error,    ///< the server sent bytes that are not valid RESP
+  server_error,      ///< the server answered with an error reply (text in diagnostics)
+  unexpected_reply,  ///< a well-formed reply of a type the command cannot return
+  overloaded,        ///< too many requests queued for one node
+  node_held_back,    ///< the node does not vote now (restart guard, clock jump, replica, duplicate)
   // Usage
-  invalid_config,      ///< the configuration is invalid (text in the exception / diagnostics)
-  invalid_argument,    ///< an argument is invalid (empty resource, TTL out of range, ...)
-  shut_down,           ///< the client was shut down
+  invalid_config,    ///< the configuration is invalid (text in the exception / diagnostics)
+  invalid_argument,  ///< an argument is invalid (empty resource, TTL out of range, ...)
+  shut_down,         ///< the client was shut down
   // Added later (values are stable)
-  tls_failed,          ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
+  tls_failed,  ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
 };
 
 /// The "redlock" error category.

@@ -4,7 +4,6 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>

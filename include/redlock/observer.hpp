@@ -3,7 +3,6 @@
 /// locks do, and a ready-made observer that keeps Prometheus metrics.
 
 #include <boost/system/error_code.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +31,7 @@ const char* to_string(node_answer a) noexcept;
 
 /// One node's part in one round.
 struct node_reply {
-  std::size_t node = 0;      ///< index in config::nodes
+  std::size_t node = 0;        ///< index in config::nodes
   std::string_view address{};  ///< "host:port", never credentials
   node_answer answer = node_answer::no_answer;
   boost::system::error_code error{};  ///< set when answer is failed or held_back
@@ -51,7 +50,7 @@ struct attempt_event {
   boost::system::error_code outcome{};
   /// From the round's start to its decision (a fenced round's write-back included).
   std::chrono::microseconds elapsed{0};
-  std::uint64_t fence = 0;  ///< the fencing token of a won fenced round, else 0
+  std::uint64_t fence = 0;              ///< the fencing token of a won fenced round, else 0
   std::span<const node_reply> nodes{};  ///< one per node, in config::nodes order
 };
 
@@ -59,7 +58,7 @@ struct attempt_event {
 struct acquire_event {
   std::string_view resource{};
   bool fenced = false;
-  bool waiting = false;  ///< async_lock (true) or async_try_lock (false)
+  bool waiting = false;   ///< async_lock (true) or async_try_lock (false)
   unsigned attempts = 0;  ///< rounds sent (0 when refused before any I/O)
   /// The call's result: success, or the error its handler receives.
   boost::system::error_code outcome{};
@@ -117,9 +116,8 @@ struct metrics_options {
   std::string prefix = "redlock_";
   /// Upper bounds of the latency histograms' buckets, in seconds, increasing (a +Inf
   /// bucket is always added). Default: 100 us to 10 s.
-  std::vector<double> latency_buckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                         0.025,  0.05,    0.1,    0.25,  0.5,   1,     2.5,
-                                         5,      10};
+  std::vector<double> latency_buckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                         0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 };
 
 /// An observer that counts and times what it sees and renders it in the Prometheus text

@@ -8,6 +8,6 @@
 #include "redlock/error.hpp"
 #include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"
-#include "redlock/observer.hpp"
 #include "redlock/multi_lock.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/with_lock.hpp"

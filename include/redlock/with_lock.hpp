@@ -8,7 +8,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
-
 #include <exception>
 #include <optional>
 #include <string>

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "quorum/rules.hpp"
 #include "client/client_state.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/error.hpp"
 
 namespace redlock::detail {
@@ -101,8 +101,8 @@ class retry_loop {
 
   /// Node i's answer to the write-back: an ack only if the script raised the counters
   /// (1) and the node may still vote for a lock of `ttl`.
-  void count_write_back(const client_state& s, std::size_t i, error_code ec,
-                        const resp::reply* r, std::chrono::milliseconds ttl) {
+  void count_write_back(const client_state& s, std::size_t i, error_code ec, const resp::reply* r,
+                        std::chrono::milliseconds ttl) {
     const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
                      s.votes(i, ttl, boot_clock::now());
     ack ? ++acks_ : ++refusals_;
@@ -125,7 +125,7 @@ class retry_loop {
 
   boot_timer retry_timer_;
   bool decided_ = false;
-  bool second_round_ = false;    // a fenced write-back round is out
+  bool second_round_ = false;  // a fenced write-back round is out
   bool retry_when_idle_ = false;
   bool woken_ = false;           // woken while an attempt was in flight
   std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale

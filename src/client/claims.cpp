@@ -6,13 +6,12 @@
 
 #include "client/claims.hpp"
 
-#include <boost/asio/append.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <unordered_map>
 
 #include "quorum/operation.hpp"
@@ -23,11 +22,16 @@ namespace redlock {
 
 const char* to_string(claim_status s) noexcept {
   switch (s) {
-    case claim_status::won: return "won";
-    case claim_status::held: return "held";
-    case claim_status::done: return "done";
-    case claim_status::duplicate: return "duplicate";
-    case claim_status::failed: return "failed";
+    case claim_status::won:
+      return "won";
+    case claim_status::held:
+      return "held";
+    case claim_status::done:
+      return "done";
+    case claim_status::duplicate:
+      return "duplicate";
+    case claim_status::failed:
+      return "failed";
   }
   return "unknown";
 }
@@ -57,7 +61,9 @@ constexpr auto longest_keep = std::chrono::milliseconds{std::chrono::hours{24 * 
 constexpr int batch_slots = 4;
 
 using node_mask = std::uint16_t;
-constexpr node_mask bit(std::size_t i) { return static_cast<node_mask>(1u << i); }
+constexpr node_mask bit(std::size_t i) {
+  return static_cast<node_mask>(1u << i);
+}
 
 // A quorum_op whose round sends each node one script call for a list of item indexes
 // (its own list: payloads differ per node) and reads back one integer per item. Shared by
@@ -207,7 +213,8 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   }
 
  private:
-  void ask(std::size_t i, const std::vector<std::uint32_t>& which, boot_clock::time_point deadline) {
+  void ask(std::size_t i, const std::vector<std::uint32_t>& which,
+           boot_clock::time_point deadline) {
     if (which.empty()) return;
     for (auto j : which) items_[j].asked |= bit(i);
     prepare(i, claim_script, which, ttl_.count());
@@ -221,12 +228,26 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
     auto& it = items_[j];
     switch (code) {
-      case 1: ++it.yes; it.maybe |= bit(i); break;
-      case 0: ++it.held; break;
-      case 2: ++it.done; break;
-      case 3: ++it.wrong; break;
-      case -2: ++it.failed; break;  // never sent
-      default: ++it.failed; it.maybe |= bit(i); break;  // it may have landed
+      case 1:
+        ++it.yes;
+        it.maybe |= bit(i);
+        break;
+      case 0:
+        ++it.held;
+        break;
+      case 2:
+        ++it.done;
+        break;
+      case 3:
+        ++it.wrong;
+        break;
+      case -2:
+        ++it.failed;
+        break;  // never sent
+      default:
+        ++it.failed;
+        it.maybe |= bit(i);
+        break;  // it may have landed
     }
   }
 
@@ -296,7 +317,9 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       if (undo[i].empty()) continue;
       std::string p;
       resp::command_writer w{p};
-      w.begin(3 + 2 * undo[i].size() + 1).arg("EVAL").arg(settle_script.body)
+      w.begin(3 + 2 * undo[i].size() + 1)
+          .arg("EVAL")
+          .arg(settle_script.body)
           .arg(std::int64_t(undo[i].size()));
       for (auto j : undo[i]) w.arg(items_[j].key);
       w.arg(std::int64_t{0});
@@ -374,15 +397,16 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
 
  private:
   std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
-  std::string_view token_of(std::size_t, std::uint32_t j) const override {
-    return items_[j].token;
-  }
+  std::string_view token_of(std::size_t, std::uint32_t j) const override { return items_[j].token; }
 
   void tally(std::size_t, std::uint32_t j, std::int64_t code) override {
     auto& it = items_[j];
-    if (code == 1) ++it.yes;
-    else if (code == 0) ++it.no;
-    else ++it.failed;
+    if (code == 1)
+      ++it.yes;
+    else if (code == 0)
+      ++it.no;
+    else
+      ++it.failed;
   }
 
   // A done marker must be on a majority for later claims to see it; a release is done
@@ -408,7 +432,9 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
       if (rest.empty()) continue;
       std::string p;
       resp::command_writer w{p};
-      w.begin(3 + 2 * rest.size() + 1).arg("EVAL").arg(settle_script.body)
+      w.begin(3 + 2 * rest.size() + 1)
+          .arg("EVAL")
+          .arg(settle_script.body)
           .arg(std::int64_t(rest.size()));
       for (const auto* it : rest) w.arg(it->key);
       w.arg(std::int64_t{keep_.count()});
@@ -437,8 +463,10 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     std::size_t settled = 0;
     for (auto& it : items_) {
       const auto ec = outcome(it);
-      if (!ec) ++settled;
-      else if (!first) first = ec;
+      if (!ec)
+        ++settled;
+      else if (!first)
+        first = ec;
     }
     complete(first, settled);
   }
@@ -459,7 +487,9 @@ void launch_batch(Op* op) {
   op->run_guarded([op] { op->start(); });
 }
 
-bool bad_name(const std::string& name) { return name.empty() || name.size() > max_resource_bytes; }
+bool bad_name(const std::string& name) {
+  return name.empty() || name.size() > max_resource_bytes;
+}
 
 bool bad_keep(std::chrono::milliseconds keep) {
   return keep < std::chrono::milliseconds{0} || keep > longest_keep;
@@ -491,7 +521,8 @@ void complete_later(const std::shared_ptr<client_state>& s, Handler h, Args... a
 
 // ---- the coalescer -----------------------------------------------------------------
 
-void claim_coalescer::add_claim(std::string resource, std::chrono::milliseconds ttl, claim_handler h) {
+void claim_coalescer::add_claim(std::string resource, std::chrono::milliseconds ttl,
+                                claim_handler h) {
   claims_.push_back(pending_claim{std::move(resource), ttl, std::move(h)});
   schedule();
 }
@@ -569,7 +600,8 @@ void claim_coalescer::shutdown() {
   for (auto& p : claims) {
     claim_result r;
     r.error = error::shut_down;
-    asio::post(s->strand, asio::append(std::move(p.handler), error_code{error::shut_down}, std::move(r)));
+    asio::post(s->strand,
+               asio::append(std::move(p.handler), error_code{error::shut_down}, std::move(r)));
   }
   for (auto& p : settles)
     asio::post(s->strand, asio::append(std::move(p.handler), error_code{error::shut_down}));
@@ -579,7 +611,9 @@ void claim_coalescer::shutdown() {
 
 void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
                      std::chrono::milliseconds ttl, claims_handler h) {
-  if (!s) return complete_later(s, std::move(h), error_code{error::shut_down}, std::vector<claim_result>{});
+  if (!s)
+    return complete_later(s, std::move(h), error_code{error::shut_down},
+                          std::vector<claim_result>{});
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), resources = std::move(resources), ttl,
                           h = std::move(h)]() mutable {
@@ -590,7 +624,8 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
     if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() ||
         std::any_of(resources.begin(), resources.end(), bad_name))
       return fail(error::invalid_argument);
-    if (resources.empty()) return complete_later(s, std::move(h), error_code{}, std::vector<claim_result>{});
+    if (resources.empty())
+      return complete_later(s, std::move(h), error_code{}, std::vector<claim_result>{});
     std::vector<claim_item> items;
     items.reserve(resources.size());
     for (auto& r : resources) items.emplace_back(std::move(r));
@@ -598,8 +633,8 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
   });
 }
 
-void start_claim(std::shared_ptr<client_state> s, std::string resource, std::chrono::milliseconds ttl,
-                 claim_handler h) {
+void start_claim(std::shared_ptr<client_state> s, std::string resource,
+                 std::chrono::milliseconds ttl, claim_handler h) {
   auto fail = [](const std::shared_ptr<client_state>& st, claim_handler hh, error_code ec) {
     claim_result r;
     r.error = ec;
@@ -622,7 +657,8 @@ void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
   if (!s) return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), claims, keep, h = std::move(h)]() mutable {
-    if (s->closed) return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
+    if (s->closed)
+      return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
     if (bad_keep(keep) || claims.size() > max_claim_batch)
       return complete_later(s, std::move(h), error_code{error::invalid_argument}, std::size_t{0});
     std::vector<settle_item> items;

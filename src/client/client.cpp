@@ -4,21 +4,20 @@
 
 #include "redlock/client.hpp"
 
-#include <boost/asio/append.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/execution/context.hpp>
-#include <boost/asio/query.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
-#include <boost/system/system_error.hpp>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/system/system_error.hpp>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -27,13 +26,13 @@
 #include <mutex>
 #include <tuple>
 
-#include "quorum/rules.hpp"
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
 #include "client/multi.hpp"
 #include "client/wake.hpp"
 #include "quorum/operation.hpp"
+#include "quorum/rules.hpp"
 
 namespace redlock {
 namespace detail {
@@ -61,9 +60,10 @@ const script extend_script{
 std::string acl_hint(std::string_view server_text) {
   if (server_text.find("can't run this command") == std::string_view::npos) return {};
   static const script* const scripts[] = {
-      &release_script,      &extend_script,     &batch_extend_script, &fence_acquire_script,
-      &fence_raise_script,  &fence_read_script, &fence_repair_script, &claim_script,
-      &settle_script,       &multi_acquire_script, &multi_raise_script, &multi_extend_script,
+      &release_script,       &extend_script,       &batch_extend_script,
+      &fence_acquire_script, &fence_raise_script,  &fence_read_script,
+      &fence_repair_script,  &claim_script,        &settle_script,
+      &multi_acquire_script, &multi_raise_script,  &multi_extend_script,
       &multi_release_script, &fair_acquire_script, &fair_fence_acquire_script};
   for (const script* sc : scripts) {
     if (server_text.find(sc->sha) == std::string_view::npos) continue;
@@ -93,8 +93,8 @@ namespace {
 
 // The password for nodes whose URI has none, from the one source the config names.
 std::string config_password(const config& c) {
-  const int sources = int{!c.password.empty()} + int{!c.password_file.empty()} +
-                      int{!c.password_env.empty()};
+  const int sources =
+      int{!c.password.empty()} + int{!c.password_file.empty()} + int{!c.password_env.empty()};
   if (sources > 1)
     bad_config("set at most one of config.password, config.password_file and config.password_env");
   if (!c.password_file.empty()) {
@@ -106,16 +106,17 @@ std::string config_password(const config& c) {
     std::getline(in, line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty())
-      bad_config(fmt::format("config.password_file: the first line of \"{}\" is empty",
-                             c.password_file));
+      bad_config(
+          fmt::format("config.password_file: the first line of \"{}\" is empty", c.password_file));
     return line;
   }
   if (!c.password_env.empty()) {
     const char* v = std::getenv(c.password_env.c_str());
     if (v == nullptr || *v == '\0')
-      bad_config(fmt::format("config.password_env: the environment variable {} is not set or is "
-                             "empty",
-                             c.password_env));
+      bad_config(
+          fmt::format("config.password_env: the environment variable {} is not set or is "
+                      "empty",
+                      c.password_env));
     return v;
   }
   if (!c.user.empty() && c.password.empty())
@@ -134,12 +135,14 @@ std::vector<node_uri> validate(const config& c) {
   for (std::size_t i = 0; i < c.nodes.size(); ++i) {
     node_uri u;
     std::string why;
-    if (!parse_node_uri(c.nodes[i], u, why)) bad_config(fmt::format("config.nodes[{}]: {}", i, why));
+    if (!parse_node_uri(c.nodes[i], u, why))
+      bad_config(fmt::format("config.nodes[{}]: {}", i, why));
     for (std::size_t j = 0; j < out.size(); ++j)
       if (out[j].host == u.host && out[j].port == u.port)
-        bad_config(fmt::format("config.nodes[{}] and [{}] are the same node ({}): a server "
-                               "must count once",
-                               j, i, u.display()));
+        bad_config(
+            fmt::format("config.nodes[{}] and [{}] are the same node ({}): a server "
+                        "must count once",
+                        j, i, u.display()));
     out.push_back(std::move(u));
   }
   if (const std::string password = config_password(c); !password.empty()) {
@@ -182,9 +185,9 @@ client_state::client_state(asio::any_io_executor ex, config c)
   // the pipeline, behind commands sent after it (a release would then land after the
   // next waiter's SET).
   static const std::vector<const script*> preload{
-      &release_script,       &extend_script,      &batch_extend_script, &fence_acquire_script,
-      &fence_raise_script,   &claim_script,       &settle_script,       &multi_acquire_script,
-      &multi_raise_script,   &multi_extend_script, &multi_release_script, &fair_acquire_script,
+      &release_script,           &extend_script,       &batch_extend_script,  &fence_acquire_script,
+      &fence_raise_script,       &claim_script,        &settle_script,        &multi_acquire_script,
+      &multi_raise_script,       &multi_extend_script, &multi_release_script, &fair_acquire_script,
       &fair_fence_acquire_script};
   std::shared_ptr<tls_settings> tls;
   if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
@@ -262,7 +265,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         resource_(std::move(resource)),
         opts_(opts),
         wait_(wait) {
-
     no_text_ = "refused";
   }
 
@@ -302,10 +304,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     }
     const auto now = boot_clock::now();
     call_start_ = now;
-    wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
-                      opts_.wait > std::chrono::hours{24 * 365 * 100})
-                         ? (wait_ ? boot_clock::time_point::max() : now)
-                         : now + opts_.wait;
+    wait_deadline_ =
+        (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
+            ? (wait_ ? boot_clock::time_point::max() : now)
+            : now + opts_.wait;
     watch_cancellation();
     attempt();
   }
@@ -404,7 +406,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (top.kind != resp::type::array || r.size() != 3 || r[1].kind != resp::type::integer)
       return vote::failed;
     switch (r[1].integer) {
-      case 0: return r[2].is_string() ? held_by(r[2].text) : vote::held;
+      case 0:
+        return r[2].is_string() ? held_by(r[2].text) : vote::held;
       case 3:
         if (!opts_.fair) return vote::failed;
         round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
@@ -420,10 +423,12 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         if (!opts_.fenced) return vote::failed;
         marked_[i] = false;
         ++unmarked_yes_;
-        round_.texts[i] = "set the key, but its fencing counters await repair (restarted empty "
-                          "or new), so its vote does not count";
+        round_.texts[i] =
+            "set the key, but its fencing counters await repair (restarted empty "
+            "or new), so its vote does not count";
         return vote::yes;
-      default: return vote::failed;
+      default:
+        return vote::failed;
     }
   }
 
@@ -446,9 +451,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     // With fencing, only nodes whose counters are trusted (marked) can make a majority:
     // that majority must meet every earlier write-back's majority.
     const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
-    const std::size_t no = round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
+    const std::size_t no =
+        round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
     switch (decide(s_->size(), yes, no)) {
-      case vote_state::undecided: return;
+      case vote_state::undecided:
+        return;
       case vote_state::won: {
         decided_ = true;
         if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
@@ -473,11 +480,13 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   void start_write_back() {
     fence_token_ = 0;
     for (std::size_t i = 0; i < s_->size(); ++i)
-      if (round_.votes[i] == vote::yes && marked_[i]) fence_token_ = std::max(fence_token_, fence_[i]);
-    if (s_->cfg.test_hook_before_fence_writeback) s_->cfg.test_hook_before_fence_writeback(resource_);
+      if (round_.votes[i] == vote::yes && marked_[i])
+        fence_token_ = std::max(fence_token_, fence_[i]);
+    if (s_->cfg.test_hook_before_fence_writeback)
+      s_->cfg.test_hook_before_fence_writeback(resource_);
     payload2_.clear();
-    resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, s_->fence_hash_key,
-                         s_->fence_marker_key, token_, field_,
+    resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_,
+                         s_->fence_hash_key, s_->fence_marker_key, token_, field_,
                          static_cast<std::int64_t>(fence_token_));
     outstanding_ += send_write_back(*s_, payload2_, &fence_raise_script, valid_until_, this);
     on_write_back_tally();
@@ -491,7 +500,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
   void on_write_back_tally() {
     switch (write_back_outcome(s_->size())) {
-      case vote_state::undecided: return;
+      case vote_state::undecided:
+        return;
       case vote_state::won:
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         return succeed(fence_token_);
@@ -508,7 +518,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       report_attempt({}, fence);
       report_call({}, fence);  // while resource_ still names the lock
     }
-    leave_line();  // while key_ still names the line
+    leave_line();                    // while key_ still names the line
     s_->held.emplace(token_, key_);  // released by async_shutdown if still held then
     lock lk;
     lock_access::owner(lk) = s_;
@@ -535,7 +545,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
           round_.sent_to[i] &&
           (round_.votes[i] == vote::yes || round_.votes[i] == vote::pending ||
            (round_.votes[i] == vote::failed &&
-            (round_.errors[i] == error::node_timeout || round_.errors[i] == error::connection_lost ||
+            (round_.errors[i] == error::node_timeout ||
+             round_.errors[i] == error::connection_lost ||
              round_.errors[i] == error::node_held_back ||
              ((opts_.fenced || opts_.fair) && round_.errors[i] == error::server_error))));
       mask[i] = maybe_set;
@@ -625,7 +636,9 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     const auto now = boot_clock::now();
     auto delay = s_->jitter(s_->cfg.retry_delay);
     if (opts_.fair) delay = std::min<std::chrono::nanoseconds>(delay, renew_interval());
-    if (wait_deadline_ - now < delay) delay = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(wait_deadline_ - now, boot_clock::duration::zero()));
+    if (wait_deadline_ - now < delay)
+      delay = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::max(wait_deadline_ - now, boot_clock::duration::zero()));
     retry_timer_.cancel();
     retry_after(delay);
   }
@@ -829,8 +842,7 @@ class extend_op final : public quorum_op<client_state, void(error_code)> {
     resp::append_command(payload_, "EVALSHA", extend_script.sha, "1", lk.key(), lk.token(),
                          std::int64_t{ttl.count()});
     watch_cancellation();
-    send_to_all(payload_, &extend_script,
-                std::min(now + s_->cfg.node_timeout, old_deadline_));
+    send_to_all(payload_, &extend_script, std::min(now + s_->cfg.node_timeout, old_deadline_));
     on_tally();
   }
 
@@ -841,8 +853,9 @@ class extend_op final : public quorum_op<client_state, void(error_code)> {
   }
 
   void on_tally() override {
-    const auto v = decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(), start_,
-                                    ttl_, old_deadline_, s_->cfg.drift_factor);
+    const auto v =
+        decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(),
+                         start_, ttl_, old_deadline_, s_->cfg.drift_factor);
     if (v.decided) finish(v);
   }
 
@@ -897,8 +910,8 @@ void complete_without_client(Handler h, Args... args) {
 
 }  // namespace
 
-void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts,
-                bool wait, diagnostics* diag, lock_handler h) {
+void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
+                diagnostics* diag, lock_handler h) {
   if (!s) return complete_without_client(std::move(h), lock{});
   const auto& strand = s->strand;  // kept alive by the op
   launch_op(new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h)),
@@ -993,7 +1006,7 @@ client::client(executor_type ex, config cfg)
 
 client::~client() {
   if (!state_) return;
-  state_->mark_shut();  // held locks stop being valid before their release is sent
+  state_->mark_shut();           // held locks stop being valid before their release is sent
   auto strand = state_->strand;  // not state_->strand in the call: the lambda moves state_
   // Releases what is still held and sends what is queued, then closes (if the
   // io_context keeps running; if it is destroyed first, the connections just close).
@@ -1009,6 +1022,8 @@ client& client::operator=(client&& other) noexcept {
   return *this;
 }
 
-std::size_t client::node_count() const noexcept { return state_ ? state_->size() : 0; }
+std::size_t client::node_count() const noexcept {
+  return state_ ? state_->size() : 0;
+}
 
 }  // namespace redlock

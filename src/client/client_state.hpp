@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <unordered_map>
 #include <memory>
 #include <random>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "client/token.hpp"
@@ -34,10 +34,10 @@ std::string acl_hint(std::string_view server_text);
 
 extern const script release_script;
 extern const script extend_script;
-extern const script fence_acquire_script;  // SET NX PX GET, then HINCRBY where marked
-extern const script fence_raise_script;    // raise the counter to T where the key is ours
-extern const script fence_read_script;     // marker + all counters
-extern const script fence_repair_script;   // raise many counters, then set the marker
+extern const script fence_acquire_script;       // SET NX PX GET, then HINCRBY where marked
+extern const script fence_raise_script;         // raise the counter to T where the key is ours
+extern const script fence_read_script;          // marker + all counters
+extern const script fence_repair_script;        // raise many counters, then set the marker
 extern const script fair_acquire_script;        // fair mode: the line, then SET NX PX GET
 extern const script fair_fence_acquire_script;  // fair mode: the line, then as fenced
 

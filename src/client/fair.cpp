@@ -9,7 +9,6 @@
 // script. Both keys expire with the newest place, so a line nobody renews disappears.
 
 #include "client/client_state.hpp"
-
 #include "resp/resp.hpp"
 
 namespace redlock::detail {
@@ -20,7 +19,8 @@ namespace redlock::detail {
   R"(local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000) for _, m in ipairs(redis.call("ZRANGEBYSCORE", E, "-inf", now)) do redis.call("ZREM", L, m) redis.call("ZREM", E, m) end if join == "1" then redis.call("ZADD", L, "NX", tk, id) redis.call("ZADD", E, now + ms, id) redis.call("PEXPIRE", L, ms) redis.call("PEXPIRE", E, ms) end local head = redis.call("ZRANGE", L, 0, 0)[1] if head and head ~= id then return {3, head} end local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET") if cur then return {0, cur} end if head then redis.call("ZREM", L, head) redis.call("ZREM", E, head) end )"
 
 const script fair_acquire_script{
-    R"(local L, E, id, tk, ms, join = KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], ARGV[6] )" REDLOCK_FAIR_LINE R"(return {1, 0})",
+    R"(local L, E, id, tk, ms, join = KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], ARGV[6] )" REDLOCK_FAIR_LINE
+    R"(return {1, 0})",
     "38ec3ec37524f3db4b35cc0cd26909ecaa32163b"};
 const script fair_fence_acquire_script{
     R"(local L, E, id, tk, ms, join = KEYS[4], KEYS[5], ARGV[4], ARGV[5], ARGV[6], ARGV[7] )" REDLOCK_FAIR_LINE
@@ -33,7 +33,8 @@ const script line_leave_script{
 #undef REDLOCK_FAIR_LINE
 
 void client_state::leave_line_detached(std::string_view line_key, std::string_view expiry_key,
-                                       std::string_view id, const std::array<bool, max_nodes>& only) {
+                                       std::string_view id,
+                                       const std::array<bool, max_nodes>& only) {
   // EVAL: nobody reads the reply, so a flushed script cache must not make it a NOSCRIPT.
   std::string payload;
   resp::append_command(payload, "EVAL", line_leave_script.body, "2", line_key, expiry_key, id);

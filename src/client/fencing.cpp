@@ -17,16 +17,15 @@
 // A node left out is repaired by a later run, which every fenced attempt starts while
 // some node is unmarked.
 
-#include <boost/asio/dispatch.hpp>
-
 #include <fmt/format.h>
 
+#include <boost/asio/dispatch.hpp>
 #include <charconv>
 #include <map>
 
+#include "client/client_state.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
-#include "client/client_state.hpp"
 
 namespace redlock::detail {
 

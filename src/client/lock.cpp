@@ -41,7 +41,9 @@ lock& lock::operator=(lock&& other) noexcept {
   return *this;
 }
 
-lock::~lock() { release_in_background(); }
+lock::~lock() {
+  release_in_background();
+}
 
 namespace detail {
 // Whether the client that handed out a lock still stands behind it: not shut down or
@@ -52,7 +54,9 @@ bool owner_holds(const std::weak_ptr<client_state>& owner) noexcept {
 }
 }  // namespace detail
 
-bool lock::owns() const noexcept { return !token_.empty() && detail::owner_holds(owner_); }
+bool lock::owns() const noexcept {
+  return !token_.empty() && detail::owner_holds(owner_);
+}
 
 std::chrono::milliseconds lock::validity() const noexcept {
   if (!valid()) return std::chrono::milliseconds{0};

@@ -10,6 +10,9 @@
 
 #include "client/multi.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -17,14 +20,10 @@
 #include <boost/asio/system_executor.hpp>
 #include <boost/system/system_error.hpp>
 
-#include <fmt/format.h>
-
-#include <algorithm>
-
-#include "quorum/operation.hpp"
-#include "quorum/rules.hpp"
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
+#include "quorum/operation.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock {
@@ -67,7 +66,10 @@ void client_state::release_set_detached(const std::vector<std::string>& keys,
   // turn it into a silent NOSCRIPT.
   std::string payload;
   resp::command_writer w{payload};
-  w.begin(4 + keys.size()).arg("EVAL").arg((announce ? multi_release_script : quiet_multi_release_script).body).arg(std::int64_t(keys.size()));
+  w.begin(4 + keys.size())
+      .arg("EVAL")
+      .arg((announce ? multi_release_script : quiet_multi_release_script).body)
+      .arg(std::int64_t(keys.size()));
   for (const auto& k : keys) w.arg(k);
   w.arg(token);
   for (std::size_t i = 0; i < nodes.size(); ++i)
@@ -119,10 +121,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
     if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
     const auto now = boot_clock::now();
-    wait_deadline_ = (!wait_ || opts_.wait == wait_forever ||
-                      opts_.wait > std::chrono::hours{24 * 365 * 100})
-                         ? (wait_ ? boot_clock::time_point::max() : now)
-                         : now + opts_.wait;
+    wait_deadline_ =
+        (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
+            ? (wait_ ? boot_clock::time_point::max() : now)
+            : now + opts_.wait;
     watch_cancellation();
     attempt();
   }
@@ -219,13 +221,15 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       case 2:
         marked_[i] = false;
         ++unmarked_yes_;
-        round_.texts[i] = "took the set, but its fencing counters await repair (restarted "
-                          "empty or new), so its vote does not count";
+        round_.texts[i] =
+            "took the set, but its fencing counters await repair (restarted "
+            "empty or new), so its vote does not count";
         return vote::yes;
       case 0:
         round_.texts[i] = fmt::format("\"{}\" held by another owner", blocker(r));
         return vote::held;
-      default: return vote::failed;
+      default:
+        return vote::failed;
     }
   }
 
@@ -243,9 +247,11 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
     // With fencing only marked nodes make a majority (see fencing.cpp).
     const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
-    const std::size_t no = round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
+    const std::size_t no =
+        round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
     switch (decide(s_->size(), yes, no)) {
-      case vote_state::undecided: return;
+      case vote_state::undecided:
+        return;
       case vote_state::won:
         decided_ = true;
         if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
@@ -270,8 +276,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     fences_.assign(n, 0);
     for (std::size_t i = 0; i < s_->size(); ++i)
       if (round_.votes[i] == vote::yes && marked_[i])
-        for (std::size_t k = 0; k < n; ++k)
-          fences_[k] = std::max(fences_[k], counters_[i * n + k]);
+        for (std::size_t k = 0; k < n; ++k) fences_[k] = std::max(fences_[k], counters_[i * n + k]);
     payload2_.clear();
     resp::command_writer w{payload2_};
     w.begin(6 + 3 * n)
@@ -282,7 +287,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         .arg(s_->fence_marker_key);
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_);
-    for (std::size_t k = 0; k < n; ++k) w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
+    for (std::size_t k = 0; k < n; ++k)
+      w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
     outstanding_ += send_write_back(*s_, payload2_, &multi_raise_script, valid_until_, this);
     on_write_back_tally();
   }
@@ -295,7 +301,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
 
   void on_write_back_tally() {
     switch (write_back_outcome(s_->size())) {
-      case vote_state::undecided: return;
+      case vote_state::undecided:
+        return;
       case vote_state::won:
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         return succeed();
@@ -428,7 +435,10 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
     s_->held_sets.erase(token_);
     lk = multi_lock{};
     resp::command_writer w{payload_};
-    w.begin(4 + keys_.size()).arg("EVALSHA").arg(multi_release_script.sha).arg(std::int64_t(keys_.size()));
+    w.begin(4 + keys_.size())
+        .arg("EVALSHA")
+        .arg(multi_release_script.sha)
+        .arg(std::int64_t(keys_.size()));
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_);
     watch_cancellation();
@@ -492,12 +502,15 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
     start_ = now;
     old_deadline_ = lk.deadline();
     resp::command_writer w{payload_};
-    w.begin(5 + lk.keys().size()).arg("EVALSHA").arg(multi_extend_script.sha)
+    w.begin(5 + lk.keys().size())
+        .arg("EVALSHA")
+        .arg(multi_extend_script.sha)
         .arg(std::int64_t(lk.keys().size()));
     for (const auto& k : lk.keys()) w.arg(k);
     w.arg(lk.token()).arg(std::int64_t{ttl.count()});
     watch_cancellation();
-    send_to_all(payload_, &multi_extend_script, std::min(now + s_->cfg.node_timeout, old_deadline_));
+    send_to_all(payload_, &multi_extend_script,
+                std::min(now + s_->cfg.node_timeout, old_deadline_));
     on_tally();
   }
 
@@ -510,8 +523,9 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
   }
 
   void on_tally() override {
-    const auto v = decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(), start_,
-                                    ttl_, old_deadline_, s_->cfg.drift_factor);
+    const auto v =
+        decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(),
+                         start_, ttl_, old_deadline_, s_->cfg.drift_factor);
     if (v.decided) finish(v);
   }
 
@@ -563,7 +577,8 @@ void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> re
 void start_unlock_all(std::shared_ptr<client_state> s, multi_lock& lk, diagnostics* diag,
                       void_handler h) {
   if (!s) return complete_without_client(std::move(h));
-  launch<unlock_all_op>(std::move(s), diag, std::move(h), [&lk](unlock_all_op& op) { op.start(lk); });
+  launch<unlock_all_op>(std::move(s), diag, std::move(h),
+                        [&lk](unlock_all_op& op) { op.start(lk); });
 }
 
 void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,
@@ -605,7 +620,9 @@ multi_lock& multi_lock::operator=(multi_lock&& other) noexcept {
   return *this;
 }
 
-multi_lock::~multi_lock() { release_in_background(); }
+multi_lock::~multi_lock() {
+  release_in_background();
+}
 
 std::uint64_t multi_lock::fence(std::string_view resource) const noexcept {
   const auto it = std::lower_bound(resources_.begin(), resources_.end(), resource);
@@ -623,8 +640,7 @@ bool multi_lock::owns() const noexcept {
 }
 
 bool multi_lock::valid() const noexcept {
-  return !token_.empty() && !lost_ && boot_clock::now() < deadline_ &&
-         detail::owner_holds(owner_);
+  return !token_.empty() && !lost_ && boot_clock::now() < deadline_ && detail::owner_holds(owner_);
 }
 
 void multi_lock::release_in_background() noexcept {

@@ -3,7 +3,6 @@
 #include <sys/random.h>
 
 #include <boost/system/system_error.hpp>
-
 #include <cerrno>
 
 namespace redlock::detail {

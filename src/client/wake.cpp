@@ -1,9 +1,9 @@
 #include "client/wake.hpp"
 
-#include "client/client_state.hpp"
-
 #include <algorithm>
 #include <utility>
+
+#include "client/client_state.hpp"
 
 namespace redlock::detail {
 

@@ -1,19 +1,17 @@
 #include "connection/connection.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
-
 #include <boost/system/system_error.hpp>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
-
-#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <utility>
@@ -36,7 +34,9 @@ bool is_noscript(const resp::reply& r) {
   return !r.empty() && r[0].is_error() && r[0].text.substr(0, 8) == "NOSCRIPT";
 }
 
-std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+std::string ms_text(std::chrono::milliseconds d) {
+  return std::to_string(d.count()) + " ms";
+}
 
 bool is_ssl_reason(const error_code& ec, int reason) {
   return ec.category() == asio::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == reason;
@@ -66,7 +66,8 @@ std::shared_ptr<tls_settings> make_tls_settings(const tls_options& o, std::strin
   if (!o.ca_file.empty()) {
     t->ctx.load_verify_file(o.ca_file, ec);
     if (ec) {
-      why = "config.tls.ca_file: cannot load CA certificates from \"" + o.ca_file + "\": " + ec.message();
+      why = "config.tls.ca_file: cannot load CA certificates from \"" + o.ca_file +
+            "\": " + ec.message();
       return nullptr;
     }
   }
@@ -89,8 +90,9 @@ std::shared_ptr<tls_settings> make_tls_settings(const tls_options& o, std::strin
     }
   }
   if (o.cert_file.empty() != o.key_file.empty()) {
-    why = "config.tls.cert_file and config.tls.key_file go together: set both (mutual TLS) or "
-          "neither";
+    why =
+        "config.tls.cert_file and config.tls.key_file go together: set both (mutual TLS) or "
+        "neither";
     return nullptr;
   }
   if (!o.cert_file.empty()) {
@@ -101,8 +103,10 @@ std::shared_ptr<tls_settings> make_tls_settings(const tls_options& o, std::strin
     }
     t->ctx.use_private_key_file(o.key_file, asio::ssl::context::pem, ec);
     if (ec || SSL_CTX_check_private_key(t->ctx.native_handle()) != 1) {
-      why = "config.tls.key_file: cannot load \"" + o.key_file + "\" or it does not match the "
-            "certificate" + (ec ? ": " + ec.message() : std::string{});
+      why = "config.tls.key_file: cannot load \"" + o.key_file +
+            "\" or it does not match the "
+            "certificate" +
+            (ec ? ": " + ec.message() : std::string{});
       return nullptr;
     }
   }
@@ -123,8 +127,7 @@ std::shared_ptr<tls_settings> tls_settings_or_throw(const tls_options& opts) {
 }  // namespace
 
 connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
-                       const std::vector<const script*>* preload,
-                       std::shared_ptr<tls_settings> tls)
+                       const std::vector<const script*>* preload, std::shared_ptr<tls_settings> tls)
     : strand_(std::move(strand)),
       uri_(std::move(uri)),
       cfg_(cfg),
@@ -138,7 +141,9 @@ connection::connection(strand_type strand, node_uri uri, const config& cfg, std:
       probe_timer_(strand_),
       rng_(static_cast<std::uint_fast32_t>(std::random_device{}() ^ (id * 2654435761u))) {}
 
-ssl_ctx_st* native_context(tls_settings& t) { return t.ctx.native_handle(); }
+ssl_ctx_st* native_context(tls_settings& t) {
+  return t.ctx.native_handle();
+}
 
 namespace {
 
@@ -175,7 +180,9 @@ std::string tls_failure_text(SSL* ssl, const tls_settings& t, const node_uri& ur
 
 connection::~connection() = default;
 
-asio::ip::tcp::socket& connection::tcp() { return tls_ ? tls_->stream.next_layer() : socket_; }
+asio::ip::tcp::socket& connection::tcp() {
+  return tls_ ? tls_->stream.next_layer() : socket_;
+}
 
 void connection::start() {
   if (state_ == state::idle) connect();
@@ -192,10 +199,9 @@ void connection::connect() {
   conn_timer_.async_wait([self, gen](error_code ec) {
     if (ec || gen != self->generation_) return;
     if (self->tls_handshaking_)
-      self->fail_connection(error::tls_failed,
-                            "no TLS handshake within the connect timeout (" +
-                                ms_text(self->cfg_.connect_timeout) +
-                                "): is the port plain TCP? use redis://");
+      self->fail_connection(error::tls_failed, "no TLS handshake within the connect timeout (" +
+                                                   ms_text(self->cfg_.connect_timeout) +
+                                                   "): is the port plain TCP? use redis://");
     else if (self->state_ == state::connecting || self->state_ == state::handshaking)
       self->fail_connection(error::connect_failed,
                             "no connection and handshake within the connect timeout (" +
@@ -209,14 +215,13 @@ void connection::connect() {
       [self, gen](error_code ec, asio::ip::tcp::resolver::results_type results) {
         if (gen != self->generation_) return;
         if (ec) return self->fail_connection(error::connect_failed, "resolve: " + ec.message());
-        asio::async_connect(self->tcp(), results,
-                            [self, gen](error_code ec, const asio::ip::tcp::endpoint&) {
-                              if (gen != self->generation_) return;
-                              if (ec)
-                                return self->fail_connection(error::connect_failed,
-                                                             "connect: " + ec.message());
-                              self->on_tcp_connected();
-                            });
+        asio::async_connect(
+            self->tcp(), results, [self, gen](error_code ec, const asio::ip::tcp::endpoint&) {
+              if (gen != self->generation_) return;
+              if (ec)
+                return self->fail_connection(error::connect_failed, "connect: " + ec.message());
+              self->on_tcp_connected();
+            });
       });
 }
 
@@ -230,8 +235,7 @@ void connection::on_tcp_connected() {
   const auto gen = generation_;
   tls_handshaking_ = true;
   tls_->stream.async_handshake(
-      asio::ssl::stream_base::client,
-      [self = shared_from_this(), gen, keep = tls_](error_code ec) {
+      asio::ssl::stream_base::client, [self = shared_from_this(), gen, keep = tls_](error_code ec) {
         if (gen != self->generation_) return;
         self->tls_handshaking_ = false;
         if (ec) return self->fail_connection(error::tls_failed, self->tls_problem(ec));
@@ -245,7 +249,8 @@ void connection::on_tcp_connected() {
 
 std::string connection::tls_problem(const error_code& ec) {
   std::string why = "TLS handshake failed: " + ec.message();
-  if (is_ssl_reason(ec, SSL_R_WRONG_VERSION_NUMBER) || is_ssl_reason(ec, SSL_R_PACKET_LENGTH_TOO_LONG))
+  if (is_ssl_reason(ec, SSL_R_WRONG_VERSION_NUMBER) ||
+      is_ssl_reason(ec, SSL_R_PACKET_LENGTH_TOO_LONG))
     why += " (is the port plain TCP? use redis://)";
   return tls_failure_text(tls_->stream.native_handle(), *tls_settings_, uri_, std::move(why));
 }
@@ -305,7 +310,8 @@ void connection::send_handshake() {
   clock_sent_.clear();
   if (!on_message_) clock_sent_.push_back(boot_clock::now());  // the handshake's TIME
   wbuf_.append(handshake_payload_);
-  for (std::size_t i = 0; i < handshake_steps_.size(); ++i) inflight_.push_back({nullptr, kind::handshake});
+  for (std::size_t i = 0; i < handshake_steps_.size(); ++i)
+    inflight_.push_back({nullptr, kind::handshake});
   start_read();
   flush();
 }
@@ -319,7 +325,8 @@ std::string_view info_field(std::string_view info, std::string_view name) {
     if (end == std::string_view::npos) end = info.size();
     auto line = info.substr(pos, end - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.size() > name.size() && line.substr(0, name.size()) == name && line[name.size()] == ':')
+    if (line.size() > name.size() && line.substr(0, name.size()) == name &&
+        line[name.size()] == ':')
       return line.substr(name.size() + 1);
     pos = end + 1;
   }
@@ -330,14 +337,22 @@ std::string_view info_field(std::string_view info, std::string_view name) {
 
 std::string_view connection::step_command(step st) {
   switch (st) {
-    case step::auth: return "AUTH";
-    case step::select: return "SELECT";
-    case step::info: return "INFO";
-    case step::role: return "ROLE";
-    case step::marker: return "EXISTS";
-    case step::load: return "SCRIPT LOAD";
-    case step::time: return "TIME";
-    case step::ping: return "PING";
+    case step::auth:
+      return "AUTH";
+    case step::select:
+      return "SELECT";
+    case step::info:
+      return "INFO";
+    case step::role:
+      return "ROLE";
+    case step::marker:
+      return "EXISTS";
+    case step::load:
+      return "SCRIPT LOAD";
+    case step::time:
+      return "TIME";
+    case step::ping:
+      return "PING";
   }
   return "?";
 }
@@ -351,9 +366,9 @@ void connection::on_handshake_reply(const resp::reply& r) {
   // lock could be released. The error names the command and keeps the server's text.
   if (top.is_error() && top.text.substr(0, 6) == "NOPERM" && st != step::marker &&
       st != step::auth && st != step::select)
-    return fail_connection(error::auth_failed, "the ACL user may not run " +
-                                                   std::string{step_command(st)} + ": " +
-                                                   std::string{top.text});
+    return fail_connection(
+        error::auth_failed,
+        "the ACL user may not run " + std::string{step_command(st)} + ": " + std::string{top.text});
   switch (st) {
     case step::auth:
     case step::select:
@@ -382,8 +397,8 @@ void connection::on_handshake_reply(const resp::reply& r) {
       break;
     }
     case step::role:
-      pending_status_.replica = top.kind == resp::type::array && r.size() > 1 &&
-                                r[1].is_string() && r[1].text != "master";
+      pending_status_.replica = top.kind == resp::type::array && r.size() > 1 && r[1].is_string() &&
+                                r[1].text != "master";
       break;
     case step::marker:
       pending_status_.fence_marked = top.kind == resp::type::integer && top.integer == 1;
@@ -409,7 +424,8 @@ void connection::on_handshake_reply(const resp::reply& r) {
     become_ready();
     if (on_event) {
       on_event(*this, node_event::kind::connected, "connected");
-      if (restarted) on_event(*this, node_event::kind::restarted, "the server restarted (new run id)");
+      if (restarted)
+        on_event(*this, node_event::kind::restarted, "the server restarted (new run id)");
       if (status_.replica) on_event(*this, node_event::kind::replica, "the server is a replica");
     }
     if (!on_message_) schedule_clock_probe();
@@ -434,8 +450,10 @@ void connection::on_time_reply(const resp::reply& r, boot_clock::time_point sent
     // between the two readings lies in [lo, hi]; a freeze widens the interval instead of
     // looking like a jump. Beyond it, the rate error the drift factor allows, plus 2 ms.
     using namespace std::chrono;
-    const double lo = duration<double, std::micro>(now_sample.sent - last_sample_->received).count();
-    const double hi = duration<double, std::micro>(now_sample.received - last_sample_->sent).count();
+    const double lo =
+        duration<double, std::micro>(now_sample.sent - last_sample_->received).count();
+    const double hi =
+        duration<double, std::micro>(now_sample.received - last_sample_->sent).count();
     const double rate = cfg_.drift_factor;
     const double server = static_cast<double>(now_sample.server_us - last_sample_->server_us);
     if (server < lo * (1.0 - rate) - 2000.0 || server > hi * (1.0 + rate) + 2000.0) {
@@ -443,7 +461,8 @@ void connection::on_time_reply(const resp::reply& r, boot_clock::time_point sent
       pending_status_.clock_jump_at = received;
       if (on_event)
         on_event(*this, node_event::kind::clock_jump,
-                 "the server's clock moved " + std::to_string(static_cast<long long>(server / 1000)) +
+                 "the server's clock moved " +
+                     std::to_string(static_cast<long long>(server / 1000)) +
                      " ms while ours moved " + std::to_string(static_cast<long long>(lo / 1000)) +
                      " to " + std::to_string(static_cast<long long>(hi / 1000)) + " ms");
     }
@@ -578,7 +597,8 @@ void connection::close() {
 }
 
 void connection::close_gracefully(std::chrono::milliseconds limit, std::function<void()> done) {
-  if (state_ != state::ready || unresponsive_ || (inflight_.empty() && wbuf_.empty() && !writing_)) {
+  if (state_ != state::ready || unresponsive_ ||
+      (inflight_.empty() && wbuf_.empty() && !writing_)) {
     close();
     if (done) done();
     return;
@@ -615,8 +635,8 @@ void connection::start_read() {
   const auto buffer = asio::buffer(space.data(), space.size());
   if (!tls_) return socket_.async_read_some(buffer, std::move(done));
   // The stream is kept alive until its operation ends, even if a reconnect replaced it.
-  tls_->stream.async_read_some(buffer, [done = std::move(done), keep = tls_](
-                                           error_code ec, std::size_t n) { done(ec, n); });
+  tls_->stream.async_read_some(
+      buffer, [done = std::move(done), keep = tls_](error_code ec, std::size_t n) { done(ec, n); });
 }
 
 void connection::on_read(error_code ec, std::size_t n) {
@@ -666,7 +686,8 @@ void connection::dispatch_reply(const resp::reply& r) {
   const inflight e = inflight_.front();
   inflight_.pop_front();
   switch (e.k) {
-    case kind::handshake: return on_handshake_reply(r);
+    case kind::handshake:
+      return on_handshake_reply(r);
     case kind::probe: {
       unresponsive_ = false;
       conn_timer_.cancel();
@@ -689,8 +710,10 @@ void connection::dispatch_reply(const resp::reply& r) {
       }
       if (is_pubsub(r, "subscribe")) on_message_(r);
       return;
-    case kind::ignore: return;
-    case kind::user: break;
+    case kind::ignore:
+      return;
+    case kind::user:
+      break;
   }
   if (!e.req) return;  // completed by its deadline; the late reply is dropped
   if (e.req->lua && is_noscript(r)) [[unlikely]]
@@ -737,9 +760,11 @@ void connection::run_again(request& req) {
 
 error_code connection::submit(request& r) {
   switch (state_) {
-    case state::closed: return error::shut_down;
+    case state::closed:
+      return error::shut_down;
     case state::idle:
-    case state::backoff: return error::node_unavailable;
+    case state::backoff:
+      return error::node_unavailable;
     case state::connecting:
     case state::handshaking:
       if (waiting_.size() >= cfg_.max_queued_per_node) return error::overloaded;
@@ -759,7 +784,8 @@ error_code connection::submit(request& r) {
 
 void connection::submit_detached(std::string payload) {
   switch (state_) {
-    case state::closed: return;
+    case state::closed:
+      return;
     case state::ready:
       if (!unresponsive_) {
         append_detached(std::move(payload));
@@ -769,7 +795,8 @@ void connection::submit_detached(std::string payload) {
       }
       return;
     default:
-      if (waiting_.size() < cfg_.max_queued_per_node) waiting_.push_back({nullptr, std::move(payload)});
+      if (waiting_.size() < cfg_.max_queued_per_node)
+        waiting_.push_back({nullptr, std::move(payload)});
       return;
   }
 }
@@ -779,7 +806,8 @@ namespace {
 // `evalsha` (EVALSHA <sha> <args...>, as resp::append_command writes it) as EVAL <body>
 // <args...>, appended to `out`; false if it is not in that form. Kept out of line: only
 // nodes that never keep a script take this path.
-[[gnu::noinline]] bool append_as_eval(std::string& out, std::string_view evalsha, std::string_view body) {
+[[gnu::noinline]] bool append_as_eval(std::string& out, std::string_view evalsha,
+                                      std::string_view body) {
   const auto header_end = evalsha.find("\r\n");
   if (header_end == std::string_view::npos) return false;
   const std::string_view header = evalsha.substr(0, header_end + 2);  // *N\r\n
@@ -849,8 +877,9 @@ void connection::flush() {
     self->flush();
   };
   if (!tls_) return asio::async_write(socket_, asio::buffer(wbuf_writing_), std::move(done));
-  asio::async_write(tls_->stream, asio::buffer(wbuf_writing_),
-                    [done = std::move(done), keep = tls_](error_code ec, std::size_t n) { done(ec, n); });
+  asio::async_write(
+      tls_->stream, asio::buffer(wbuf_writing_),
+      [done = std::move(done), keep = tls_](error_code ec, std::size_t n) { done(ec, n); });
 }
 
 // ---- deadlines ---------------------------------------------------------------------

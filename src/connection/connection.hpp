@@ -14,16 +14,15 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
-
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <optional>
-#include <vector>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
@@ -210,11 +209,11 @@ class connection : public std::enable_shared_from_this<connection> {
 
   asio::ip::tcp::resolver resolver_;
   asio::ip::tcp::socket socket_;  // plain connections
-  struct tls_stream;                // rediss://: a TLS stream with its own socket,
+  struct tls_stream;              // rediss://: a TLS stream with its own socket,
   std::shared_ptr<tls_settings> tls_settings_;
   std::shared_ptr<tls_stream> tls_;  // made anew for every connection attempt
-  boot_timer deadline_timer_;  // earliest request deadline
-  boot_timer conn_timer_;      // connect/handshake deadline, reconnect back-off
+  boot_timer deadline_timer_;        // earliest request deadline
+  boot_timer conn_timer_;            // connect/handshake deadline, reconnect back-off
   boot_clock::time_point armed_for_ = boot_clock::time_point::max();
   bool deadline_armed_ = false;
 
@@ -246,7 +245,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string wbuf_;          // queued, to go out in the next write
   std::string wbuf_writing_;  // being written
   std::deque<inflight> inflight_;
-  std::deque<waiting> waiting_;  // before the connection is ready
+  std::deque<waiting> waiting_;          // before the connection is ready
   std::deque<std::string> after_probe_;  // detached commands held while unresponsive
   // Detached commands written (or about to be) and not answered yet, in order: sent again
   // on the next connection if this one breaks first.

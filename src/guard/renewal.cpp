@@ -1,13 +1,12 @@
 #include "guard/renewal.hpp"
 
+#include <algorithm>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <boost/system/system_error.hpp>
-
-#include <algorithm>
 #include <map>
 
 #include "quorum/operation.hpp"
@@ -73,7 +72,8 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
 
   vote classify(std::size_t i, const resp::reply& r) override {
     if (s_->obs) replied_at_[i] = boot_clock::now();
-    if (r[0].kind != resp::type::array || r[0].size != batch_.size() || r.size() != batch_.size() + 1)
+    if (r[0].kind != resp::type::array || r[0].size != batch_.size() ||
+        r.size() != batch_.size() + 1)
       return vote::failed;
     for (std::size_t j = 0; j < batch_.size(); ++j) {
       if (r[j + 1].kind != resp::type::integer) return vote::failed;
@@ -81,8 +81,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
     for (std::size_t j = 0; j < batch_.size(); ++j) {
       const bool yes = r[j + 1].integer == 1;
       yes ? ++yes_[j] : ++no_[j];
-      if (s_->obs)
-        answers_[i * batch_.size() + j] = yes ? node_answer::yes : node_answer::refused;
+      if (s_->obs) answers_[i * batch_.size() + j] = yes ? node_answer::yes : node_answer::refused;
     }
     return vote::yes;  // the node answered for every lock
   }
@@ -120,9 +119,10 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
       e.in_flight = false;
       if (e.stopped || e.lost) continue;
       const auto old_deadline = lock_access::deadline(e.lk);
-      auto v = decide_extension(n, yes_[j], no_[j], round_.failed, now, start_, ttl_,
-                                old_deadline, s_->cfg.drift_factor);
-      if (!v.decided)  // every node answered or failed; cannot happen, but never keep a stale deadline
+      auto v = decide_extension(n, yes_[j], no_[j], round_.failed, now, start_, ttl_, old_deadline,
+                                s_->cfg.drift_factor);
+      if (!v.decided)  // every node answered or failed; cannot happen, but never keep a stale
+                       // deadline
         v = abandoned_extension(error::no_quorum, now, start_, ttl_, old_deadline,
                                 s_->cfg.drift_factor);
       if (!v.outcome && now >= v.deadline - e.margin) {
@@ -253,8 +253,9 @@ void renewal_scheduler::start_batches(std::vector<std::shared_ptr<renewal_entry>
   for (auto& [ttl, group] : by_ttl) {
     for (std::size_t i = 0; i < group.size(); i += max_batch) {
       const auto end = std::min(group.size(), i + max_batch);
-      std::vector<std::shared_ptr<renewal_entry>> batch(group.begin() + static_cast<std::ptrdiff_t>(i),
-                                                        group.begin() + static_cast<std::ptrdiff_t>(end));
+      std::vector<std::shared_ptr<renewal_entry>> batch(
+          group.begin() + static_cast<std::ptrdiff_t>(i),
+          group.begin() + static_cast<std::ptrdiff_t>(end));
       for (auto& e : batch) e->in_flight = true;
       auto* op = new batch_extend_op(keep, *this, std::move(batch));
       op->run_guarded([op] { op->start(); });  // it frees itself by quorum_op's rule
@@ -275,7 +276,9 @@ void renewal_scheduler::shutdown() {
   }
 }
 
-void stop_renewals(renewal_scheduler& r) { r.shutdown(); }
+void stop_renewals(renewal_scheduler& r) {
+  r.shutdown();
+}
 
 renewal_scheduler& scheduler_of(client_state& s) {
   if (!s.renewals) s.renewals = std::make_shared<renewal_scheduler>(s);
@@ -292,10 +295,12 @@ void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h) {
   auto strand = e->state->strand;
   asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
     auto& s = *e->state;
-    if (e->lost) return asio::post(s.strand, asio::append(std::move(h), error_code{error::lock_lost}));
+    if (e->lost)
+      return asio::post(s.strand, asio::append(std::move(h), error_code{error::lock_lost}));
     if (s.shut.load())
       return asio::post(s.strand, asio::append(std::move(h), error_code{error::shut_down}));
-    if (e->stopped) return asio::post(s.strand, asio::append(std::move(h), error_code{error::cancelled}));
+    if (e->stopped)
+      return asio::post(s.strand, asio::append(std::move(h), error_code{error::cancelled}));
     const auto id = e->next_waiter_id++;
     auto slot = asio::get_associated_cancellation_slot(h);
     if (slot.is_connected()) {
@@ -309,7 +314,8 @@ void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h) {
           if (it == e->waiters.end()) return;
           auto handler = std::move(it->second);
           e->waiters.erase(it);
-          asio::dispatch(e->state->strand, asio::append(std::move(handler), error_code{error::cancelled}));
+          asio::dispatch(e->state->strand,
+                         asio::append(std::move(handler), error_code{error::cancelled}));
         });
       });
     }
@@ -331,7 +337,8 @@ void stop_entry(renewal_entry& e) {
 
 void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h) {
   if (!e) {
-    asio::post(asio::system_executor{}, asio::append(std::move(h), error_code{error::not_held}, lock{}));
+    asio::post(asio::system_executor{},
+               asio::append(std::move(h), error_code{error::not_held}, lock{}));
     return;
   }
   auto strand = e->state->strand;
@@ -347,7 +354,8 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h) {
     }
     if (was_lost) {
       lock_access::token(e->lk).clear();  // nothing to release: it is not ours any more
-      return asio::post(s->strand, asio::append(std::move(h), error_code{error::lock_lost}, lock{}));
+      return asio::post(s->strand,
+                        asio::append(std::move(h), error_code{error::lock_lost}, lock{}));
     }
     asio::post(s->strand, asio::append(std::move(h), error_code{}, std::move(e->lk)));
   });
@@ -367,7 +375,8 @@ namespace {
 
 keeper::keeper(client& c, lock&& lk, renew_options opts) {
   if (!lk.owns()) bad_argument("keeper: the lock is not held");
-  if (!(opts.fraction > 0.0 && opts.fraction <= 0.9)) bad_argument("keeper: fraction must be in (0, 0.9]");
+  if (!(opts.fraction > 0.0 && opts.fraction <= 0.9))
+    bad_argument("keeper: fraction must be in (0, 0.9]");
   auto state = c.state_;
   if (!state) bad_argument("keeper: the client was moved from");
   auto e = std::make_shared<detail::renewal_entry>();
@@ -400,7 +409,9 @@ keeper::keeper(client& c, lock&& lk, renew_options opts) {
   });
 }
 
-keeper::~keeper() { stop_in_background(); }
+keeper::~keeper() {
+  stop_in_background();
+}
 
 keeper& keeper::operator=(keeper&& other) noexcept {
   if (this != &other) {
@@ -436,9 +447,12 @@ const std::string& keeper::token() const noexcept {
 }
 boot_clock::time_point keeper::deadline() const noexcept {
   if (!entry_) return {};
-  return boot_clock::time_point{boot_clock::duration{entry_->deadline_ns.load(std::memory_order_acquire)}};
+  return boot_clock::time_point{
+      boot_clock::duration{entry_->deadline_ns.load(std::memory_order_acquire)}};
 }
-bool keeper::lost() const noexcept { return entry_ && entry_->lost_flag.load(); }
+bool keeper::lost() const noexcept {
+  return entry_ && entry_->lost_flag.load();
+}
 bool keeper::valid() const noexcept {
   return entry_ && !lost() && boot_clock::now() < deadline() &&
          !entry_->state->shut.load(std::memory_order_acquire);

@@ -16,12 +16,18 @@ namespace redlock {
 
 const char* to_string(node_answer a) noexcept {
   switch (a) {
-    case node_answer::yes: return "yes";
-    case node_answer::held: return "held";
-    case node_answer::refused: return "refused";
-    case node_answer::failed: return "failed";
-    case node_answer::held_back: return "held_back";
-    case node_answer::no_answer: return "no_answer";
+    case node_answer::yes:
+      return "yes";
+    case node_answer::held:
+      return "held";
+    case node_answer::refused:
+      return "refused";
+    case node_answer::failed:
+      return "failed";
+    case node_answer::held_back:
+      return "held_back";
+    case node_answer::no_answer:
+      return "no_answer";
   }
   return "unknown";
 }
@@ -34,30 +40,49 @@ std::string_view outcome_label(boost::system::error_code ec) {
   if (!ec) return "ok";
   if (ec.category() != category()) return "other";
   switch (static_cast<error>(ec.value())) {
-    case error::contended: return "contended";
-    case error::wait_timeout: return "wait_timeout";
-    case error::no_quorum: return "no_quorum";
-    case error::validity_exhausted: return "validity_exhausted";
-    case error::not_held: return "not_held";
-    case error::lock_lost: return "lock_lost";
-    case error::cancelled: return "cancelled";
-    case error::wrong_type: return "wrong_type";
-    case error::invalid_argument: return "invalid_argument";
-    case error::shut_down: return "shut_down";
-    default: return "other";
+    case error::contended:
+      return "contended";
+    case error::wait_timeout:
+      return "wait_timeout";
+    case error::no_quorum:
+      return "no_quorum";
+    case error::validity_exhausted:
+      return "validity_exhausted";
+    case error::not_held:
+      return "not_held";
+    case error::lock_lost:
+      return "lock_lost";
+    case error::cancelled:
+      return "cancelled";
+    case error::wrong_type:
+      return "wrong_type";
+    case error::invalid_argument:
+      return "invalid_argument";
+    case error::shut_down:
+      return "shut_down";
+    default:
+      return "other";
   }
 }
 
 std::string_view kind_label(node_event::kind k) {
   switch (k) {
-    case node_event::kind::connected: return "connected";
-    case node_event::kind::disconnected: return "disconnected";
-    case node_event::kind::restarted: return "restarted";
-    case node_event::kind::clock_jump: return "clock_jump";
-    case node_event::kind::replica: return "replica";
-    case node_event::kind::duplicate: return "duplicate";
-    case node_event::kind::tls_unverified: return "tls_unverified";
-    default: return "other";
+    case node_event::kind::connected:
+      return "connected";
+    case node_event::kind::disconnected:
+      return "disconnected";
+    case node_event::kind::restarted:
+      return "restarted";
+    case node_event::kind::clock_jump:
+      return "clock_jump";
+    case node_event::kind::replica:
+      return "replica";
+    case node_event::kind::duplicate:
+      return "duplicate";
+    case node_event::kind::tls_unverified:
+      return "tls_unverified";
+    default:
+      return "other";
   }
 }
 
@@ -66,10 +91,14 @@ std::string escape(std::string_view v) {
   std::string out;
   out.reserve(v.size());
   for (const char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -106,12 +135,12 @@ struct metrics_observer::impl {
   std::map<std::string, std::uint64_t, std::less<>> attempts;  // by outcome
   std::map<std::string, std::uint64_t, std::less<>> calls;     // by outcome
   histogram acquire;
-  std::map<std::string, histogram, std::less<>> node_latency;  // by address
+  std::map<std::string, histogram, std::less<>> node_latency;    // by address
   std::map<std::string, std::uint64_t, std::less<>> extensions;  // by "by|outcome"
   std::map<std::string, std::uint64_t, std::less<>> losses;      // by reason
   std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>>
-      node_events;                                                 // address -> kind -> n
-  std::map<std::string, int, std::less<>> connected;             // address -> 0/1
+      node_events;                                    // address -> kind -> n
+  std::map<std::string, int, std::less<>> connected;  // address -> 0/1
 
   void node_latencies(std::span<const node_reply> nodes) {
     for (const auto& n : nodes)
@@ -205,7 +234,8 @@ std::string metrics_observer::impl::render() const {
   family("lock_attempts_total", "counter",
          "Rounds of lock calls (one request to every node), by outcome.");
   counters("lock_attempts_total", "outcome", attempts);
-  family("lock_calls_total", "counter", "Completed async_lock and async_try_lock calls, by outcome.");
+  family("lock_calls_total", "counter",
+         "Completed async_lock and async_try_lock calls, by outcome.");
   counters("lock_calls_total", "outcome", calls);
   family("acquire_seconds", "histogram",
          "Time a successful lock call took to get its lock, waiting included.");

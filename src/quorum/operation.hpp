@@ -14,15 +14,14 @@
 // `server_hint` for server error texts. Everything
 // runs on the strand but cancellation, which hops onto it.
 
+#include <array>
+#include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -89,7 +88,8 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
   void begin_round() {
     round_.reset(s_->size());
     if (s_->obs && reports_) {
-      if (!replied_at_) replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
+      if (!replied_at_)
+        replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
       replied_at_->fill(boot_clock::time_point{});
     }
     sent_ = true;
@@ -190,10 +190,18 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
                       boot_clock::time_point replied) const {
     node_reply r{.node = i, .address = s_->addresses[i], .error = round_.errors[i]};
     switch (round_.votes[i]) {
-      case vote::pending: r.answer = node_answer::no_answer; break;
-      case vote::yes: r.answer = node_answer::yes; break;
-      case vote::no: r.answer = node_answer::refused; break;
-      case vote::held: r.answer = node_answer::held; break;
+      case vote::pending:
+        r.answer = node_answer::no_answer;
+        break;
+      case vote::yes:
+        r.answer = node_answer::yes;
+        break;
+      case vote::no:
+        r.answer = node_answer::refused;
+        break;
+      case vote::held:
+        r.answer = node_answer::held;
+        break;
       case vote::failed:
         r.answer = round_.errors[i] == error::node_held_back ? node_answer::held_back
                                                              : node_answer::failed;
@@ -221,13 +229,13 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     const std::size_t n = s_->size();
     for (std::size_t i = 0; i < n; ++i)
       labels[i] = {s_->addresses[i], s_->nodes[i]->last_problem()};
-    const round_wording w{.verb = verb_,
-                          .subject = subject_,
-                          .no_text = no_text_,
-                          .counted_yes = counted_yes(),
-                          .per_node = sent_ && ec != error::invalid_argument &&
-                                      ec != error::shut_down,
-                          .hint = &State::server_hint};
+    const round_wording w{
+        .verb = verb_,
+        .subject = subject_,
+        .no_text = no_text_,
+        .counted_yes = counted_yes(),
+        .per_node = sent_ && ec != error::invalid_argument && ec != error::shut_down,
+        .hint = &State::server_hint};
     return detail::describe(round_, {labels.data(), n}, ec, w) + extra_;
   }
 
@@ -300,9 +308,8 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 /// state keeps it).
 template <typename Op, typename Start>
 void launch_op(Op* op, const strand_type& strand, Start start) {
-  asio::dispatch(strand, [op, start = std::move(start)]() mutable {
-    op->run_guarded([&] { start(*op); });
-  });
+  asio::dispatch(
+      strand, [op, start = std::move(start)]() mutable { op->run_guarded([&] { start(*op); }); });
 }
 
 }  // namespace redlock::detail

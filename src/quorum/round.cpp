@@ -14,8 +14,9 @@ void round::fail(std::size_t i, error_code why, std::string_view text) {
 }
 
 void round::error_reply(std::size_t i, std::string_view text) {
-  fail(i, text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
-                                            : error_code{error::server_error},
+  fail(i,
+       text.substr(0, 9) == "WRONGTYPE" ? error_code{error::wrong_type}
+                                        : error_code{error::server_error},
        text);
 }
 
@@ -33,9 +34,15 @@ std::string describe(const round& r, std::span<const node_label> nodes, error_co
     m += fmt::format("; node {} ({}): ", i, nodes[i].address);
     const std::string& text = r.texts[i];
     switch (r.votes[i]) {
-      case vote::pending: m += "no answer yet"; break;
-      case vote::yes: m += text.empty() ? std::string_view{"ok"} : std::string_view{text}; break;
-      case vote::no: m += w.no_text; break;
+      case vote::pending:
+        m += "no answer yet";
+        break;
+      case vote::yes:
+        m += text.empty() ? std::string_view{"ok"} : std::string_view{text};
+        break;
+      case vote::no:
+        m += w.no_text;
+        break;
       case vote::held:
         m += text.empty() ? std::string_view{"held by another owner"} : std::string_view{text};
         break;

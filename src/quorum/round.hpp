@@ -5,14 +5,13 @@
 // (quorum/rules.hpp) what it means; tests drive a round directly (test/unit/test_rules.cpp).
 
 #include <array>
+#include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <boost/system/error_code.hpp>
 
 #include "quorum/rules.hpp"
 #include "redlock/config.hpp"
@@ -57,11 +56,19 @@ struct round {
   /// Node i answered `v` (yes, no or held; failed records unexpected_reply).
   void count(std::size_t i, vote v) {
     switch (v) {
-      case vote::yes: ++yes; break;
-      case vote::no: ++no; break;
-      case vote::held: ++held; break;
-      case vote::failed: return unreadable(i);
-      case vote::pending: return;
+      case vote::yes:
+        ++yes;
+        break;
+      case vote::no:
+        ++no;
+        break;
+      case vote::held:
+        ++held;
+        break;
+      case vote::failed:
+        return unreadable(i);
+      case vote::pending:
+        return;
     }
     votes[i] = v;
   }

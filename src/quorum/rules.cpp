@@ -34,9 +34,10 @@ bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseco
   constexpr auto never = boot_clock::time_point::min();
   if (node.started_at != never && node.started_at > since) {
     if (why)
-      *why = fmt::format("restarted about {} ms ago; held back {} ms more by the restart guard "
-                         "(max_ttl {} ms)",
-                         ms(now - node.started_at), ms(node.started_at - since), ms(guard));
+      *why = fmt::format(
+          "restarted about {} ms ago; held back {} ms more by the restart guard "
+          "(max_ttl {} ms)",
+          ms(now - node.started_at), ms(node.started_at - since), ms(guard));
     return false;
   }
   if (node.clock_jump_at != never && node.clock_jump_at > since) {
@@ -102,8 +103,7 @@ extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t r
 }
 
 extension_verdict abandoned_extension(error_code why, boot_clock::time_point now,
-                                      boot_clock::time_point start,
-                                      std::chrono::milliseconds ttl,
+                                      boot_clock::time_point start, std::chrono::milliseconds ttl,
                                       boot_clock::time_point old_deadline, double factor) {
   return shortened(why, now, start, ttl, old_deadline, factor);
 }

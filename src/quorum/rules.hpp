@@ -4,11 +4,10 @@
 // (test/unit/test_rules.cpp). The operations that talk to the nodes count answers and
 // ask these functions what the answers mean; a rule lives here and nowhere else.
 
+#include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
 #include <string>
-
-#include <boost/system/error_code.hpp>
 
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
@@ -21,7 +20,9 @@ using boost::system::error_code;
 // ---- majorities, drift, validity ----------------------------------------------------
 
 /// Votes needed out of n nodes.
-constexpr std::size_t quorum(std::size_t n) { return n / 2 + 1; }
+constexpr std::size_t quorum(std::size_t n) {
+  return n / 2 + 1;
+}
 
 /// Clock drift allowance for a TTL: ttl * factor + 2 ms (the 2 ms cover the
 /// millisecond resolution of Redis expiry on each side).
@@ -65,9 +66,9 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg);
 
 /// What a client knows of one node that decides whether its answers count.
 struct voter_facts {
-  bool replica = false;              ///< ROLE said slave
-  bool duplicate = false;            ///< same run id as an earlier node of the list
-  std::size_t duplicate_of = 0;      ///< that earlier node
+  bool replica = false;          ///< ROLE said slave
+  bool duplicate = false;        ///< same run id as an earlier node of the list
+  std::size_t duplicate_of = 0;  ///< that earlier node
   boot_clock::time_point started_at = boot_clock::time_point::min();     ///< server start
   boot_clock::time_point clock_jump_at = boot_clock::time_point::min();  ///< last jump seen
 };
@@ -147,8 +148,7 @@ extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t r
 /// An extension that was sent but ended without a verdict (cancelled, shut down): the
 /// requests may still run, so the deadline becomes min(old, start + ttl - drift).
 extension_verdict abandoned_extension(error_code why, boot_clock::time_point now,
-                                      boot_clock::time_point start,
-                                      std::chrono::milliseconds ttl,
+                                      boot_clock::time_point start, std::chrono::milliseconds ttl,
                                       boot_clock::time_point old_deadline, double factor);
 
 }  // namespace redlock::detail

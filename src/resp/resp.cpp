@@ -9,12 +9,18 @@ namespace redlock::resp {
 
 const char* to_string(parse_status s) {
   switch (s) {
-    case parse_status::complete: return "complete";
-    case parse_status::incomplete: return "incomplete";
-    case parse_status::bad_type: return "unknown RESP type byte";
-    case parse_status::bad_number: return "malformed RESP length or integer";
-    case parse_status::bad_framing: return "malformed RESP framing";
-    case parse_status::too_large: return "RESP reply exceeds a size limit";
+    case parse_status::complete:
+      return "complete";
+    case parse_status::incomplete:
+      return "incomplete";
+    case parse_status::bad_type:
+      return "unknown RESP type byte";
+    case parse_status::bad_number:
+      return "malformed RESP length or integer";
+    case parse_status::bad_framing:
+      return "malformed RESP framing";
+    case parse_status::too_large:
+      return "RESP reply exceeds a size limit";
   }
   return "unknown";
 }
@@ -103,19 +109,34 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
     bool aggregate = false;
     bool attribute = false;
     switch (t) {
-      case '+': n.kind = type::simple_string; n.text = line; break;
-      case '-': n.kind = type::simple_error; n.text = line; break;
-      case ',': n.kind = type::double_type; n.text = line; break;
-      case '(': n.kind = type::big_number; n.text = line; break;
+      case '+':
+        n.kind = type::simple_string;
+        n.text = line;
+        break;
+      case '-':
+        n.kind = type::simple_error;
+        n.text = line;
+        break;
+      case ',':
+        n.kind = type::double_type;
+        n.text = line;
+        break;
+      case '(':
+        n.kind = type::big_number;
+        n.text = line;
+        break;
       case ':':
         n.kind = type::integer;
         if (!parse_int(line, n.integer)) return fail(parse_status::bad_number);
         break;
       case '#':
         n.kind = type::boolean;
-        if (line == "t") n.integer = 1;
-        else if (line == "f") n.integer = 0;
-        else return fail(parse_status::bad_framing);
+        if (line == "t")
+          n.integer = 1;
+        else if (line == "f")
+          n.integer = 0;
+        else
+          return fail(parse_status::bad_framing);
         break;
       case '_':
         if (!line.empty()) return fail(parse_status::bad_framing);
@@ -167,7 +188,8 @@ parse_result parse(std::string_view data, reply& out, const limits& lim) {
         attribute = t == '|';
         break;
       }
-      default: return fail(parse_status::bad_type);
+      default:
+        return fail(parse_status::bad_type);
     }
     pos = next;
 

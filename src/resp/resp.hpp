@@ -54,12 +54,12 @@ using reply = std::vector<node>;
 /// Hard limits applied while parsing. A reader buffers at most `max_reply` bytes (plus
 /// one read) and a reply holds at most `max_nodes` nodes, whatever a server sends.
 struct limits {
-  std::size_t max_bulk = 16u << 20;         ///< longest bulk string, bytes
-  std::size_t max_line = 64u << 10;         ///< longest simple line, bytes
-  std::size_t max_elements = 1u << 20;      ///< most elements in one aggregate
-  std::size_t max_nodes = 1u << 21;         ///< most nodes in one reply
-  std::uint32_t max_depth = 32;             ///< deepest nesting
-  std::size_t max_reply = 64u << 20;        ///< most bytes in one reply, all nodes together
+  std::size_t max_bulk = 16u << 20;     ///< longest bulk string, bytes
+  std::size_t max_line = 64u << 10;     ///< longest simple line, bytes
+  std::size_t max_elements = 1u << 20;  ///< most elements in one aggregate
+  std::size_t max_nodes = 1u << 21;     ///< most nodes in one reply
+  std::uint32_t max_depth = 32;         ///< deepest nesting
+  std::size_t max_reply = 64u << 20;    ///< most bytes in one reply, all nodes together
 };
 
 enum class parse_status : std::uint8_t {
@@ -135,8 +135,12 @@ class command_writer {
 
 namespace detail {
 // Bytes an argument takes at most in a command: "$" + length + CRLF + data + CRLF.
-inline std::size_t encoded_bound(std::string_view a) { return a.size() + 24; }
-inline std::size_t encoded_bound(std::int64_t) { return 48; }
+inline std::size_t encoded_bound(std::string_view a) {
+  return a.size() + 24;
+}
+inline std::size_t encoded_bound(std::int64_t) {
+  return 48;
+}
 }  // namespace detail
 
 template <typename... Args>

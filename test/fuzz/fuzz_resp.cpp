@@ -70,7 +70,7 @@ bool same(const reply& a, const reply& b) {
 }
 
 struct outcome {
-  std::vector<reply> replies;  // texts copied: the reader's buffer moves
+  std::vector<reply> replies;       // texts copied: the reader's buffer moves
   std::deque<std::string> storage;  // stable: the replies view into it
   parse_status last = parse_status::incomplete;
 };
@@ -96,7 +96,8 @@ outcome parse_all(std::string_view wire, const limits& lim) {
     reply scratch;
     for (std::size_t k = 0; k < res.consumed; k += step) {
       const auto p = parse(rest.substr(0, k), scratch, lim);
-      require(p.status == parse_status::incomplete, "a prefix of a complete reply is not incomplete");
+      require(p.status == parse_status::incomplete,
+              "a prefix of a complete reply is not incomplete");
       require(p.needed <= res.consumed, "needed overshoots the reply");
     }
     for (auto& n : r) n.text = o.storage.emplace_back(n.text);
@@ -133,7 +134,8 @@ void check_encoder(std::string_view wire) {
   std::vector<std::string_view> args;
   for (std::size_t at = 0; at <= wire.size() && args.size() < 8;) {
     const auto cut = wire.find('|', at);
-    args.push_back(wire.substr(at, cut == std::string_view::npos ? std::string_view::npos : cut - at));
+    args.push_back(
+        wire.substr(at, cut == std::string_view::npos ? std::string_view::npos : cut - at));
     if (cut == std::string_view::npos) break;
     at = cut + 1;
   }
@@ -148,7 +150,8 @@ void check_encoder(std::string_view wire) {
   require(res.status == parse_status::complete && res.consumed == out.size(),
           "an encoded command does not parse");
   require(r.size() == args.size() + 1 && r[0].size == args.size(), "encoded arity differs");
-  for (std::size_t i = 0; i < args.size(); ++i) require(r[i + 1].text == args[i], "argument differs");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    require(r[i + 1].text == args[i], "argument differs");
 }
 
 }  // namespace
@@ -176,8 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           "whole and chunked parsing yield different numbers of replies");
   for (std::size_t i = 0; i < whole.replies.size(); ++i)
     require(same(whole.replies[i], chunked.replies[i]), "whole and chunked replies differ");
-  require(is_error(whole.last) == is_error(chunked.last),
-          "an error in one way of reading only");
+  require(is_error(whole.last) == is_error(chunked.last), "an error in one way of reading only");
   if (ctl & 2) check_encoder(wire);
   return 0;
 }

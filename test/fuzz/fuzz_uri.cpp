@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (std::isalpha(static_cast<unsigned char>(masked[i])) && i >= 8) masked[i] = 'Q';
       redlock::node_uri m;
       std::string why_masked;
-      require(!redlock::parse_node_uri(masked, m, why_masked), "masking letters changed the verdict");
+      require(!redlock::parse_node_uri(masked, m, why_masked),
+              "masking letters changed the verdict");
       require(why == why_masked, "a reason that shows credentials");
     }
     return 0;
@@ -45,8 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(u.port != 0, "accepted port 0");
   require(u.db >= 0, "a negative database");
   for (const char ch : u.host)
-    require(static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f && ch != '/' && ch != '@' && ch != ' ',
-            "a host with a character no resolver takes");
+    require(
+        static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f && ch != '/' && ch != '@' && ch != ' ',
+        "a host with a character no resolver takes");
   // What is safe to print is the host and port, and nothing else.
   const std::string shown = u.display();
   const std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;

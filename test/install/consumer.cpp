@@ -1,9 +1,8 @@
 // Compiles against the installed headers and links the installed library; prints the
 // message of one error code so that the category really comes from the library.
-#include <redlock/redlock.hpp>
-
 #include <boost/asio/io_context.hpp>
 #include <iostream>
+#include <redlock/redlock.hpp>
 
 int main() {
   boost::asio::io_context io;

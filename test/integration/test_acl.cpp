@@ -6,7 +6,6 @@
 #include <boost/asio.hpp>
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <cstdlib>
 #include <fstream>
 
@@ -24,9 +23,9 @@ using redlock::test::run_bounded;
 namespace {
 
 // The lists of docs/deployment.md, for key_prefix "app:".
-const std::vector<std::string> lock_commands{"+info",  "+role", "+time",       "+ping",
-                                             "+script|load", "+evalsha", "+eval", "+set",
-                                             "+get",   "+del",  "+pexpire"};
+const std::vector<std::string> lock_commands{"+info",        "+role",    "+time",   "+ping",
+                                             "+script|load", "+evalsha", "+eval",   "+set",
+                                             "+get",         "+del",     "+pexpire"};
 const std::vector<std::string> fence_commands{"+exists", "+hincrby", "+hget", "+hset", "+hgetall"};
 // Waking waiters of other clients (with channels "&app:*"); without them waiters poll.
 const std::vector<std::string> wake_commands{"+publish", "+subscribe", "+unsubscribe"};
@@ -37,8 +36,8 @@ const std::string password = "Pa55-for-locker";
 
 // (Re)defines user "locker" on every node with the given rules beyond its password.
 void define_user(redlock::test::redis_fleet& fleet, const std::vector<std::string>& rules) {
-  std::vector<std::string> cmd{"ACL", "SETUSER", "locker", "reset", "on", ">" + password,
-                               "~app:*", "&app:*", "-@all"};
+  std::vector<std::string> cmd{"ACL",          "SETUSER", "locker", "reset", "on",
+                               ">" + password, "~app:*",  "&app:*", "-@all"};
   cmd.insert(cmd.end(), rules.begin(), rules.end());
   for (std::size_t i = 0; i < fleet.size(); ++i) {
     const auto r = fleet[i].command(cmd);
@@ -73,8 +72,8 @@ asio::awaitable<error_code> claim_and_settle(redlock::client& c, redlock::diagno
   auto [ec, claims] = co_await c.async_try_claim(names, 5s, asio::as_tuple(asio::use_awaitable));
   if (ec) co_return ec;
   if (claims[0].status != redlock::claim_status::won) {
-    diag.message = "claim: " + std::string{to_string(claims[0].status)} + ": " +
-                   claims[0].error.message();
+    diag.message =
+        "claim: " + std::string{to_string(claims[0].status)} + ": " + claims[0].error.message();
     co_return claims[0].error ? claims[0].error : error_code{redlock::error::no_quorum};
   }
   auto [settled] =
@@ -85,7 +84,8 @@ asio::awaitable<error_code> claim_and_settle(redlock::client& c, redlock::diagno
 asio::awaitable<error_code> lock_all_extend_unlock(redlock::client& c, redlock::diagnostics& diag,
                                                    std::vector<std::string> names, bool fenced) {
   const redlock::lock_options opts{.ttl = 5s, .wait = 300ms, .fenced = fenced};
-  auto [ec, set] = co_await c.async_lock_all(names, opts, diag, asio::as_tuple(asio::use_awaitable));
+  auto [ec, set] =
+      co_await c.async_lock_all(names, opts, diag, asio::as_tuple(asio::use_awaitable));
   if (ec) co_return ec;
   if (fenced) BOOST_TEST(set.fences().size() == names.size());
   auto [extended] = co_await c.async_extend(set, 6s, asio::as_tuple(asio::use_awaitable));
@@ -97,7 +97,8 @@ asio::awaitable<error_code> lock_all_extend_unlock(redlock::client& c, redlock::
 int claims_made = 0;  // a settled claim stays "done" for a while: a new name each time
 
 // Every path the library has: lock, extend, unlock, plain and fenced; a claim settled as
-// done; a multi-resource lock extended and released, plain and fenced. Returns the first failure's error and diagnostics (ec empty if all worked).
+// done; a multi-resource lock extended and released, plain and fenced. Returns the first failure's
+// error and diagnostics (ec empty if all worked).
 std::pair<error_code, std::string> every_path(const redlock::config& cfg) {
   asio::io_context io;
   redlock::client c{io.get_executor(), cfg};
@@ -235,8 +236,8 @@ BOOST_AUTO_TEST_CASE(the_documented_user_wakes_waiters_and_one_without_pubsub_po
   BOOST_TEST(wait_for_release(cfg, cfg, fleet, true) == error_code{});
   // Without the wake commands and channels, releases and waits still work: by polling.
   for (std::size_t i = 0; i < fleet.size(); ++i) {
-    const auto r = fleet[i].command({"ACL", "SETUSER", "locker", "resetchannels", "-publish",
-                                     "-subscribe", "-unsubscribe"});
+    const auto r = fleet[i].command(
+        {"ACL", "SETUSER", "locker", "resetchannels", "-publish", "-subscribe", "-unsubscribe"});
     BOOST_TEST_REQUIRE(!r.is_error(), r.text);
   }
   BOOST_TEST(wait_for_release(cfg, cfg, fleet, false) == error_code{});

@@ -10,7 +10,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -67,8 +66,8 @@ struct watched_server {
   redlock::config good(std::vector<std::string> extra_nodes = {}) const {
     std::vector<std::string> nodes{server.uri()};
     nodes.insert(nodes.end(), extra_nodes.begin(), extra_nodes.end());
-    return redlock::config{.nodes = nodes, .node_timeout = 200ms, .retry_delay = 10ms,
-                           .restart_guard = false};
+    return redlock::config{
+        .nodes = nodes, .node_timeout = 200ms, .retry_delay = 10ms, .restart_guard = false};
   }
 };
 
@@ -136,7 +135,9 @@ BOOST_AUTO_TEST_CASE(invalid_configurations_are_refused_before_any_connection) {
   };
   const auto before = connections();
   for (const auto& c : cases) {
-    BOOST_TEST_CONTEXT(c.what) { expect_invalid_config(io, c.cfg, {c.needle}); }
+    BOOST_TEST_CONTEXT(c.what) {
+      expect_invalid_config(io, c.cfg, {c.needle});
+    }
   }
   BOOST_TEST(connections() == before + 1);  // only our own INFO
 }
@@ -275,11 +276,9 @@ BOOST_AUTO_TEST_CASE(binary_bytes_in_resource_names_are_kept_exactly) {
   asio::io_context io;
   redlock::client c{io.get_executor(), good()};
   const std::vector<std::string> names{
-      std::string{"a\0b", 3},
-      "line\r\nbreak",
+      std::string{"a\0b", 3},   "line\r\nbreak",
       "*1\r\n$4\r\nPING\r\n",  // RESP inside a name is data, never a command
-      "\xff\xfe\x80 not UTF-8",
-      std::string(65536, 'n'),  // long, and still fine
+      "\xff\xfe\x80 not UTF-8", std::string(65536, 'n'),  // long, and still fine
   };
   run_bounded(io, [&]() -> asio::awaitable<void> {
     for (const auto& name : names) {
@@ -406,7 +405,8 @@ BOOST_FIXTURE_TEST_SUITE(bad_input_cli, watched_server)
 BOOST_AUTO_TEST_CASE(bad_command_lines_exit_64_with_one_line_before_any_connection) {
   const std::string me = server.uri();
   std::string sixteen;
-  for (int i = 0; i < 16; ++i) sixteen += (i ? "," : "") + me.substr(0, me.rfind(':')) + ":" + std::to_string(7000 + i);
+  for (int i = 0; i < 16; ++i)
+    sixteen += (i ? "," : "") + me.substr(0, me.rfind(':')) + ":" + std::to_string(7000 + i);
   struct bad_case {
     std::vector<std::string> args;
     const char* needle;

@@ -5,7 +5,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <cstring>
 
 #include "async_helpers.hpp"
@@ -24,7 +23,9 @@ using redlock::test::fast_config;
 using redlock::test::run_bounded;
 
 namespace redlock {
-std::ostream& operator<<(std::ostream& os, claim_status s) { return os << to_string(s); }
+std::ostream& operator<<(std::ostream& os, claim_status s) {
+  return os << to_string(s);
+}
 }  // namespace redlock
 
 namespace {

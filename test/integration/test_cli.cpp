@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -37,8 +36,8 @@ std::string slurp(const std::string& path) {
 std::vector<pid_t> started_pids;
 
 // Runs the tool with `args`, stdout and stderr to files in `dir`; returns its pid.
-pid_t start_cli(const std::vector<std::string>& args, const std::string& dir, const std::string& tag,
-                const std::vector<std::string>& env = {}) {
+pid_t start_cli(const std::vector<std::string>& args, const std::string& dir,
+                const std::string& tag, const std::vector<std::string>& env = {}) {
   std::vector<std::string> all{REDLOCK_CLI_PATH};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -108,7 +107,8 @@ struct cli_fixture {
       for (std::size_t n = 0; n < fleet.size(); ++n) {
         const auto info = fleet[n].command({"INFO", "server"}).text;
         const auto at = info.find("uptime_in_seconds:");
-        if (at == std::string::npos || std::stoi(info.substr(at + 18)) < seconds) old_enough = false;
+        if (at == std::string::npos || std::stoi(info.substr(at + 18)) < seconds)
+          old_enough = false;
       }
       if (old_enough) return;
       std::this_thread::sleep_for(10ms);
@@ -144,9 +144,9 @@ BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
   // --nonblock below must not meet nodes still held back by the guard (TTL 1 s).
   wait_until_nodes_are_older_than(2);
   const std::string started = file("holder-started");
-  const pid_t holder = start_cli({"run", "--ttl", "1000", "held", "--", "sh", "-c",
-                                  "touch " + started + "; sleep 3"},
-                                 dir, "holder", {"REDLOCK_NODES=" + nodes});
+  const pid_t holder = start_cli(
+      {"run", "--ttl", "1000", "held", "--", "sh", "-c", "touch " + started + "; sleep 3"}, dir,
+      "holder", {"REDLOCK_NODES=" + nodes});
   // Wait until its COMMAND runs: only then does it hold the lock (a key seen on a node
   // earlier may belong to an attempt that is about to be undone).
   BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
@@ -166,14 +166,14 @@ BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
 
 BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
   const std::vector<std::vector<std::string>> bad{
-      {"run", "r"},                                                  // no command
-      {"run", "--", "true"},                                         // no resource
-      {"run", "--wait", "5", "--nonblock", "r", "--", "true"},       // both
+      {"run", "r"},                                                     // no command
+      {"run", "--", "true"},                                            // no resource
+      {"run", "--wait", "5", "--nonblock", "r", "--", "true"},          // both
       {"run", "--ttl", "1000", "--max-ttl", "500", "r", "--", "true"},  // max below ttl
-      {"run", "--ttl", "12x", "r", "--", "true"},                    // malformed number
-      {"run", "--nodes", "http://h:1", "r", "--", "true"},           // malformed URI
-      {"run", "--bogus", "r", "--", "true"},                         // unknown option
-      {"frobnicate"},                                                // unknown command
+      {"run", "--ttl", "12x", "r", "--", "true"},                       // malformed number
+      {"run", "--nodes", "http://h:1", "r", "--", "true"},              // malformed URI
+      {"run", "--bogus", "r", "--", "true"},                            // unknown option
+      {"frobnicate"},                                                   // unknown command
   };
   for (const auto& args : bad) {
     auto o = run(args);
@@ -287,10 +287,10 @@ BOOST_AUTO_TEST_CASE(a_minority_node_frozen_while_connected_does_not_hold_the_ex
 
 BOOST_AUTO_TEST_CASE(signals_are_forwarded_and_the_lock_released_after_the_command) {
   const std::string got = file("got"), ready = file("ready");
-  const pid_t p = start_cli(
-      {"run", "--ttl", "500", "sig", "--", "sh", "-c",
-       "trap 'echo term > " + got + "; exit 7' TERM; touch " + ready + "; while :; do sleep 0.05; done"},
-      dir, "sig", {"REDLOCK_NODES=" + nodes});
+  const pid_t p = start_cli({"run", "--ttl", "500", "sig", "--", "sh", "-c",
+                             "trap 'echo term > " + got + "; exit 7' TERM; touch " + ready +
+                                 "; while :; do sleep 0.05; done"},
+                            dir, "sig", {"REDLOCK_NODES=" + nodes});
   BOOST_TEST_REQUIRE(redlock::test::wait_for_file(ready, 10s));
   ::kill(p, SIGTERM);
   BOOST_TEST(wait_exit(p) == 7);
@@ -334,10 +334,10 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
 BOOST_AUTO_TEST_CASE(fair_waiters_run_in_the_order_they_started) {
   wait_until_nodes_are_older_than(2);
   const std::string started = file("fair-started"), go = file("fair-go"), order = file("order");
-  const pid_t holder = start_cli({"run", "--ttl", "1000", "--fair", "queue", "--", "sh", "-c",
-                                  "touch " + started + "; while [ ! -e " + go +
-                                      " ]; do sleep 0.01; done"},
-                                 dir, "fair-holder", {"REDLOCK_NODES=" + nodes});
+  const pid_t holder =
+      start_cli({"run", "--ttl", "1000", "--fair", "queue", "--", "sh", "-c",
+                 "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.01; done"},
+                dir, "fair-holder", {"REDLOCK_NODES=" + nodes});
   BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   // Each waiter starts once the previous one has its place on every node and the clock
   // has moved past its ticket (equal tickets would be ordered by random ids).
@@ -373,9 +373,9 @@ BOOST_AUTO_TEST_CASE(fair_waiters_run_in_the_order_they_started) {
 
 BOOST_AUTO_TEST_CASE(an_interrupted_wait_exits_130_and_leaves_nothing_running) {
   const std::string started = file("busy-started");
-  const pid_t holder = start_cli({"run", "--ttl", "1000", "busy", "--", "sh", "-c",
-                                  "touch " + started + "; sleep 2"},
-                                 dir, "busy", {"REDLOCK_NODES=" + nodes});
+  const pid_t holder = start_cli(
+      {"run", "--ttl", "1000", "busy", "--", "sh", "-c", "touch " + started + "; sleep 2"}, dir,
+      "busy", {"REDLOCK_NODES=" + nodes});
   BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
   const pid_t waiter = start_cli({"run", "--ttl", "1000", "busy", "--", "true"}, dir, "waiter",
                                  {"REDLOCK_NODES=" + nodes});

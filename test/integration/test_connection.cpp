@@ -3,7 +3,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <functional>
 
 #include "async_helpers.hpp"
@@ -54,8 +53,10 @@ BOOST_AUTO_TEST_CASE(a_timed_out_request_fails_alone_and_the_connection_recovers
   auto c = connect(server.uri());
   recorder rec{3};
   // A 300 ms server-side sleep outlives a 50 ms deadline.
-  const auto slow = command({"EVAL", "local t = redis.call('TIME'); local e = t[1]*1000000+t[2]+300000; "
-                                     "while true do local n = redis.call('TIME'); if n[1]*1000000+n[2] > e then break end end; return 7",
+  const auto slow = command({"EVAL",
+                             "local t = redis.call('TIME'); local e = t[1]*1000000+t[2]+300000; "
+                             "while true do local n = redis.call('TIME'); if n[1]*1000000+n[2] > e "
+                             "then break end end; return 7",
                              "0"});
   request r0{slow, nullptr, boot_clock::now() + 50ms, &rec, 0, false};
   BOOST_TEST_REQUIRE(!c->submit(r0));

@@ -4,11 +4,10 @@
 // A node that freezes or restarts empty while waiters are queued does not break the order.
 // Real redis-server processes.
 
-#include <boost/asio.hpp>
-#include <boost/test/unit_test.hpp>
-
 #include <algorithm>
 #include <array>
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -31,7 +30,6 @@ namespace {
 const redlock::lock_options fair_wait{.ttl = 20s, .wait = 30s, .fair = true};
 
 struct fair_fleet : redlock::test::fleet_fixture<3> {
-
   // Places in the line of `resource` on node i (ZCARD), and whether every node has n.
   std::int64_t places(std::size_t i, const std::string& resource) const {
     return fleet[i].command({"ZCARD", "redlock:line:" + resource}).integer;
@@ -47,7 +45,8 @@ struct fair_fleet : redlock::test::fleet_fixture<3> {
   }
   // The ticket (ms) of the newest place in the line of `resource` on node 0.
   std::int64_t newest_ticket(const std::string& resource) const {
-    const auto r = fleet[0].command({"ZRANGE", "redlock:line:" + resource, "-1", "-1", "WITHSCORES"});
+    const auto r =
+        fleet[0].command({"ZRANGE", "redlock:line:" + resource, "-1", "-1", "WITHSCORES"});
     return r.elements.size() == 2 ? std::stoll(r.elements[1].text) : 0;
   }
   // Node 0's clock in ms (TIME).
@@ -131,9 +130,8 @@ asio::awaitable<void> queue_three(fair_fleet& f, std::array<redlock::client*, 4>
     calls[k].name = std::string(1, static_cast<char>('x' + k));
     asio::co_spawn(f.io, take_then_release(*clients[k], resource, opts, calls[k], order),
                    asio::detached);
-    const bool placed = co_await eventually([&] {
-      return f.places_on_all_but(faulty, resource, static_cast<std::int64_t>(k + 1));
-    });
+    const bool placed = co_await eventually(
+        [&] { return f.places_on_all_but(faulty, resource, static_cast<std::int64_t>(k + 1)); });
     BOOST_TEST_REQUIRE(placed);
     const bool later = co_await f.past_newest_ticket(resource);
     BOOST_TEST_REQUIRE(later);
@@ -144,7 +142,8 @@ asio::awaitable<void> queue_three(fair_fleet& f, std::array<redlock::client*, 4>
   }
   co_await holder.async_unlock(first, asio::use_awaitable);
   const bool ended = co_await eventually([&] {
-    return std::all_of(calls.begin(), calls.end(), [](const queued_call& q) { return q.outcome.has_value(); });
+    return std::all_of(calls.begin(), calls.end(),
+                       [](const queued_call& q) { return q.outcome.has_value(); });
   });
   BOOST_TEST_REQUIRE(ended);
   for (const auto& q : calls) BOOST_TEST(!*q.outcome, q.name << ": " << q.outcome->message());
@@ -243,10 +242,14 @@ BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_l
   std::optional<error_code> stopped_outcome;
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto first = co_await hold_everywhere(holder, "stall");
-    asio::co_spawn(paused_io, [&]() -> asio::awaitable<void> {
-      auto [ec, lk] = co_await stopped.async_lock("stall", fair_wait, asio::as_tuple(asio::use_awaitable));
-      stopped_outcome = ec;
-    }, asio::detached);
+    asio::co_spawn(
+        paused_io,
+        [&]() -> asio::awaitable<void> {
+          auto [ec, lk] =
+              co_await stopped.async_lock("stall", fair_wait, asio::as_tuple(asio::use_awaitable));
+          stopped_outcome = ec;
+        },
+        asio::detached);
     // Drive the stopped client until its place is on every node, then never again.
     const auto until = std::chrono::steady_clock::now() + 10s;
     while (!places_everywhere("stall", 1) && std::chrono::steady_clock::now() < until)
@@ -271,7 +274,8 @@ BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_l
     // ...and a waiting call gets the lock only once that place has lapsed on the nodes.
     std::int64_t lapses_at = INT64_MAX;  // the earliest node: a majority lapsed after it
     for (std::size_t i = 0; i < fleet.size(); ++i) {
-      const auto r = fleet[i].command({"ZRANGE", "redlock:line-expiry:stall", "0", "0", "WITHSCORES"});
+      const auto r =
+          fleet[i].command({"ZRANGE", "redlock:line-expiry:stall", "0", "0", "WITHSCORES"});
       BOOST_TEST_REQUIRE(r.elements.size() == 2u);
       lapses_at = std::min<std::int64_t>(lapses_at, std::stoll(r.elements[1].text));
     }
@@ -283,10 +287,13 @@ BOOST_AUTO_TEST_CASE(a_queued_client_that_stops_holds_the_line_until_its_place_l
     co_await holder.async_shutdown(asio::use_awaitable);
     // The stopped client resumes and shuts down: its waiting call ends, nothing is left.
     bool stopped_shut = false;
-    asio::co_spawn(paused_io, [&]() -> asio::awaitable<void> {
-      co_await stopped.async_shutdown(asio::use_awaitable);
-      stopped_shut = true;
-    }, asio::detached);
+    asio::co_spawn(
+        paused_io,
+        [&]() -> asio::awaitable<void> {
+          co_await stopped.async_shutdown(asio::use_awaitable);
+          stopped_shut = true;
+        },
+        asio::detached);
     const auto resume_until = std::chrono::steady_clock::now() + 10s;
     while (!(stopped_shut && stopped_outcome) && std::chrono::steady_clock::now() < resume_until)
       paused_io.run_for(5ms);
@@ -311,11 +318,15 @@ BOOST_AUTO_TEST_CASE(a_waiter_that_gives_up_leaves_the_line) {
     // Cancelled: the same.
     asio::cancellation_signal cancel;
     std::optional<error_code> outcome;
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      auto [ec2, lk2] = co_await waiter.async_lock(
-          "leave", fair_wait, asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
-      outcome = ec2;
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto [ec2, lk2] = co_await waiter.async_lock(
+              "leave", fair_wait,
+              asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+          outcome = ec2;
+        },
+        asio::detached);
     const bool placed = co_await eventually([&] { return places_everywhere("leave", 1); });
     BOOST_TEST(placed);  // not REQUIRE: the call must end before the test does
     cancel.emit(asio::cancellation_type::terminal);
@@ -342,17 +353,21 @@ BOOST_AUTO_TEST_CASE(workers_in_several_clients_share_a_busy_lock_evenly) {
   int running = workers;
   run_bounded(io, [&]() -> asio::awaitable<void> {
     for (int w = 0; w < workers; ++w) {
-      asio::co_spawn(io, [&, w]() -> asio::awaitable<void> {
-        auto& cl = *clients[static_cast<std::size_t>(w % 2)];
-        while (taken < total) {
-          auto [ec, lk] = co_await cl.async_lock("busy", fair_wait, asio::as_tuple(asio::use_awaitable));
-          if (ec) break;
-          ++taken;
-          ++wins[static_cast<std::size_t>(w)];
-          co_await cl.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
-        }
-        --running;
-      }, asio::detached);
+      asio::co_spawn(
+          io,
+          [&, w]() -> asio::awaitable<void> {
+            auto& cl = *clients[static_cast<std::size_t>(w % 2)];
+            while (taken < total) {
+              auto [ec, lk] =
+                  co_await cl.async_lock("busy", fair_wait, asio::as_tuple(asio::use_awaitable));
+              if (ec) break;
+              ++taken;
+              ++wins[static_cast<std::size_t>(w)];
+              co_await cl.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+            }
+            --running;
+          },
+          asio::detached);
     }
     const bool finished = co_await eventually([&] { return running == 0; }, 25s);
     BOOST_TEST_REQUIRE(finished);
@@ -361,7 +376,8 @@ BOOST_AUTO_TEST_CASE(workers_in_several_clients_share_a_busy_lock_evenly) {
   BOOST_TEST(taken >= total);
   // No worker below half its share.
   for (int w = 0; w < workers; ++w)
-    BOOST_TEST(wins[static_cast<std::size_t>(w)] >= total / workers / 2, "worker " << w << " won " << wins[static_cast<std::size_t>(w)]);
+    BOOST_TEST(wins[static_cast<std::size_t>(w)] >= total / workers / 2,
+               "worker " << w << " won " << wins[static_cast<std::size_t>(w)]);
 }
 
 BOOST_AUTO_TEST_CASE(a_waiter_that_wins_only_a_minority_does_not_spin) {
@@ -382,7 +398,8 @@ BOOST_AUTO_TEST_CASE(a_waiter_that_wins_only_a_minority_does_not_spin) {
         auto opts = fair_wait;
         opts.fair = fair;
         opts.wait = 300ms;
-        auto [ec, lk] = co_await waiter.async_lock(resource, opts, asio::as_tuple(asio::use_awaitable));
+        auto [ec, lk] =
+            co_await waiter.async_lock(resource, opts, asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == redlock::error::wait_timeout, ec.message());
         // The first attempt, one more when the subscription is confirmed, the last one at
         // the deadline: a handful, not thousands.
@@ -408,12 +425,14 @@ BOOST_AUTO_TEST_CASE(a_waiting_set_that_wins_only_a_minority_does_not_spin) {
     const auto before = calls(1, "evalsha");
     std::vector<std::string> names{"set-a", "set-b"};
     const redlock::lock_options opts{.ttl = 20s, .wait = 300ms};
-    auto [ec, set] = co_await waiter.async_lock_all(names, opts, asio::as_tuple(asio::use_awaitable));
+    auto [ec, set] =
+        co_await waiter.async_lock_all(names, opts, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::wait_timeout, ec.message());
     BOOST_TEST(calls(1, "evalsha") - before <= 5);
     // The last attempt's undoing leaves after the call's outcome.
-    const bool undone = co_await eventually(
-        [&] { return fleet[1].command({"EXISTS", "set-a", "set-b"}).integer == 0; });
+    const bool undone = co_await eventually([&] {
+      return fleet[1].command({"EXISTS", "set-a", "set-b"}).integer == 0;
+    });
     BOOST_TEST(undone);
     co_await holder.async_unlock(first, asio::use_awaitable);
     co_await waiter.async_shutdown(asio::use_awaitable);
@@ -425,7 +444,8 @@ BOOST_AUTO_TEST_CASE(sets_and_bad_settings_are_refused) {
   redlock::client c{io.get_executor(), config()};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     std::vector<std::string> names{"a", "b"};
-    auto [ec, set] = co_await c.async_lock_all(names, fair_wait, asio::as_tuple(asio::use_awaitable));
+    auto [ec, set] =
+        co_await c.async_lock_all(names, fair_wait, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::invalid_argument, ec.message());
     co_await c.async_shutdown(asio::use_awaitable);
   }());

@@ -138,8 +138,8 @@ BOOST_AUTO_TEST_CASE(a_node_that_accepts_but_never_answers_is_outvoted_at_its_de
   run_bounded(io, [&]() -> asio::awaitable<void> {
     redlock::diagnostics diag;
     const auto t0 = std::chrono::steady_clock::now();
-    auto [ec, lk] = co_await c.async_try_lock("hole:x", {.ttl = 5s}, diag,
-                                              asio::as_tuple(asio::use_awaitable));
+    auto [ec, lk] =
+        co_await c.async_try_lock("hole:x", {.ttl = 5s}, diag, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::no_quorum);
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < 1s));
     BOOST_TEST(diag.message.find("node 1") != std::string::npos, diag.message);
@@ -148,8 +148,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_accepts_but_never_answers_is_outvoted_at_its_de
   redlock::client fresh{io.get_executor(), cfg()};
   proxy(1).heal();
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto lk = co_await fresh.async_lock("hole:fresh", {.ttl = 5s, .wait = 5s},
-                                        asio::use_awaitable);
+    auto lk = co_await fresh.async_lock("hole:fresh", {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
     BOOST_TEST(lk.valid());
     co_await fresh.async_unlock(lk, asio::use_awaitable);
   }());

@@ -3,7 +3,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <future>
 #include <map>
 #include <mutex>
@@ -62,13 +61,16 @@ void heal(asio::io_context& io, redlock::client& c, redlock::test::redis_fleet& 
         return false;
     return true;
   };
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    while (!all_marked()) {
-      const auto t = co_await fenced_turn(c, "heal", ttl);
-      (void)t;
-      co_await sleep_for(20ms);
-    }
-  }(), 10s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        while (!all_marked()) {
+          const auto t = co_await fenced_turn(c, "heal", ttl);
+          (void)t;
+          co_await sleep_for(20ms);
+        }
+      }(),
+      10s);
   (void)last;
   (void)violations;
 }
@@ -90,13 +92,16 @@ BOOST_AUTO_TEST_CASE(tokens_strictly_increase_while_minorities_are_frozen_in_tur
     const auto [a, b] = minorities[round % 7];
     fleet[static_cast<std::size_t>(a)].freeze();
     fleet[static_cast<std::size_t>(b)].freeze();
-    run_bounded(io, [&]() -> asio::awaitable<void> {
-      for (int i = 0; i < 50; ++i) {
-        const auto t = co_await fenced_turn(c, "fenced-resource");
-        if (t <= last) ++violations;
-        last = t;
-      }
-    }(), 60s);
+    run_bounded(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (int i = 0; i < 50; ++i) {
+            const auto t = co_await fenced_turn(c, "fenced-resource");
+            if (t <= last) ++violations;
+            last = t;
+          }
+        }(),
+        60s);
     fleet[static_cast<std::size_t>(a)].thaw();
     fleet[static_cast<std::size_t>(b)].thaw();
   }
@@ -126,8 +131,9 @@ BOOST_AUTO_TEST_CASE(a_holder_paused_between_the_rounds_never_obtains_a_token) {
     // The "pause": our keys vanish (as after an expiry we did not notice) and the other
     // client takes the lock, with its own token, before our write-back runs.
     for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"DEL", "contested"});
-    auto lk = other.async_lock("contested", {.ttl = 10s, .wait = 5s, .fenced = true},
-                               asio::use_future).get();
+    auto lk =
+        other.async_lock("contested", {.ttl = 10s, .wait = 5s, .fenced = true}, asio::use_future)
+            .get();
     other_fence = lk.fence();
     other_lock = std::move(lk);
   };
@@ -169,17 +175,20 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_does_not_vote_until_the_guard_has_passed) 
   fleet[0].kill();
   fleet[0].restart();
   fleet[1].freeze();  // now a lock needs node 0 and node 2
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    co_await sleep_for(200ms);  // let the client reconnect to node 0 and learn its uptime
-    redlock::diagnostics diag;
-    auto [ec, lk] = co_await c.async_try_lock("guarded", {.ttl = 1s}, diag,
-                                              asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec == redlock::error::no_quorum);
-    BOOST_TEST(diag.message.find("restart guard") != std::string::npos, diag.message);
-    // A waiting lock waits the guard out, then node 0 votes again.
-    auto lk2 = co_await c.async_lock("guarded", {.ttl = 1s, .wait = 10s}, asio::use_awaitable);
-    BOOST_TEST(lk2.valid());
-  }(), 20s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await sleep_for(200ms);  // let the client reconnect to node 0 and learn its uptime
+        redlock::diagnostics diag;
+        auto [ec, lk] = co_await c.async_try_lock("guarded", {.ttl = 1s}, diag,
+                                                  asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == redlock::error::no_quorum);
+        BOOST_TEST(diag.message.find("restart guard") != std::string::npos, diag.message);
+        // A waiting lock waits the guard out, then node 0 votes again.
+        auto lk2 = co_await c.async_lock("guarded", {.ttl = 1s, .wait = 10s}, asio::use_awaitable);
+        BOOST_TEST(lk2.valid());
+      }(),
+      20s);
   // Never earlier than max_ttl after the restart (a lower bound: noise only adds to it).
   BOOST_TEST((std::chrono::steady_clock::now() - restarted >= 1400ms));
   fleet[1].thaw();
@@ -273,23 +282,28 @@ BOOST_AUTO_TEST_CASE(a_repair_begun_inside_a_restart_guard_does_not_mark_that_no
     const auto at = info.find("cmdstat_hgetall:calls=");
     return at == std::string::npos ? 0 : std::stoll(info.substr(at + 22));
   };
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    BOOST_TEST_REQUIRE(co_await redlock::test::eventually([&] { return restart_seen.has_value(); }));
-    // The client's guard for node 2 ends at most max_ttl after the handshake that
-    // reported the restart; the repair must start well before that.
-    BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() - before_restart < 1500ms));
-    const auto reads = hgetall_calls();  // only the repair's read script runs HGETALL
-    fleet[1].freeze();
-    // A fenced attempt starts a repair (node 2 is connected and unmarked). Its read of
-    // node 0 runs at once; its read of node 1 waits for the thaw.
-    c.async_try_lock("trigger", {.ttl = 1s, .fenced = true}, [](error_code, redlock::lock) {});
-    BOOST_TEST_REQUIRE(co_await redlock::test::eventually([&] { return hgetall_calls() > reads; }));
-    // A write-back that lands on node 0 after the repair read it.
-    fleet[0].command({"HSET", "redlock:fence", "elsewhere", "100"});
-    asio::steady_timer past_guard{io, *restart_seen + cfg.max_ttl + 300ms};
-    co_await past_guard.async_wait(asio::use_awaitable);
-    fleet[1].thaw();  // the repair now ends, node 2 past its guard
-  }(), 20s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        BOOST_TEST_REQUIRE(
+            co_await redlock::test::eventually([&] { return restart_seen.has_value(); }));
+        // The client's guard for node 2 ends at most max_ttl after the handshake that
+        // reported the restart; the repair must start well before that.
+        BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() - before_restart < 1500ms));
+        const auto reads = hgetall_calls();  // only the repair's read script runs HGETALL
+        fleet[1].freeze();
+        // A fenced attempt starts a repair (node 2 is connected and unmarked). Its read of
+        // node 0 runs at once; its read of node 1 waits for the thaw.
+        c.async_try_lock("trigger", {.ttl = 1s, .fenced = true}, [](error_code, redlock::lock) {});
+        BOOST_TEST_REQUIRE(
+            co_await redlock::test::eventually([&] { return hgetall_calls() > reads; }));
+        // A write-back that lands on node 0 after the repair read it.
+        fleet[0].command({"HSET", "redlock:fence", "elsewhere", "100"});
+        asio::steady_timer past_guard{io, *restart_seen + cfg.max_ttl + 300ms};
+        co_await past_guard.async_wait(asio::use_awaitable);
+        fleet[1].thaw();  // the repair now ends, node 2 past its guard
+      }(),
+      20s);
   heal(io, c, fleet, 1s, last, violations);  // later repairs mark node 2
   BOOST_TEST(fleet[2].command({"HGET", "redlock:fence", "elsewhere"}).text == "100");
 }
@@ -298,8 +312,8 @@ BOOST_AUTO_TEST_CASE(a_node_with_a_fast_clock_is_detected_and_excluded) {
   // Node 2 runs with its wall clock at twice the real rate (see support/fast_clock.cpp
   // for why this is not libfaketime).
   redlock::test::redis_server n0, n1;
-  redlock::test::redis_server fast{{}, {std::string{"LD_PRELOAD="} + REDLOCK_FAST_CLOCK_LIB,
-                                        "REDLOCK_CLOCK_RATE=2"}};
+  redlock::test::redis_server fast{
+      {}, {std::string{"LD_PRELOAD="} + REDLOCK_FAST_CLOCK_LIB, "REDLOCK_CLOCK_RATE=2"}};
   asio::io_context io;
   redlock::config cfg{.nodes = {n0.uri(), n1.uri(), fast.uri()},
                       .node_timeout = 50ms,
@@ -324,8 +338,8 @@ BOOST_AUTO_TEST_CASE(a_node_with_a_fast_clock_is_detected_and_excluded) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     co_await sleep_for(1100ms);  // past the fresh-start guard of n0
     redlock::diagnostics diag;
-    auto [ec, lk] = co_await c.async_try_lock("clock", {.ttl = 1s}, diag,
-                                              asio::as_tuple(asio::use_awaitable));
+    auto [ec, lk] =
+        co_await c.async_try_lock("clock", {.ttl = 1s}, diag, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::no_quorum);
     BOOST_TEST(diag.message.find("clock jumped") != std::string::npos, diag.message);
   }());
@@ -341,15 +355,18 @@ BOOST_AUTO_TEST_CASE(striped_counters_still_increase_per_resource) {
   redlock::client c{io.get_executor(), cfg};
   std::map<std::string, std::uint64_t> last;
   int violations = 0;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    std::minstd_rand rng{7};
-    for (int i = 0; i < 300; ++i) {
-      const std::string r = "striped:" + std::to_string(rng() % 10);
-      const auto t = co_await fenced_turn(c, r);
-      if (t <= last[r]) ++violations;
-      last[r] = t;
-    }
-  }(), 60s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        std::minstd_rand rng{7};
+        for (int i = 0; i < 300; ++i) {
+          const std::string r = "striped:" + std::to_string(rng() % 10);
+          const auto t = co_await fenced_turn(c, r);
+          if (t <= last[r]) ++violations;
+          last[r] = t;
+        }
+      }(),
+      60s);
   BOOST_TEST(violations == 0);
   // Ten resources share three counters: at most three counter fields exist.
   BOOST_TEST(fleet[0].command({"HLEN", "redlock:fence"}).integer <= 3);
@@ -370,13 +387,16 @@ BOOST_AUTO_TEST_CASE(tokens_increase_while_nodes_are_killed_and_restarted_empty)
     const auto victim = static_cast<std::size_t>(rng() % 5);
     fleet[victim].kill();
     fleet[victim].restart();
-    run_bounded(io, [&]() -> asio::awaitable<void> {
-      for (int i = 0; i < 25; ++i) {
-        const auto t = co_await fenced_turn(c, "crashy", 300ms);
-        if (t <= last) ++violations;
-        last = t;
-      }
-    }(), 60s);
+    run_bounded(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (int i = 0; i < 25; ++i) {
+            const auto t = co_await fenced_turn(c, "crashy", 300ms);
+            if (t <= last) ++violations;
+            last = t;
+          }
+        }(),
+        60s);
   }
   BOOST_TEST(violations == 0);
   BOOST_TEST(last >= 300u);
@@ -398,8 +418,8 @@ BOOST_AUTO_TEST_CASE(extension_keeps_the_fencing_token_and_max_ttl_is_enforced) 
     BOOST_TEST(lk.fence() == t);
     auto [ec] = co_await c.async_extend(lk, 6s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::invalid_argument);
-    auto [ec2, lk2] = co_await c.async_try_lock("too-long", {.ttl = 6s},
-                                                asio::as_tuple(asio::use_awaitable));
+    auto [ec2, lk2] =
+        co_await c.async_try_lock("too-long", {.ttl = 6s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::invalid_argument);
     co_await c.async_unlock(lk, asio::use_awaitable);
   }());
@@ -413,11 +433,12 @@ BOOST_AUTO_TEST_CASE(one_server_under_two_names_and_a_replica_never_vote) {
   std::vector<redlock::node_event::kind> events;
   // Node 1 is node 0 again, under another name; node 3 is a replica. Only nodes 0 and 2
   // are distinct masters: 2 of 4 is not a majority.
-  redlock::config cfg{.nodes = {primary.uri(), "redis://localhost:" + std::to_string(primary.port()),
-                                other.uri(), replica.uri()},
-                      .node_timeout = 100ms,
-                      .retry_delay = 5ms,
-                      .restart_guard = false};
+  redlock::config cfg{
+      .nodes = {primary.uri(), "redis://localhost:" + std::to_string(primary.port()), other.uri(),
+                replica.uri()},
+      .node_timeout = 100ms,
+      .retry_delay = 5ms,
+      .restart_guard = false};
   cfg.on_event = [&](const redlock::node_event& e) {
     std::lock_guard<std::mutex> g{m};
     events.push_back(e.what);

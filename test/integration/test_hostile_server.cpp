@@ -7,9 +7,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
-#include "fast_config.hpp"
 #include "connection_harness.hpp"
 #include "fake_server.hpp"
+#include "fast_config.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
 
@@ -22,8 +22,8 @@ using redlock::test::command;
 using redlock::test::error_text;
 using redlock::test::fake_reply;
 using redlock::test::fake_server;
-using redlock::test::recorder;
 using redlock::test::fast_config;
+using redlock::test::recorder;
 using redlock::test::run_bounded;
 
 namespace {

@@ -3,7 +3,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <thread>
 
 #include "async_helpers.hpp"
@@ -58,31 +57,35 @@ BOOST_AUTO_TEST_CASE(work_lasting_ten_ttls_keeps_the_lock_against_a_contender) {
   auto contender = make_client();
   int contender_wins = 0, contender_tries = 0;
   bool work_done = false;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    using namespace asio::experimental::awaitable_operators;
-    auto work = [&](redlock::keeper& k) -> asio::awaitable<int> {
-      for (int i = 0; i < 20; ++i) {  // 20 x 50 ms = 10 TTLs of 100 ms
-        BOOST_TEST(k.valid());
-        co_await sleep_for(50ms);
-      }
-      work_done = true;
-      co_return 42;
-    };
-    auto contend = [&]() -> asio::awaitable<void> {
-      co_await sleep_for(20ms);
-      while (!work_done) {
-        ++contender_tries;
-        auto [ec, lk] = co_await contender.async_try_lock("job", {.ttl = 100ms},
-                                                          asio::as_tuple(asio::use_awaitable));
-        // A try sent just before the work ended can win once with_lock has released:
-        // only a win while the work still runs breaks exclusion.
-        if (!ec && !work_done) ++contender_wins;
-        co_await sleep_for(5ms);
-      }
-    };
-    auto result = co_await (redlock::with_lock(holder, "job", {.ttl = 100ms}, work) && contend());
-    BOOST_TEST(result == 42);
-  }(), 20s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        auto work = [&](redlock::keeper& k) -> asio::awaitable<int> {
+          for (int i = 0; i < 20; ++i) {  // 20 x 50 ms = 10 TTLs of 100 ms
+            BOOST_TEST(k.valid());
+            co_await sleep_for(50ms);
+          }
+          work_done = true;
+          co_return 42;
+        };
+        auto contend = [&]() -> asio::awaitable<void> {
+          co_await sleep_for(20ms);
+          while (!work_done) {
+            ++contender_tries;
+            auto [ec, lk] = co_await contender.async_try_lock("job", {.ttl = 100ms},
+                                                              asio::as_tuple(asio::use_awaitable));
+            // A try sent just before the work ended can win once with_lock has released:
+            // only a win while the work still runs breaks exclusion.
+            if (!ec && !work_done) ++contender_wins;
+            co_await sleep_for(5ms);
+          }
+        };
+        auto result =
+            co_await (redlock::with_lock(holder, "job", {.ttl = 100ms}, work) && contend());
+        BOOST_TEST(result == 42);
+      }(),
+      20s);
   BOOST_TEST(work_done);
   BOOST_TEST(contender_tries > 50);
   BOOST_TEST(contender_wins == 0);
@@ -97,28 +100,31 @@ BOOST_AUTO_TEST_CASE(a_frozen_majority_cancels_the_work_before_the_deadline) {
   auto c = make_client();
   redlock::boot_clock::time_point last_deadline{}, cancelled_at{};
   bool cancelled_with_abort = false;
-  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
-    auto work = [&](redlock::keeper& k) -> asio::awaitable<void> {
-      co_await sleep_for(30ms);
-      fleet[0].freeze();
-      fleet[1].freeze();
-      fleet[2].freeze();
-      auto ex = co_await asio::this_coro::executor;
-      asio::steady_timer tick{ex};
-      for (;;) {
-        last_deadline = k.deadline();
-        tick.expires_after(5ms);
-        auto [e] = co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (e == asio::error::operation_aborted) {
-          cancelled_at = redlock::boot_clock::now();
-          cancelled_with_abort = true;
-          co_return;
-        }
-      }
-    };
-    auto e = co_await error_of(redlock::with_lock(c, "frozen-job", {.ttl = 300ms}, work));
-    co_return e;
-  }(), 10s);
+  const auto ec = run_bounded(
+      io,
+      [&]() -> asio::awaitable<error_code> {
+        auto work = [&](redlock::keeper& k) -> asio::awaitable<void> {
+          co_await sleep_for(30ms);
+          fleet[0].freeze();
+          fleet[1].freeze();
+          fleet[2].freeze();
+          auto ex = co_await asio::this_coro::executor;
+          asio::steady_timer tick{ex};
+          for (;;) {
+            last_deadline = k.deadline();
+            tick.expires_after(5ms);
+            auto [e] = co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (e == asio::error::operation_aborted) {
+              cancelled_at = redlock::boot_clock::now();
+              cancelled_with_abort = true;
+              co_return;
+            }
+          }
+        };
+        auto e = co_await error_of(redlock::with_lock(c, "frozen-job", {.ttl = 300ms}, work));
+        co_return e;
+      }(),
+      10s);
   BOOST_TEST(ec == redlock::error::lock_lost);
   BOOST_TEST(cancelled_with_abort);
   BOOST_TEST((cancelled_at < last_deadline), "the work was cancelled after the validity deadline");
@@ -133,10 +139,13 @@ BOOST_AUTO_TEST_CASE(a_key_deleted_behind_our_back_is_detected_and_never_recreat
   }());
   redlock::keeper k{c, std::move(lk)};
   for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "stolen"});
-  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
-    auto [e] = co_await k.async_wait_lost(asio::as_tuple(asio::use_awaitable));
-    co_return e;
-  }(), 5s);
+  const auto ec = run_bounded(
+      io,
+      [&]() -> asio::awaitable<error_code> {
+        auto [e] = co_await k.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+        co_return e;
+      }(),
+      5s);
   BOOST_TEST(ec == redlock::error::lock_lost);
   BOOST_TEST(k.lost());
   BOOST_TEST(!k.valid());
@@ -151,17 +160,20 @@ BOOST_AUTO_TEST_CASE(a_key_deleted_behind_our_back_is_detected_and_never_recreat
 BOOST_AUTO_TEST_CASE(a_paused_thread_finds_its_lock_lost_on_resume) {
   auto c = make_client();
   bool valid_after_pause = true;
-  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
-    auto work = [&](redlock::keeper& k) -> asio::awaitable<void> {
-      co_await sleep_for(20ms);
-      // A "GC pause": the io_context thread is blocked for longer than the TTL.
-      std::this_thread::sleep_for(400ms);
-      valid_after_pause = k.valid();
-      for (;;) co_await sleep_for(5ms);  // cancelled when the loss is noticed
-    };
-    auto e = co_await error_of(redlock::with_lock(c, "paused", {.ttl = 200ms}, work));
-    co_return e;
-  }(), 10s);
+  const auto ec = run_bounded(
+      io,
+      [&]() -> asio::awaitable<error_code> {
+        auto work = [&](redlock::keeper& k) -> asio::awaitable<void> {
+          co_await sleep_for(20ms);
+          // A "GC pause": the io_context thread is blocked for longer than the TTL.
+          std::this_thread::sleep_for(400ms);
+          valid_after_pause = k.valid();
+          for (;;) co_await sleep_for(5ms);  // cancelled when the loss is noticed
+        };
+        auto e = co_await error_of(redlock::with_lock(c, "paused", {.ttl = 200ms}, work));
+        co_return e;
+      }(),
+      10s);
   BOOST_TEST(!valid_after_pause);
   BOOST_TEST(ec == redlock::error::lock_lost);
 }
@@ -208,14 +220,17 @@ BOOST_AUTO_TEST_CASE(cancelling_with_lock_cancels_the_work_and_releases_the_lock
 BOOST_AUTO_TEST_CASE(max_hold_caps_the_renewals) {
   auto c = make_client();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
-    auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
-      for (;;) co_await sleep_for(10ms);
-    };
-    auto e = co_await error_of(redlock::with_lock(
-        c, "capped", {.ttl = 100ms, .renew = {.max_hold = 250ms}}, work));
-    co_return e;
-  }(), 10s);
+  const auto ec = run_bounded(
+      io,
+      [&]() -> asio::awaitable<error_code> {
+        auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
+          for (;;) co_await sleep_for(10ms);
+        };
+        auto e = co_await error_of(
+            redlock::with_lock(c, "capped", {.ttl = 100ms, .renew = {.max_hold = 250ms}}, work));
+        co_return e;
+      }(),
+      10s);
   BOOST_TEST(ec == redlock::error::lock_lost);
   BOOST_TEST((std::chrono::steady_clock::now() - t0 >= 250ms));
 }
@@ -223,15 +238,20 @@ BOOST_AUTO_TEST_CASE(max_hold_caps_the_renewals) {
 BOOST_AUTO_TEST_CASE(a_thousand_locks_renew_in_batches) {
   auto c = make_client();
   std::vector<redlock::keeper> keepers;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    for (int i = 0; i < 1000; ++i) {
-      auto lk = co_await c.async_lock("many:" + std::to_string(i), {.ttl = 600ms}, asio::use_awaitable);
-      keepers.emplace_back(c, std::move(lk));
-    }
-  }(), 60s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i < 1000; ++i) {
+          auto lk = co_await c.async_lock("many:" + std::to_string(i), {.ttl = 600ms},
+                                          asio::use_awaitable);
+          keepers.emplace_back(c, std::move(lk));
+        }
+      }(),
+      60s);
   const auto before = evalsha_calls(0);
   // Hold them for ~5 TTLs: every one must survive.
-  run_bounded(io, [&]() -> asio::awaitable<void> { co_await sleep_for(3000ms); }(), 20s);
+  run_bounded(
+      io, [&]() -> asio::awaitable<void> { co_await sleep_for(3000ms); }(), 20s);
   const auto calls = evalsha_calls(0) - before;
   int lost = 0;
   for (auto& k : keepers) lost += k.valid() ? 0 : 1;

@@ -44,7 +44,8 @@ BOOST_FIXTURE_TEST_SUITE(lock_manager, five_nodes)
 BOOST_AUTO_TEST_CASE(lock_then_unlock_sets_and_removes_the_key_on_every_node) {
   auto c = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    redlock::lock lk = co_await c.async_lock("order:42", {.ttl = 10s, .wait = 2s}, asio::use_awaitable);
+    redlock::lock lk =
+        co_await c.async_lock("order:42", {.ttl = 10s, .wait = 2s}, asio::use_awaitable);
     BOOST_TEST(lk.valid());
     BOOST_TEST(lk.token().size() >= 40u);
     BOOST_TEST((lk.validity() > 9s));
@@ -89,22 +90,28 @@ BOOST_AUTO_TEST_CASE(concurrent_clients_never_overlap_in_the_critical_section) {
   std::vector<redlock::client> clients;
   for (int i = 0; i < 4; ++i) clients.push_back(make_client());
   int inside = 0, overlaps = 0, entries = 0;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
-      for (int round = 0; round < 10; ++round) {
-        auto lk = co_await c.async_lock("counter", {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
-        if (++inside != 1) ++overlaps;
-        ++entries;
-        asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
-        co_await t.async_wait(asio::use_awaitable);
-        --inside;
-        co_await c.async_unlock(lk, asio::use_awaitable);
-      }
-    };
-    using namespace asio::experimental::awaitable_operators;
-    co_await ((worker(clients[0]) && worker(clients[1]) && worker(clients[0]) && worker(clients[1])) &&
-              (worker(clients[2]) && worker(clients[3]) && worker(clients[2]) && worker(clients[3])));
-  }(), 60s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
+          for (int round = 0; round < 10; ++round) {
+            auto lk =
+                co_await c.async_lock("counter", {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
+            if (++inside != 1) ++overlaps;
+            ++entries;
+            asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
+            co_await t.async_wait(asio::use_awaitable);
+            --inside;
+            co_await c.async_unlock(lk, asio::use_awaitable);
+          }
+        };
+        using namespace asio::experimental::awaitable_operators;
+        co_await (
+            (worker(clients[0]) && worker(clients[1]) && worker(clients[0]) &&
+             worker(clients[1])) &&
+            (worker(clients[2]) && worker(clients[3]) && worker(clients[2]) && worker(clients[3])));
+      }(),
+      60s);
   BOOST_TEST(entries == 80);
   BOOST_TEST(overlaps == 0);
 }
@@ -126,18 +133,24 @@ BOOST_AUTO_TEST_CASE(processes_never_overlap_in_the_critical_section) {
       int rc = 1;
       try {
         asio::io_context cio;
-        redlock::client c{cio.get_executor(), redlock::config{.nodes = uris, .retry_delay = 5ms, .restart_guard = false}};
-        asio::co_spawn(cio, [&]() -> asio::awaitable<void> {
-          for (int i = 0; i < 15; ++i) {
-            auto lk = co_await c.async_lock("xproc", {.ttl = 3s, .wait = 30s}, asio::use_awaitable);
-            if (shared[0].fetch_add(1) != 0) ++shared[1];
-            ++shared[2];
-            ::usleep(500);
-            shared[0].fetch_sub(1);
-            co_await c.async_unlock(lk, asio::use_awaitable);
-          }
-          co_await c.async_shutdown(asio::use_awaitable);
-        }, [&](std::exception_ptr e) { rc = e ? 2 : 0; });
+        redlock::client c{
+            cio.get_executor(),
+            redlock::config{.nodes = uris, .retry_delay = 5ms, .restart_guard = false}};
+        asio::co_spawn(
+            cio,
+            [&]() -> asio::awaitable<void> {
+              for (int i = 0; i < 15; ++i) {
+                auto lk =
+                    co_await c.async_lock("xproc", {.ttl = 3s, .wait = 30s}, asio::use_awaitable);
+                if (shared[0].fetch_add(1) != 0) ++shared[1];
+                ++shared[2];
+                ::usleep(500);
+                shared[0].fetch_sub(1);
+                co_await c.async_unlock(lk, asio::use_awaitable);
+              }
+              co_await c.async_shutdown(asio::use_awaitable);
+            },
+            [&](std::exception_ptr e) { rc = e ? 2 : 0; });
         cio.run_for(60s);
       } catch (...) {
         rc = 3;
@@ -171,7 +184,8 @@ BOOST_AUTO_TEST_CASE(a_non_owner_can_neither_release_nor_extend) {
     auto [ec] = co_await b.async_extend(fake, 1s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(!ec);  // its own lock extends
     // A stolen key: b's lock on "other" is replaced behind its back by another value.
-    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"SET", "other", "intruder", "PX", "5000"});
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      fleet[i].command({"SET", "other", "intruder", "PX", "5000"});
     auto [ec2] = co_await b.async_extend(fake, 5s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::not_held);
     BOOST_TEST(fake.lost());
@@ -298,7 +312,8 @@ BOOST_AUTO_TEST_CASE(a_failed_attempt_leaves_no_key_of_ours_on_any_node) {
     io.run_for(5ms);
   BOOST_TEST(!fleet.has_key(3, "split"));
   BOOST_TEST(!fleet.has_key(4, "split"));
-  for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(fleet[i].command({"GET", "split"}).text == "foreign");
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST(fleet[i].command({"GET", "split"}).text == "foreign");
 }
 
 BOOST_AUTO_TEST_CASE(release_works_after_the_script_cache_is_flushed) {
@@ -337,7 +352,8 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_gives_a_clear_error) {
   for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"LPUSH", "alist", "x"});
   run_bounded(io, [&]() -> asio::awaitable<void> {
     redlock::diagnostics diag;
-    auto [ec, lk] = co_await c.async_lock("alist", {.wait = 1s}, diag, asio::as_tuple(asio::use_awaitable));
+    auto [ec, lk] =
+        co_await c.async_lock("alist", {.wait = 1s}, diag, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::wrong_type);
     BOOST_TEST(diag.message.find("another type") != std::string::npos, diag.message);
   }());
@@ -378,7 +394,8 @@ BOOST_AUTO_TEST_CASE(cancelling_a_wait_releases_what_was_taken) {
                        t.async_wait(asio::use_awaitable));
     BOOST_TEST(r.index() == 1u);
   }());
-  for (int i = 0; i < 200 && (fleet.has_key(3, "busy") || fleet.has_key(4, "busy")); ++i) io.run_for(5ms);
+  for (int i = 0; i < 200 && (fleet.has_key(3, "busy") || fleet.has_key(4, "busy")); ++i)
+    io.run_for(5ms);
   BOOST_TEST(!fleet.has_key(3, "busy"));
   BOOST_TEST(!fleet.has_key(4, "busy"));
   (void)b;
@@ -422,22 +439,26 @@ BOOST_AUTO_TEST_CASE(a_multithreaded_io_context_is_safe) {
   for (int i = 0; i < 2; ++i) clients.push_back(make_client());
   std::atomic<int> inside{0}, overlaps{0}, done{0};
   for (int w = 0; w < 8; ++w) {
-    asio::co_spawn(io, [&, w]() -> asio::awaitable<void> {
-      auto& c = clients[w % 2];
-      for (int i = 0; i < 10; ++i) {
-        auto lk = co_await c.async_lock("mt", {.ttl = 2s, .wait = 30s}, asio::use_awaitable);
-        if (inside.fetch_add(1) != 0) ++overlaps;
-        inside.fetch_sub(1);
-        co_await c.async_unlock(lk, asio::use_awaitable);
-      }
-      ++done;
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&, w]() -> asio::awaitable<void> {
+          auto& c = clients[w % 2];
+          for (int i = 0; i < 10; ++i) {
+            auto lk = co_await c.async_lock("mt", {.ttl = 2s, .wait = 30s}, asio::use_awaitable);
+            if (inside.fetch_add(1) != 0) ++overlaps;
+            inside.fetch_sub(1);
+            co_await c.async_unlock(lk, asio::use_awaitable);
+          }
+          ++done;
+        },
+        asio::detached);
   }
   std::vector<std::thread> threads;
-  for (int t = 0; t < 3; ++t) threads.emplace_back([&] {
-    const auto end = std::chrono::steady_clock::now() + 60s;
-    while (done.load() < 8 && std::chrono::steady_clock::now() < end) io.run_for(10ms);
-  });
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&] {
+      const auto end = std::chrono::steady_clock::now() + 60s;
+      while (done.load() < 8 && std::chrono::steady_clock::now() < end) io.run_for(10ms);
+    });
   for (auto& t : threads) t.join();
   BOOST_TEST(done.load() == 8);
   BOOST_TEST(overlaps.load() == 0);
@@ -446,14 +467,17 @@ BOOST_AUTO_TEST_CASE(a_multithreaded_io_context_is_safe) {
 BOOST_AUTO_TEST_CASE(shutdown_lets_run_return) {
   auto c = make_client();
   bool finished = false;
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    auto lk = co_await c.async_lock("sd", {}, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
-    co_await c.async_shutdown(asio::use_awaitable);
-    auto [ec, l2] = co_await c.async_try_lock("sd", {}, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec == redlock::error::shut_down);
-    finished = true;
-  }, asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto lk = co_await c.async_lock("sd", {}, asio::use_awaitable);
+        co_await c.async_unlock(lk, asio::use_awaitable);
+        co_await c.async_shutdown(asio::use_awaitable);
+        auto [ec, l2] = co_await c.async_try_lock("sd", {}, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == redlock::error::shut_down);
+        finished = true;
+      },
+      asio::detached);
   // run() returns by itself only if the client left no work behind.
   std::thread watchdog_free_run{[&] { io.run(); }};
   watchdog_free_run.join();
@@ -484,10 +508,12 @@ BOOST_AUTO_TEST_CASE(one_to_seven_nodes_lock_with_a_majority_and_fail_without_on
     BOOST_TEST_CONTEXT("N = " << n) {
       redlock::test::redis_fleet fleet{n};
       asio::io_context io;
-      const redlock::config cfg{.nodes = fleet.uris(), .node_timeout = 100ms, .retry_delay = 10ms,
-                           // Fresh test servers would be held back for a whole TTL; the
-                           // restart guard has tests of its own (test_fencing).
-                           .restart_guard = false};
+      const redlock::config cfg{.nodes = fleet.uris(),
+                                .node_timeout = 100ms,
+                                .retry_delay = 10ms,
+                                // Fresh test servers would be held back for a whole TTL; the
+                                // restart guard has tests of its own (test_fencing).
+                                .restart_guard = false};
       redlock::client a{io.get_executor(), cfg};
       redlock::client b{io.get_executor(), cfg};
       const std::size_t may_fail = (n - 1) / 2;  // a majority must survive
@@ -545,31 +571,35 @@ BOOST_AUTO_TEST_CASE(local_waiters_are_woken_by_a_local_release_in_arrival_order
   asio::io_context io;
   // A retry delay of 10 s (drawn from [5 s, 15 s]): a waiter that got the lock sooner
   // than 5 s after the release was woken by it, not by its timer.
-  redlock::client c{io.get_executor(), redlock::config{.nodes = fleet.uris(),
-                                                       .retry_delay = 10000ms,
-                                                       .restart_guard = false}};
+  redlock::client c{
+      io.get_executor(),
+      redlock::config{.nodes = fleet.uris(), .retry_delay = 10000ms, .restart_guard = false}};
   std::vector<int> order;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    using namespace asio::experimental::awaitable_operators;
-    auto holder = co_await c.async_lock("line", {.ttl = 30s}, asio::use_awaitable);
-    auto waiter = [&](int id) -> asio::awaitable<void> {
-      // Arrive in order: waiter k starts k * 30 ms after the first.
-      asio::steady_timer t{co_await asio::this_coro::executor, std::chrono::milliseconds{30 * id}};
-      co_await t.async_wait(asio::use_awaitable);
-      auto lk = co_await c.async_lock("line", {.ttl = 30s, .wait = 60s}, asio::use_awaitable);
-      order.push_back(id);
-      co_await c.async_unlock(lk, asio::use_awaitable);
-    };
-    auto release = [&]() -> asio::awaitable<void> {
-      asio::steady_timer t{co_await asio::this_coro::executor, 300ms};
-      co_await t.async_wait(asio::use_awaitable);
-      co_await c.async_unlock(holder, asio::use_awaitable);
-    };
-    const auto t0 = std::chrono::steady_clock::now();
-    co_await (waiter(0) && waiter(1) && waiter(2) && waiter(3) && waiter(4) && release());
-    // Five hand-offs, each woken by the previous release: far less than one retry delay.
-    BOOST_TEST((std::chrono::steady_clock::now() - t0 < 4s));
-  }(), 30s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        auto holder = co_await c.async_lock("line", {.ttl = 30s}, asio::use_awaitable);
+        auto waiter = [&](int id) -> asio::awaitable<void> {
+          // Arrive in order: waiter k starts k * 30 ms after the first.
+          asio::steady_timer t{co_await asio::this_coro::executor,
+                               std::chrono::milliseconds{30 * id}};
+          co_await t.async_wait(asio::use_awaitable);
+          auto lk = co_await c.async_lock("line", {.ttl = 30s, .wait = 60s}, asio::use_awaitable);
+          order.push_back(id);
+          co_await c.async_unlock(lk, asio::use_awaitable);
+        };
+        auto release = [&]() -> asio::awaitable<void> {
+          asio::steady_timer t{co_await asio::this_coro::executor, 300ms};
+          co_await t.async_wait(asio::use_awaitable);
+          co_await c.async_unlock(holder, asio::use_awaitable);
+        };
+        const auto t0 = std::chrono::steady_clock::now();
+        co_await (waiter(0) && waiter(1) && waiter(2) && waiter(3) && waiter(4) && release());
+        // Five hand-offs, each woken by the previous release: far less than one retry delay.
+        BOOST_TEST((std::chrono::steady_clock::now() - t0 < 4s));
+      }(),
+      30s);
   BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
@@ -580,16 +610,19 @@ BOOST_AUTO_TEST_CASE(a_waiting_lock_is_cancelled_through_a_bound_cancellation_sl
                     redlock::config{.nodes = fleet.uris(), .restart_guard = false}};
   asio::cancellation_signal stop;
   error_code got;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto holder = co_await c.async_lock("waited", {.ttl = 30s}, asio::use_awaitable);
-    asio::steady_timer t{co_await asio::this_coro::executor, 200ms};
-    t.async_wait([&](error_code) { stop.emit(asio::cancellation_type::terminal); });
-    auto [ec, lk] = co_await c.async_lock(
-        "waited", {.ttl = 30s},
-        asio::bind_cancellation_slot(stop.slot(), asio::as_tuple(asio::use_awaitable)));
-    got = ec;
-    co_await c.async_unlock(holder, asio::use_awaitable);
-  }(), 10s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto holder = co_await c.async_lock("waited", {.ttl = 30s}, asio::use_awaitable);
+        asio::steady_timer t{co_await asio::this_coro::executor, 200ms};
+        t.async_wait([&](error_code) { stop.emit(asio::cancellation_type::terminal); });
+        auto [ec, lk] = co_await c.async_lock(
+            "waited", {.ttl = 30s},
+            asio::bind_cancellation_slot(stop.slot(), asio::as_tuple(asio::use_awaitable)));
+        got = ec;
+        co_await c.async_unlock(holder, asio::use_awaitable);
+      }(),
+      10s);
   BOOST_TEST(got == redlock::error::cancelled);
 }
 
@@ -599,13 +632,16 @@ BOOST_AUTO_TEST_CASE(shutdown_releases_what_is_still_held_and_what_was_dropped) 
   redlock::client c{io.get_executor(),
                     redlock::config{.nodes = fleet.uris(), .restart_guard = false}};
   redlock::lock kept;
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    kept = co_await c.async_lock("kept", {.ttl = 60s}, asio::use_awaitable);
-    {
-      auto dropped = co_await c.async_lock("dropped", {.ttl = 60s}, asio::use_awaitable);
-    }  // released in the background...
-    co_await c.async_shutdown(asio::use_awaitable);  // ...and sent before the close
-  }, asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        kept = co_await c.async_lock("kept", {.ttl = 60s}, asio::use_awaitable);
+        {
+          auto dropped = co_await c.async_lock("dropped", {.ttl = 60s}, asio::use_awaitable);
+        }                                                // released in the background...
+        co_await c.async_shutdown(asio::use_awaitable);  // ...and sent before the close
+      },
+      asio::detached);
   io.run();  // returns: the client leaves no work behind
   // Both keys (TTL 60 s) are gone: only the releases could remove them.
   for (std::size_t i = 0; i < fleet.size(); ++i) {

@@ -8,11 +8,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <atomic>
 #include <map>
 #include <optional>
 
@@ -132,9 +131,12 @@ void check_only_node_0_answered(const redlock::diagnostics& diag, const std::str
 template <typename Op>
 error_code run_diagnosed(asio::io_context& io, redlock::diagnostics& diag, Op op) {
   error_code ec;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    co_await op(diag, asio::redirect_error(asio::use_awaitable, ec));
-  }(), 5s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await op(diag, asio::redirect_error(asio::use_awaitable, ec));
+      }(),
+      5s);
   return ec;
 }
 
@@ -143,9 +145,8 @@ error_code run_diagnosed(asio::io_context& io, redlock::diagnostics& diag, Op op
 redlock::multi_lock take_then_freeze_majority(three_nodes& f, redlock::client& c, const names& set,
                                               std::chrono::milliseconds ttl) {
   redlock::multi_lock lk;
-  run_bounded(f.io, [&]() -> asio::awaitable<void> {
-    lk = co_await lock_all(c, set, {.ttl = ttl});
-  }());
+  run_bounded(f.io,
+              [&]() -> asio::awaitable<void> { lk = co_await lock_all(c, set, {.ttl = ttl}); }());
   f.fleet[1].freeze();
   f.fleet[2].freeze();
   return lk;
@@ -154,24 +155,28 @@ redlock::multi_lock take_then_freeze_majority(three_nodes& f, redlock::client& c
 // A forked child's work: 10 rounds of `order` with its own client, counting who is
 // inside each resource "x:N" in shared[N] and overlaps in shared[3], entries in shared[4].
 // Returns the exit code: 0 when every round completed.
-int take_sets_in_child(std::vector<std::string> uris, const names& order, std::atomic<int>* shared) {
+int take_sets_in_child(std::vector<std::string> uris, const names& order,
+                       std::atomic<int>* shared) {
   int rc = 1;
   try {
     asio::io_context cio;
     redlock::client c{cio.get_executor(), fast_config(std::move(uris))};
-    asio::co_spawn(cio, [&]() -> asio::awaitable<void> {
-      const redlock::lock_options opts{.ttl = 3s, .wait = 30s};
-      for (int round = 0; round < 10; ++round) {
-        auto set = co_await c.async_lock_all(order, opts, asio::use_awaitable);
-        for (const auto& r : set.resources())
-          if (shared[r.back() - '0'].fetch_add(1) != 0) ++shared[3];
-        ++shared[4];
-        ::usleep(500);
-        for (const auto& r : set.resources()) shared[r.back() - '0'].fetch_sub(1);
-        co_await c.async_unlock(set, asio::use_awaitable);
-      }
-      co_await c.async_shutdown(asio::use_awaitable);
-    }, [&](std::exception_ptr e) { rc = e ? 2 : 0; });
+    asio::co_spawn(
+        cio,
+        [&]() -> asio::awaitable<void> {
+          const redlock::lock_options opts{.ttl = 3s, .wait = 30s};
+          for (int round = 0; round < 10; ++round) {
+            auto set = co_await c.async_lock_all(order, opts, asio::use_awaitable);
+            for (const auto& r : set.resources())
+              if (shared[r.back() - '0'].fetch_add(1) != 0) ++shared[3];
+            ++shared[4];
+            ::usleep(500);
+            for (const auto& r : set.resources()) shared[r.back() - '0'].fetch_sub(1);
+            co_await c.async_unlock(set, asio::use_awaitable);
+          }
+          co_await c.async_shutdown(asio::use_awaitable);
+        },
+        [&](std::exception_ptr e) { rc = e ? 2 : 0; });
     cio.run_for(60s);
   } catch (...) {
     rc = 3;
@@ -184,8 +189,9 @@ int take_sets_in_child(std::vector<std::string> uris, const names& order, std::a
 BOOST_FIXTURE_TEST_SUITE(multi_locks, three_nodes)
 
 BOOST_AUTO_TEST_CASE(the_scripts_hashes_match_what_redis_computes) {
-  for (const auto* s : {&redlock::detail::multi_acquire_script, &redlock::detail::multi_raise_script,
-                        &redlock::detail::multi_extend_script, &redlock::detail::multi_release_script})
+  for (const auto* s :
+       {&redlock::detail::multi_acquire_script, &redlock::detail::multi_raise_script,
+        &redlock::detail::multi_extend_script, &redlock::detail::multi_release_script})
     BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha);
 }
 
@@ -230,8 +236,8 @@ BOOST_AUTO_TEST_CASE(a_set_blocked_by_one_held_key_takes_nothing) {
     BOOST_TEST(!lk.owns());
     BOOST_TEST(diag.message.find("\"b\" held by another owner") != std::string::npos, diag.message);
     // Waiting: retries that all fail take nothing either.
-    auto [ec2, lk2] = co_await c.async_lock_all(cba, {.wait = 150ms},
-                                                asio::as_tuple(asio::use_awaitable));
+    auto [ec2, lk2] =
+        co_await c.async_lock_all(cba, {.wait = 150ms}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::wait_timeout);
   }());
   for (std::size_t i = 0; i < 3; ++i) {
@@ -250,7 +256,8 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_in_the_set_gives_wrong_type_and_takes
     BOOST_TEST(ec == redlock::error::wrong_type, diag.message);
     BOOST_TEST(diag.message.find("WRONGTYPE") != std::string::npos, diag.message);
   }());
-  for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(fleet[i].command({"EXISTS", "t:1", "t:3"}).integer == 0);
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST(fleet[i].command({"EXISTS", "t:1", "t:3"}).integer == 0);
 }
 
 BOOST_AUTO_TEST_CASE(single_and_multi_locks_on_a_resource_exclude_each_other) {
@@ -288,34 +295,38 @@ BOOST_AUTO_TEST_CASE(opposite_orders_never_deadlock_nor_overlap) {
     for (const auto& r : rs) --inside[r];
   };
   const names forward{"o:1", "o:2", "o:3"}, backward{"o:3", "o:2", "o:1"}, middle{"o:2"};
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto hold_briefly = [&]() -> asio::awaitable<void> {
-      asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
-      co_await t.async_wait(asio::use_awaitable);
-    };
-    auto set_worker = [&](redlock::client& c, names order) -> asio::awaitable<void> {
-      for (int round = 0; round < 15; ++round) {
-        auto lk = co_await c.async_lock_all(order, {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
-        enter(lk.resources());
-        co_await hold_briefly();
-        leave(lk.resources());
-        co_await c.async_unlock(lk, asio::use_awaitable);
-      }
-    };
-    auto single_worker = [&](redlock::client& c) -> asio::awaitable<void> {
-      for (int round = 0; round < 15; ++round) {
-        auto lk = co_await c.async_lock("o:2", {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
-        enter(middle);
-        co_await hold_briefly();
-        leave(middle);
-        co_await c.async_unlock(lk, asio::use_awaitable);
-      }
-    };
-    using namespace asio::experimental::awaitable_operators;
-    co_await (set_worker(clients[0], forward) && set_worker(clients[1], backward) &&
-              set_worker(clients[0], backward) && set_worker(clients[1], forward) &&
-              single_worker(clients[2]));
-  }(), 60s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto hold_briefly = [&]() -> asio::awaitable<void> {
+          asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
+          co_await t.async_wait(asio::use_awaitable);
+        };
+        auto set_worker = [&](redlock::client& c, names order) -> asio::awaitable<void> {
+          for (int round = 0; round < 15; ++round) {
+            auto lk =
+                co_await c.async_lock_all(order, {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
+            enter(lk.resources());
+            co_await hold_briefly();
+            leave(lk.resources());
+            co_await c.async_unlock(lk, asio::use_awaitable);
+          }
+        };
+        auto single_worker = [&](redlock::client& c) -> asio::awaitable<void> {
+          for (int round = 0; round < 15; ++round) {
+            auto lk = co_await c.async_lock("o:2", {.ttl = 2s, .wait = 20s}, asio::use_awaitable);
+            enter(middle);
+            co_await hold_briefly();
+            leave(middle);
+            co_await c.async_unlock(lk, asio::use_awaitable);
+          }
+        };
+        using namespace asio::experimental::awaitable_operators;
+        co_await (set_worker(clients[0], forward) && set_worker(clients[1], backward) &&
+                  set_worker(clients[0], backward) && set_worker(clients[1], forward) &&
+                  single_worker(clients[2]));
+      }(),
+      60s);
   BOOST_TEST(entries == 75);
   BOOST_TEST(overlaps == 0);
   BOOST_TEST(copies_of_any(forward) == 0u);
@@ -355,9 +366,11 @@ BOOST_AUTO_TEST_CASE(a_partial_attempt_leaves_no_key) {
     auto [ec, lk] = co_await try_all(c, set, {}, diag);
     BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
     BOOST_TEST(!lk.owns());
-    const bool released = co_await eventually([&] {
-      return fleet[2].command({"EXISTS", "p:1", "p:2", "p:3"}).integer == 0;
-    }, 5s);
+    const bool released = co_await eventually(
+        [&] {
+          return fleet[2].command({"EXISTS", "p:1", "p:2", "p:3"}).integer == 0;
+        },
+        5s);
     BOOST_TEST(released);
   }());
   BOOST_TEST(fleet[0].command({"EXISTS", "p:1", "p:3"}).integer == 0);
@@ -366,13 +379,13 @@ BOOST_AUTO_TEST_CASE(a_partial_attempt_leaves_no_key) {
 
 BOOST_AUTO_TEST_CASE(cancelling_a_waiting_set_leaves_nothing) {
   auto c = make_client();
-  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"SET", "w:2", "someone-else", "PX", "60000"});
+  for (std::size_t i = 0; i < 3; ++i)
+    fleet[i].command({"SET", "w:2", "someone-else", "PX", "60000"});
   const names set{"w:1", "w:2", "w:3"}, others{"w:1", "w:3"};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     using namespace asio::experimental::awaitable_operators;
     asio::steady_timer t{co_await asio::this_coro::executor, 100ms};
-    auto r = co_await (lock_all(c, set, {.ttl = 60s}) ||
-                       t.async_wait(asio::use_awaitable));
+    auto r = co_await (lock_all(c, set, {.ttl = 60s}) || t.async_wait(asio::use_awaitable));
     BOOST_TEST(r.index() == 1u);
     const bool clean = co_await eventually([&] { return copies_of_any(others) == 0; }, 5s);
     BOOST_TEST(clean);
@@ -414,12 +427,15 @@ BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
   }());
   five[3].freeze();
   five[4].freeze();
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto lk = co_await lock_all(c, three, {.ttl = 5s, .wait = 3s});
-    BOOST_TEST(lk.valid());
-    co_await c.async_extend(lk, 5s, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
-  }(), 10s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto lk = co_await lock_all(c, three, {.ttl = 5s, .wait = 3s});
+        BOOST_TEST(lk.valid());
+        co_await c.async_extend(lk, 5s, asio::use_awaitable);
+        co_await c.async_unlock(lk, asio::use_awaitable);
+      }(),
+      10s);
   five[3].thaw();
   five[4].thaw();
 }
@@ -442,12 +458,15 @@ BOOST_AUTO_TEST_CASE(a_set_extension_answered_by_a_minority_is_no_quorum_and_kee
   fleet[2].thaw();
   // The abandoned extension still runs on the thawed nodes: there the keys may outlive
   // the deadline the client keeps, never the other way round.
-  const bool extended_late = run_bounded(io, eventually([&] {
-    for (std::size_t i = 1; i < 3; ++i)
-      for (const auto& k : lk.keys())
-        if (fleet[i].command({"PTTL", k}).integer <= 10000) return false;
-    return true;
-  }, 5s));
+  const bool extended_late =
+      run_bounded(io, eventually(
+                          [&] {
+                            for (std::size_t i = 1; i < 3; ++i)
+                              for (const auto& k : lk.keys())
+                                if (fleet[i].command({"PTTL", k}).integer <= 10000) return false;
+                            return true;
+                          },
+                          5s));
   BOOST_TEST(extended_late);
 }
 
@@ -456,8 +475,8 @@ BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_is_no_quorum_naming_si
   auto lk = take_then_freeze_majority(*this, c, {"u:1", "u:2"}, 30s);
   const auto keys = lk.keys();
   redlock::diagnostics diag;
-  const auto ec = run_diagnosed(
-      io, diag, [&](auto& d, auto token) { return c.async_unlock(lk, d, token); });
+  const auto ec =
+      run_diagnosed(io, diag, [&](auto& d, auto token) { return c.async_unlock(lk, d, token); });
   BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
   check_only_node_0_answered(diag, "unlock all of \"u:1, u:2\"", fleet);
   BOOST_TEST(!lk.owns());
@@ -472,7 +491,8 @@ BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_is_no_quorum_naming_si
 BOOST_AUTO_TEST_CASE(bad_arguments_are_refused_with_a_clear_message) {
   auto c = make_client();
   names many;
-  for (std::size_t i = 0; i <= redlock::max_multi_lock; ++i) many.push_back("n" + std::to_string(i));
+  for (std::size_t i = 0; i <= redlock::max_multi_lock; ++i)
+    many.push_back("n" + std::to_string(i));
   const std::vector<std::pair<names, std::string>> cases{
       {names{}, "the set of resources is empty"},
       {many, "at most 64 are allowed"},
@@ -499,13 +519,16 @@ BOOST_AUTO_TEST_CASE(shutdown_releases_held_and_dropped_sets) {
   auto c = make_client();
   redlock::multi_lock kept;
   const names k12{"k:1", "k:2"}, d12{"d:1", "d:2"};
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    kept = co_await lock_all(c, k12, {.ttl = 60s});
-    {
-      auto dropped = co_await lock_all(c, d12, {.ttl = 60s});
-    }  // released in the background...
-    co_await c.async_shutdown(asio::use_awaitable);  // ...and sent before the close
-  }, asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        kept = co_await lock_all(c, k12, {.ttl = 60s});
+        {
+          auto dropped = co_await lock_all(c, d12, {.ttl = 60s});
+        }                                                // released in the background...
+        co_await c.async_shutdown(asio::use_awaitable);  // ...and sent before the close
+      },
+      asio::detached);
   io.run();
   BOOST_TEST(fleet.total_keys() == 0);
 }

@@ -100,53 +100,56 @@ BOOST_AUTO_TEST_CASE(validity_counts_the_majority_round_trip_and_holders_outlive
   constexpr boot_clock::duration drift = ttl / 100 + 2ms;
   const boot_clock::duration floor = majority_floor();
   boot_clock::duration shortest = boot_clock::duration::max(), longest{0};
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    for (int round = 0; round < 10; ++round) {
-      const std::string resource = "validity:" + std::to_string(round);
-      const auto before = boot_clock::now();
-      const redlock::lock_options opts{.ttl = ttl, .wait = 5s};
-      redlock::lock lk = co_await c.async_lock(resource, opts, asio::use_awaitable);
-      const auto after = boot_clock::now();
-      // deadline = start of the winning attempt + ttl - drift, so the start is known.
-      const auto start = lk.deadline() - ttl + drift;
-      const auto elapsed = after - start;
-      shortest = std::min(shortest, elapsed);
-      longest = std::max(longest, elapsed);
-      BOOST_TEST((start >= before), "the attempt's clock started before the call");
-      // A clock started late (at a write or a reply) would come in under the floor.
-      BOOST_TEST((elapsed >= floor),
-                 "elapsed " << elapsed.count() << " ns < floor " << floor.count() << " ns");
-      BOOST_TEST((lk.validity() <= ttl - drift - floor));
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int round = 0; round < 10; ++round) {
+          const std::string resource = "validity:" + std::to_string(round);
+          const auto before = boot_clock::now();
+          const redlock::lock_options opts{.ttl = ttl, .wait = 5s};
+          redlock::lock lk = co_await c.async_lock(resource, opts, asio::use_awaitable);
+          const auto after = boot_clock::now();
+          // deadline = start of the winning attempt + ttl - drift, so the start is known.
+          const auto start = lk.deadline() - ttl + drift;
+          const auto elapsed = after - start;
+          shortest = std::min(shortest, elapsed);
+          longest = std::max(longest, elapsed);
+          BOOST_TEST((start >= before), "the attempt's clock started before the call");
+          // A clock started late (at a write or a reply) would come in under the floor.
+          BOOST_TEST((elapsed >= floor),
+                     "elapsed " << elapsed.count() << " ns < floor " << floor.count() << " ns");
+          BOOST_TEST((lk.validity() <= ttl - drift - floor));
 
-      int holders = 0, set_in_time = 0;
-      for (std::size_t i = 0; i < fleet->size(); ++i) {
-        // A node outside the winning majority may not have the key yet, or may have
-        // set it late (a loss stall on its link).
-        const node_view v = look(*fleet, i, lk);
-        if (!v.holds) continue;
-        ++holders;
-        // The node's expiry lies in [asked + pttl, answered + pttl + 1 ms) (PTTL counts
-        // whole milliseconds). It must come after the client's deadline (safety), by at
-        // least the drift (the deadline was not taken from a late start).
-        BOOST_TEST((v.asked + v.pttl >= lk.deadline()), "node " << i << " expires too soon");
-        BOOST_TEST((v.answered + v.pttl + 1ms >= lk.deadline() + drift), "node " << i);
-        // The majority that said yes set the key before we heard it, with the TTL asked:
-        // it expires no later than the lock's completion plus the TTL.
-        if (v.asked + v.pttl <= after + ttl + 1ms) ++set_in_time;
-      }
-      BOOST_TEST(holders >= 3);
-      BOOST_TEST(set_in_time >= 3);
+          int holders = 0, set_in_time = 0;
+          for (std::size_t i = 0; i < fleet->size(); ++i) {
+            // A node outside the winning majority may not have the key yet, or may have
+            // set it late (a loss stall on its link).
+            const node_view v = look(*fleet, i, lk);
+            if (!v.holds) continue;
+            ++holders;
+            // The node's expiry lies in [asked + pttl, answered + pttl + 1 ms) (PTTL counts
+            // whole milliseconds). It must come after the client's deadline (safety), by at
+            // least the drift (the deadline was not taken from a late start).
+            BOOST_TEST((v.asked + v.pttl >= lk.deadline()), "node " << i << " expires too soon");
+            BOOST_TEST((v.answered + v.pttl + 1ms >= lk.deadline() + drift), "node " << i);
+            // The majority that said yes set the key before we heard it, with the TTL asked:
+            // it expires no later than the lock's completion plus the TTL.
+            if (v.asked + v.pttl <= after + ttl + 1ms) ++set_in_time;
+          }
+          BOOST_TEST(holders >= 3);
+          BOOST_TEST(set_in_time >= 3);
 
-      // Extension: the same arithmetic from the extension's own start.
-      const auto extend_before = boot_clock::now();
-      co_await c.async_extend(lk, ttl, asio::use_awaitable);
-      const auto extend_after = boot_clock::now();
-      const auto extend_start = lk.deadline() - ttl + drift;
-      BOOST_TEST((extend_start >= extend_before));
-      BOOST_TEST((extend_after - extend_start >= floor));
-      co_await c.async_unlock(lk, asio::use_awaitable);
-    }
-  }(), 60s);
+          // Extension: the same arithmetic from the extension's own start.
+          const auto extend_before = boot_clock::now();
+          co_await c.async_extend(lk, ttl, asio::use_awaitable);
+          const auto extend_after = boot_clock::now();
+          const auto extend_start = lk.deadline() - ttl + drift;
+          BOOST_TEST((extend_start >= extend_before));
+          BOOST_TEST((extend_after - extend_start >= floor));
+          co_await c.async_unlock(lk, asio::use_awaitable);
+        }
+      }(),
+      60s);
   BOOST_TEST_MESSAGE("acquisitions took " << shortest.count() / 1000 << " to "
                                           << longest.count() / 1000 << " us (floor "
                                           << floor.count() / 1000 << " us)");
@@ -157,26 +160,29 @@ BOOST_AUTO_TEST_CASE(contending_clients_never_overlap_in_the_critical_section) {
   std::vector<redlock::client> clients;
   for (int i = 0; i < 4; ++i) clients.push_back(make_client());
   int inside = 0, overlaps = 0, entries = 0;
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
-      for (int round = 0; round < 4; ++round) {
-        const redlock::lock_options opts{.ttl = 2s, .wait = 30s};
-        auto lk = co_await c.async_lock("netns:counter", opts, asio::use_awaitable);
-        if (++inside != 1) ++overlaps;
-        ++entries;
-        BOOST_TEST(lk.valid());
-        asio::steady_timer t{co_await asio::this_coro::executor, 2ms};
-        co_await t.async_wait(asio::use_awaitable);
-        --inside;
-        co_await c.async_unlock(lk, asio::use_awaitable);
-      }
-    };
-    using namespace asio::experimental::awaitable_operators;
-    co_await ((worker(clients[0]) && worker(clients[1]) && worker(clients[2]) &&
-               worker(clients[3])) &&
-              (worker(clients[0]) && worker(clients[1]) && worker(clients[2]) &&
-               worker(clients[3])));
-  }(), 90s);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
+          for (int round = 0; round < 4; ++round) {
+            const redlock::lock_options opts{.ttl = 2s, .wait = 30s};
+            auto lk = co_await c.async_lock("netns:counter", opts, asio::use_awaitable);
+            if (++inside != 1) ++overlaps;
+            ++entries;
+            BOOST_TEST(lk.valid());
+            asio::steady_timer t{co_await asio::this_coro::executor, 2ms};
+            co_await t.async_wait(asio::use_awaitable);
+            --inside;
+            co_await c.async_unlock(lk, asio::use_awaitable);
+          }
+        };
+        using namespace asio::experimental::awaitable_operators;
+        co_await (
+            (worker(clients[0]) && worker(clients[1]) && worker(clients[2]) &&
+             worker(clients[3])) &&
+            (worker(clients[0]) && worker(clients[1]) && worker(clients[2]) && worker(clients[3])));
+      }(),
+      90s);
   BOOST_TEST(entries == 32);
   BOOST_TEST(overlaps == 0);
 }

@@ -2,10 +2,9 @@
 // the metrics observer's Prometheus text, against real nodes that are contended, emptied
 // behind the holder's back, frozen and restarted.
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -45,8 +44,8 @@ struct seen_attempt {
   std::vector<seen_node> nodes;
 
   std::size_t count(node_answer a) const {
-    return static_cast<std::size_t>(
-        std::count_if(nodes.begin(), nodes.end(), [a](const seen_node& n) { return n.answer == a; }));
+    return static_cast<std::size_t>(std::count_if(
+        nodes.begin(), nodes.end(), [a](const seen_node& n) { return n.answer == a; }));
   }
 };
 
@@ -105,9 +104,9 @@ class recorder final : public redlock::observer {
   }
 
   std::size_t count(redlock::node_event::kind k, std::size_t node) const {
-    return static_cast<std::size_t>(std::count_if(
-        node_events.begin(), node_events.end(),
-        [&](const seen_node_event& e) { return e.what == k && e.node == node; }));
+    return static_cast<std::size_t>(
+        std::count_if(node_events.begin(), node_events.end(),
+                      [&](const seen_node_event& e) { return e.what == k && e.node == node; }));
   }
   std::size_t connected() const {
     std::size_t n = 0;
@@ -142,7 +141,8 @@ struct exposition {
   std::map<std::string, std::string> types;  // family -> counter / gauge / histogram
   std::vector<sample> samples;
 
-  double value(const std::string& name, const std::map<std::string, std::string>& labels = {}) const {
+  double value(const std::string& name,
+               const std::map<std::string, std::string>& labels = {}) const {
     for (const auto& s : samples)
       if (s.name == name && s.labels == labels) return s.value;
     return 0;  // a counter not yet incremented has no sample
@@ -241,7 +241,8 @@ void check_histograms(const exposition& x) {
       series[labels].push_back(s.value);
     }
     for (const auto& [labels, buckets] : series) {
-      BOOST_TEST(std::is_sorted(buckets.begin(), buckets.end()), family << ": buckets not cumulative");
+      BOOST_TEST(std::is_sorted(buckets.begin(), buckets.end()),
+                 family << ": buckets not cumulative");
       BOOST_TEST(buckets.back() == x.value(family + "_count", labels), family);
     }
   }
@@ -268,8 +269,9 @@ BOOST_AUTO_TEST_CASE(a_won_lock_reports_its_round_and_its_call) {
   BOOST_TEST(seen->calls[1].fenced);
   BOOST_TEST(seen->calls[1].fence > 0u);
   BOOST_TEST(seen->calls[0].elapsed.count() > 0);
-  const auto& won = *std::find_if(seen->attempts.begin(), seen->attempts.end(),
-                                  [](const seen_attempt& a) { return a.resource == "won" && !a.outcome; });
+  const auto& won =
+      *std::find_if(seen->attempts.begin(), seen->attempts.end(),
+                    [](const seen_attempt& a) { return a.resource == "won" && !a.outcome; });
   BOOST_TEST(won.attempt == seen->calls[0].attempts);
   BOOST_TEST(!won.fenced);
   BOOST_TEST(won.fence == 0u);
@@ -291,7 +293,8 @@ BOOST_AUTO_TEST_CASE(a_contended_lock_reports_held_answers_and_every_round) {
   wait_connected(3);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto held = co_await holder.async_lock("busy", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    auto [ec, lk] = co_await c.async_try_lock("busy", {.ttl = 1s}, asio::as_tuple(asio::use_awaitable));
+    auto [ec, lk] =
+        co_await c.async_try_lock("busy", {.ttl = 1s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::contended);
     auto [ec2, lk2] = co_await c.async_lock("busy", {.ttl = 1s, .wait = 100ms},
                                             asio::as_tuple(asio::use_awaitable));
@@ -368,8 +371,9 @@ BOOST_AUTO_TEST_CASE(a_lock_whose_keys_are_deleted_is_reported_lost_once) {
   BOOST_TEST(last.outcome == redlock::error::not_held);
   // A majority refused; the third node may have got our SET only after the DEL (the test
   // sent it while the client's write to that node was still queued).
-  const auto refused = std::count_if(last.nodes.begin(), last.nodes.end(),
-                                     [](const seen_node& n) { return n.answer == node_answer::refused; });
+  const auto refused = std::count_if(last.nodes.begin(), last.nodes.end(), [](const seen_node& n) {
+    return n.answer == node_answer::refused;
+  });
   BOOST_TEST(refused >= 2);
 }
 
@@ -399,10 +403,11 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_is_reported_down_up_restarted_and_held_bac
   auto c = make_client(cfg);
   wait_connected(3);
   fleet[0].restart();
-  const bool back = run_bounded(io, eventually([&] {
-    return seen->count(redlock::node_event::kind::restarted, 0) == 1 &&
-           seen->count(redlock::node_event::kind::connected, 0) == 2;
-  }));
+  const bool back =
+      run_bounded(io, eventually([&] {
+                    return seen->count(redlock::node_event::kind::restarted, 0) == 1 &&
+                           seen->count(redlock::node_event::kind::connected, 0) == 2;
+                  }));
   BOOST_REQUIRE(back);
   BOOST_TEST(seen->count(redlock::node_event::kind::disconnected, 0) == 1u);
   BOOST_TEST(seen->count(redlock::node_event::kind::restarted, 1) == 0u);
@@ -442,7 +447,8 @@ BOOST_AUTO_TEST_CASE(metrics_text_parses_and_its_counts_match_the_events) {
     }
     auto held = co_await holder.async_lock("m-busy", {.ttl = 5s, .wait = 1s}, asio::use_awaitable);
     for (int i = 0; i < 3; ++i) {
-      auto [ec, lk] = co_await c.async_try_lock("m-busy", {.ttl = 1s}, asio::as_tuple(asio::use_awaitable));
+      auto [ec, lk] =
+          co_await c.async_try_lock("m-busy", {.ttl = 1s}, asio::as_tuple(asio::use_awaitable));
       BOOST_TEST(ec == redlock::error::contended);
     }
     auto lk = co_await c.async_lock("m-lost", {.ttl = 2s, .wait = 1s}, asio::use_awaitable);
@@ -503,7 +509,8 @@ BOOST_AUTO_TEST_CASE(without_an_observer_node_events_still_reach_on_event) {
   std::size_t callbacks = 0;
   both.on_event = [&](const redlock::node_event&) { ++callbacks; };
   auto d = make_client(both);
-  const bool ok2 = run_bounded(io, eventually([&] { return callbacks >= 3 && seen->connected() >= 3; }));
+  const bool ok2 =
+      run_bounded(io, eventually([&] { return callbacks >= 3 && seen->connected() >= 3; }));
   BOOST_TEST(ok2);
   BOOST_TEST(callbacks == seen->node_events.size());
 }
@@ -512,11 +519,14 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(metrics_observer_refuses_bad_buckets_and_escapes_labels) {
   BOOST_CHECK_THROW(redlock::metrics_observer({.latency_buckets = {}}), std::invalid_argument);
-  BOOST_CHECK_THROW(redlock::metrics_observer({.latency_buckets = {0.1, 0.1}}), std::invalid_argument);
+  BOOST_CHECK_THROW(redlock::metrics_observer({.latency_buckets = {0.1, 0.1}}),
+                    std::invalid_argument);
   BOOST_CHECK_THROW(redlock::metrics_observer({.latency_buckets = {0, 1}}), std::invalid_argument);
   redlock::metrics_observer m{{.prefix = "app_", .latency_buckets = {0.001, 0.01}}};
   m.on_node_event({redlock::node_event::kind::connected, 0, "we\"ird\\host:1", "connected"});
-  const redlock::node_reply r{.node = 0, .address = "h:1", .answer = node_answer::yes,
+  const redlock::node_reply r{.node = 0,
+                              .address = "h:1",
+                              .answer = node_answer::yes,
                               .latency = std::chrono::microseconds{5000}};
   m.on_attempt({.resource = "x", .nodes = {&r, 1}});
   m.on_acquire({.resource = "x", .elapsed = std::chrono::microseconds{20000}});

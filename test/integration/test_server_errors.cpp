@@ -25,8 +25,8 @@ std::vector<std::string> uris_as(const redlock::test::redis_fleet& fleet, const 
                                  const std::string& password) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < fleet.size(); ++i)
-    out.push_back("redis://" + user + ":" + password + "@127.0.0.1:" +
-                  std::to_string(fleet[i].port()));
+    out.push_back("redis://" + user + ":" + password +
+                  "@127.0.0.1:" + std::to_string(fleet[i].port()));
   return out;
 }
 
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_full_memory_refuses_new_locks_with_oom_and_old_ones_still
   BOOST_TEST(diag.find("OOM") != std::string::npos, diag);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     co_await c.async_extend(held, 30s, asio::use_awaitable);  // PEXPIRE is not refused
-    co_await c.async_unlock(held, asio::use_awaitable);        // nor is DEL
+    co_await c.async_unlock(held, asio::use_awaitable);       // nor is DEL
   }());
   expect_released(io, fleet, "held", 0, fleet.size());
 }
@@ -175,14 +175,14 @@ BOOST_AUTO_TEST_CASE(every_script_survives_a_script_flush) {
     for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"SCRIPT", "FLUSH"});
   };
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto first = co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true},
-                                       asio::use_awaitable);
+    auto first =
+        co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true}, asio::use_awaitable);
     const auto first_fence = first.fence();
     co_await c.async_unlock(first, asio::use_awaitable);
     flush_all();
     // Acquire (SET NX + counter) and write-back scripts, then extend and release.
-    auto lk = co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true},
-                                    asio::use_awaitable);
+    auto lk =
+        co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true}, asio::use_awaitable);
     BOOST_TEST(lk.fence() > first_fence);  // per resource: the same one
     flush_all();
     co_await c.async_extend(lk, 5s, asio::use_awaitable);
@@ -201,7 +201,8 @@ BOOST_AUTO_TEST_CASE(a_script_reloaded_after_its_clean_up_is_still_undone) {
   // the EVALSHA; node 2 answers NOSCRIPT, and the reloaded script (which takes the key)
   // runs after that clean-up. The clean-up must run again behind it.
   redlock::test::redis_fleet fleet{3};
-  for (std::size_t i = 0; i < 2; ++i) fleet[i].command({"SET", "rq", "someone-else", "PX", "60000"});
+  for (std::size_t i = 0; i < 2; ++i)
+    fleet[i].command({"SET", "rq", "someone-else", "PX", "60000"});
   fleet[2].log_every_command();
   asio::io_context io;
   redlock::client c{io.get_executor(), fast_config(fleet.uris())};
@@ -231,8 +232,8 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_keeps_a_script_gets_its_text) {
   asio::io_context io;
   redlock::client c{io.get_executor(), fast_config(fleet.uris())};
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto lk = co_await c.async_lock("ns", {.ttl = 5s, .wait = 2s, .fenced = true},
-                                    asio::use_awaitable);
+    auto lk =
+        co_await c.async_lock("ns", {.ttl = 5s, .wait = 2s, .fenced = true}, asio::use_awaitable);
     BOOST_TEST(lk.fence() > 0u);
     co_await c.async_extend(lk, 5s, asio::use_awaitable);
     co_await c.async_unlock(lk, asio::use_awaitable);
@@ -248,9 +249,11 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_keeps_a_script_gets_its_text) {
 
 BOOST_AUTO_TEST_CASE(keys_of_every_other_type_give_wrong_type) {
   redlock::test::redis_fleet fleet{3};
-  const std::vector<std::vector<std::string>> makers{
-      {"LPUSH", "k", "x"},     {"HSET", "k", "f", "v"}, {"SADD", "k", "m"},
-      {"ZADD", "k", "1", "m"}, {"XADD", "k", "*", "f", "v"}};
+  const std::vector<std::vector<std::string>> makers{{"LPUSH", "k", "x"},
+                                                     {"HSET", "k", "f", "v"},
+                                                     {"SADD", "k", "m"},
+                                                     {"ZADD", "k", "1", "m"},
+                                                     {"XADD", "k", "*", "f", "v"}};
   asio::io_context io;
   redlock::client c{io.get_executor(), fast_config(fleet.uris())};
   for (const auto& make : makers) {
@@ -291,8 +294,8 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_on_a_minority_does_not_end_a_wait) {
   asio::io_context io;
   redlock::client c{io.get_executor(), fast_config(fleet.uris())};
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto [ec, lk] = co_await c.async_lock("r", {.ttl = 5s, .wait = 5s},
-                                          asio::as_tuple(asio::use_awaitable));
+    auto [ec, lk] =
+        co_await c.async_lock("r", {.ttl = 5s, .wait = 5s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST_REQUIRE(!ec, ec.message());
     co_await c.async_unlock(lk, asio::use_awaitable);
   }());
@@ -330,7 +333,8 @@ BOOST_AUTO_TEST_CASE(a_server_restart_during_a_batch_fails_nothing_and_leaves_no
   BOOST_TEST_REQUIRE(done == batch);
   BOOST_TEST(restarted);
   // Two of three nodes stayed up: every lock of the batch was granted.
-  for (int i = 0; i < batch; ++i) BOOST_TEST(!errors[i], "batch:" << i << ": " << errors[i].message());
+  for (int i = 0; i < batch; ++i)
+    BOOST_TEST(!errors[i], "batch:" << i << ": " << errors[i].message());
   // Every key on every running server has a TTL, or has "fence" in its name.
   const auto immortal = fleet.keys_without_ttl("fence");
   BOOST_TEST(immortal.empty(), "without a TTL:" << immortal);

@@ -36,9 +36,9 @@ struct detector {
   std::atomic<int> inside[resources];
   std::atomic<long> overlaps;
   std::atomic<long> entries[processes];
-  std::atomic<long> overran;    // left the critical section after the lock's validity
-  std::atomic<long> refusals;   // lock calls that failed (no quorum, wait ended)
-  std::atomic<long> unexpected; // errors no fault explains
+  std::atomic<long> overran;     // left the critical section after the lock's validity
+  std::atomic<long> refusals;    // lock calls that failed (no quorum, wait ended)
+  std::atomic<long> unexpected;  // errors no fault explains
   std::atomic<bool> stop;
 };
 
@@ -47,15 +47,14 @@ int run_process(int index, const std::vector<std::string>& nodes, detector& d) {
   asio::io_context io;
   std::vector<redlock::client> clients;
   for (int i = 0; i < clients_per_process; ++i)
-    clients.emplace_back(io.get_executor(),
-                         redlock::config{.nodes = nodes,
-                                         .connect_timeout = 300ms,
-                                         .node_timeout = 100ms,
-                                         .reconnect_min = 20ms,
-                                         .reconnect_max = 200ms,
-                                         .retry_delay = 20ms,
-                                         .max_ttl = ttl,
-                                         .clock_probe_interval = 0ms});
+    clients.emplace_back(io.get_executor(), redlock::config{.nodes = nodes,
+                                                            .connect_timeout = 300ms,
+                                                            .node_timeout = 100ms,
+                                                            .reconnect_min = 20ms,
+                                                            .reconnect_max = 200ms,
+                                                            .retry_delay = 20ms,
+                                                            .max_ttl = ttl,
+                                                            .clock_probe_interval = 0ms});
   std::mt19937 rng{static_cast<unsigned>(index * 7919 + ::getpid())};
   auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
     asio::steady_timer pause{co_await asio::this_coro::executor};
@@ -157,8 +156,8 @@ BOOST_AUTO_TEST_CASE(many_clients_with_node_faults_never_overlap_and_leave_no_ke
     entries += d->entries[p].load();
   }
   BOOST_TEST_MESSAGE("soak: " << seconds.count() << " s, " << entries << " critical sections, "
-                              << d->refusals.load() << " refused calls, " << kills
-                              << " restarts, " << freezes << " freezes, " << d->overran.load()
+                              << d->refusals.load() << " refused calls, " << kills << " restarts, "
+                              << freezes << " freezes, " << d->overran.load()
                               << " overran their validity");
   BOOST_TEST(d->overlaps.load() == 0);
   BOOST_TEST(d->unexpected.load() == 0);

@@ -5,12 +5,11 @@
 // other protocol each end in a clear error and no lock. Every server also listens on a
 // plain port, used only by the test's own checks.
 
+#include <sys/wait.h>
+
 #include <boost/asio.hpp>
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -62,10 +61,11 @@ class tls_fleet {
   tls_fleet(const certs& c, tls_options_for_servers o = {}) {
     for (int i = 0; i < 3; ++i) {
       const auto port = free_port();
-      std::vector<std::string> args{"--tls-port", std::to_string(port), "--tls-cert-file",
-                                    c(o.cert + ".crt"), "--tls-key-file", c(o.cert + ".key"),
-                                    "--tls-ca-cert-file", c("ca.crt"), "--tls-auth-clients",
-                                    o.auth_clients ? "yes" : "no"};
+      std::vector<std::string> args{"--tls-port",         std::to_string(port),
+                                    "--tls-cert-file",    c(o.cert + ".crt"),
+                                    "--tls-key-file",     c(o.cert + ".key"),
+                                    "--tls-ca-cert-file", c("ca.crt"),
+                                    "--tls-auth-clients", o.auth_clients ? "yes" : "no"};
       if (!o.password.empty()) args.insert(args.end(), {"--requirepass", o.password});
       servers_.push_back(std::make_unique<redlock::test::redis_server>(args));
       tls_ports_.push_back(port);
@@ -199,7 +199,10 @@ BOOST_AUTO_TEST_CASE(locks_are_taken_extended_fenced_and_released_over_tls) {
     BOOST_TEST(fleet[0].command({"PTTL", "tls"}).integer > 5000);
     co_await client.async_unlock(lk, asio::use_awaitable);
     BOOST_TEST(co_await redlock::test::eventually(
-        [&] { return fleet[0].command({"EXISTS", "tls"}).integer == 0; }, 2s));
+        [&] {
+          return fleet[0].command({"EXISTS", "tls"}).integer == 0;
+        },
+        2s));
     co_await client.async_shutdown(asio::use_awaitable);
   }());
 }
@@ -326,11 +329,10 @@ BOOST_AUTO_TEST_CASE(the_cli_speaks_tls_and_reads_passwords_from_a_file_or_the_e
   const std::string nodes = joined(fleet.uris());
   // The servers just started: `run` waits (--wait) until the restart guard of its 1 s
   // TTL lets them vote.
-  {
-    std::ofstream{c("pw")} << secret << "\n";
-  }
-  auto run = run_cli(c, "", {"run", "--nodes", nodes, "--tls-ca", c("ca.crt"), "--password-file",
-                             c("pw"), "--ttl", "1000", "--wait", "10000", "cli-tls", "--", "true"});
+  { std::ofstream{c("pw")} << secret << "\n"; }
+  auto run = run_cli(c, "",
+                     {"run", "--nodes", nodes, "--tls-ca", c("ca.crt"), "--password-file", c("pw"),
+                      "--ttl", "1000", "--wait", "10000", "cli-tls", "--", "true"});
   BOOST_TEST(run.code == 0, run.output);
   auto nodes_ok = run_cli(c, "REDLOCK_PASSWORD=" + secret,
                           {"nodes", "--nodes", nodes, "--tls-ca", c("ca.crt")});

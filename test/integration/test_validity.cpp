@@ -41,7 +41,8 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
                                                         asio::as_tuple(asio::use_awaitable));
       if (!ec) {
         const bool holder_still_valid = holder_valid();
-        BOOST_TEST(!holder_still_valid, "the contender holds \"" << resource
+        BOOST_TEST(!holder_still_valid, "the contender holds \""
+                                            << resource
                                             << "\" while the first holder says valid()");
         co_await contender.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
         co_return true;
@@ -74,8 +75,8 @@ BOOST_AUTO_TEST_CASE(an_extension_within_the_drift_allowance_is_refused_before_i
     co_await answered_everywhere(holder);
     for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(pttl(i, "short") > 5000);
     BOOST_TEST(lk.valid());
-    auto [ec2, other] = co_await contender.async_try_lock("short", {},
-                                                          asio::as_tuple(asio::use_awaitable));
+    auto [ec2, other] =
+        co_await contender.async_try_lock("short", {}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::contended);
     co_await holder.async_unlock(lk, asio::use_awaitable);
   }());
@@ -91,8 +92,8 @@ BOOST_AUTO_TEST_CASE(an_extension_too_short_to_confirm_in_time_ends_the_lock) {
     // Whatever the outcome, the lock promises no more than 3 ms from the call.
     BOOST_TEST((lk.deadline() <= sent + 3ms));
     if (ec) BOOST_TEST(!lk.valid());
-    const bool won = co_await contender_wins_only_when_invalid(contender, "short3",
-                                                               [&] { return lk.valid(); });
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "short3", [&] { return lk.valid(); });
     BOOST_TEST(won);
   }());
 }
@@ -263,9 +264,8 @@ BOOST_AUTO_TEST_CASE(shutdown_ends_the_validity_of_everything_it_released) {
     BOOST_TEST(co_await redlock::test::eventually([&] { return bool(wait_lost_ec); }));
     BOOST_TEST(wait_lost_ec == redlock::error::shut_down);
     for (const char* r : {"sd1", "sd2", "sd3", "sd4"}) {
-      const bool won = co_await contender_wins_only_when_invalid(contender, r, [&] {
-        return lk.valid() || set.valid() || kp.valid();
-      });
+      const bool won = co_await contender_wins_only_when_invalid(
+          contender, r, [&] { return lk.valid() || set.valid() || kp.valid(); });
       BOOST_TEST(won, r);
     }
   }());
@@ -288,9 +288,9 @@ BOOST_AUTO_TEST_CASE(shutdown_with_a_frozen_node_ends_within_the_node_timeout) {
     co_await holder.async_shutdown(asio::use_awaitable);
     const auto took = std::chrono::steady_clock::now() - began;
     // node_timeout is 100 ms and the watch 5 s; 2 s leaves room for a slow machine.
-    BOOST_TEST((took < 2s), "async_shutdown took "
-                                << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                                << " ms");
+    BOOST_TEST((took < 2s),
+               "async_shutdown took "
+                   << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   }());
   fleet[2].thaw();
 }
@@ -361,8 +361,8 @@ BOOST_AUTO_TEST_CASE(a_release_queued_to_a_node_marked_down_runs_when_it_thaws) 
     // A try that needs node 2's answer (node 0 refuses) ends with node 2's timeout, after
     // which its connection takes no requests until the node answers a PING.
     fleet[0].command({"SET", "probe", "someone-else", "PX", "60000"});
-    auto [probe_ec, probe] = co_await holder.async_try_lock("probe", {.ttl = 5s},
-                                                            asio::as_tuple(asio::use_awaitable));
+    auto [probe_ec, probe] =
+        co_await holder.async_try_lock("probe", {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(probe_ec);
     co_await holder.async_unlock(lk, asio::use_awaitable);
   }());

@@ -2,11 +2,10 @@
 // and the first waiter in another client's line tries at once instead of after its retry
 // delay; lost announcements fall back to that delay. Real redis-server processes.
 
-#include <boost/asio.hpp>
-#include <boost/test/unit_test.hpp>
-
 #include <algorithm>
 #include <array>
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
 #include <optional>
 
 #include "async_helpers.hpp"
@@ -70,8 +69,8 @@ asio::awaitable<void> take(redlock::client& c, std::string resource, std::option
 }
 
 asio::awaitable<redlock::lock> three_nodes::hold_and_queue(redlock::client& holder,
-                                                          redlock::client& waiter,
-                                                          std::string resource, bool listening) {
+                                                           redlock::client& waiter,
+                                                           std::string resource, bool listening) {
   auto first = co_await holder.async_lock(resource, {.ttl = 20s}, asio::use_awaitable);
   asio::co_spawn(io, take(waiter, resource, second, second_lock), asio::detached);
   if (listening) {
@@ -151,8 +150,7 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the
     // Shutting down ends the waits still parked in the line (their retry delay is 30 s).
     co_await waiter.async_shutdown(asio::use_awaitable);
     BOOST_TEST_REQUIRE(co_await eventually([&] { return taken() == n; }, 5s));
-    for (const auto& g : got)
-      BOOST_TEST((!*g || *g == redlock::error::shut_down), g->message());
+    for (const auto& g : got) BOOST_TEST((!*g || *g == redlock::error::shut_down), g->message());
     co_await holder.async_shutdown(asio::use_awaitable);
   }());
 }

@@ -3,13 +3,12 @@
 // finish fails the test instead of hanging CI.
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <chrono>
 #include <functional>
 #include <future>
@@ -46,8 +45,8 @@ T run_bounded(boost::asio::io_context& io, boost::asio::awaitable<T> a,
 /// Waits, polling every millisecond, until `done()` holds or `limit` passes; returns
 /// whether it held. For conditions that another thread or process makes true (a fake
 /// server counting what it read), where there is no completion to await.
-inline boost::asio::awaitable<bool> eventually(std::function<bool()> done,
-                                               std::chrono::milliseconds limit = std::chrono::seconds{10}) {
+inline boost::asio::awaitable<bool> eventually(
+    std::function<bool()> done, std::chrono::milliseconds limit = std::chrono::seconds{10}) {
   const auto end = std::chrono::steady_clock::now() + limit;
   boost::asio::steady_timer t{co_await boost::asio::this_coro::executor};
   while (!done()) {

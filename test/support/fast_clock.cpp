@@ -19,7 +19,9 @@ namespace {
 
 std::atomic<long long> base_ns{-1};
 
-long long to_ns(const timespec& ts) { return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec; }
+long long to_ns(const timespec& ts) {
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
 
 double rate() {
   const char* v = std::getenv("REDLOCK_CLOCK_RATE");

@@ -2,7 +2,6 @@
 // Listening on a free loopback port, for the servers tests run in-process.
 
 #include <boost/asio/ip/tcp.hpp>
-
 #include <cstdint>
 
 namespace redlock::test {

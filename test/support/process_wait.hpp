@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -21,7 +20,8 @@ namespace detail {
 // Blocks in poll() on `fd` until it is readable or `end` passes; true if readable.
 inline bool readable_before(int fd, std::chrono::steady_clock::time_point end) {
   for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(left.count()));

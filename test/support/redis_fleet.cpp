@@ -10,9 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/algorithm/string/predicate.hpp>
-
 #include <algorithm>
+#include <boost/algorithm/string/predicate.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>

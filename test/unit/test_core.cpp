@@ -31,7 +31,8 @@ BOOST_AUTO_TEST_CASE(good_uris_parse_into_their_parts) {
   u = parse_ok("redis://localhost");
   BOOST_TEST((u.host == "localhost" && u.port == 6379));
   u = parse_ok("redis://alice:s3cr@t@h:1/3");
-  BOOST_TEST((u.user == "alice" && u.password == "s3cr@t" && u.host == "h" && u.port == 1 && u.db == 3));
+  BOOST_TEST(
+      (u.user == "alice" && u.password == "s3cr@t" && u.host == "h" && u.port == 1 && u.db == 3));
   u = parse_ok("redis://onlypass@h:2");
   BOOST_TEST((u.user.empty() && u.password == "onlypass"));
   u = parse_ok("redis://[::1]:6380/0");
@@ -82,7 +83,8 @@ BOOST_AUTO_TEST_CASE(errors_have_a_category_and_readable_messages) {
     BOOST_TEST(m.size() > 10u);
     BOOST_TEST(m.find("unknown") == std::string::npos);
   }
-  BOOST_TEST((boost::system::error_code{error::cancelled} == boost::system::errc::operation_canceled));
+  BOOST_TEST(
+      (boost::system::error_code{error::cancelled} == boost::system::errc::operation_canceled));
 }
 
 BOOST_AUTO_TEST_CASE(quorum_is_a_strict_majority_for_1_to_7_nodes) {

@@ -1,6 +1,5 @@
 // The RESP codec: every type, replies split at every byte, limits and malformed input.
 #include <boost/test/unit_test.hpp>
-
 #include <string>
 
 #include "resp/resp.hpp"
@@ -23,7 +22,8 @@ reply parse_both_ways(std::string_view wire, std::vector<std::string>* texts = n
                        static_cast<int>(parse_status::incomplete));
     rd.feed(wire.substr(i, 1));
   }
-  BOOST_TEST_REQUIRE(static_cast<int>(rd.next(bytewise)) == static_cast<int>(parse_status::complete));
+  BOOST_TEST_REQUIRE(static_cast<int>(rd.next(bytewise)) ==
+                     static_cast<int>(parse_status::complete));
   BOOST_TEST_REQUIRE(bytewise.size() == whole.size());
   for (std::size_t i = 0; i < whole.size(); ++i) {
     BOOST_TEST(static_cast<int>(bytewise[i].kind) == static_cast<int>(whole[i].kind));
@@ -41,7 +41,9 @@ parse_status status_of(std::string_view wire, const limits& lim = {}) {
   return parse(wire, out, lim).status;
 }
 
-bool is(parse_status a, parse_status b) { return a == b; }
+bool is(parse_status a, parse_status b) {
+  return a == b;
+}
 
 }  // namespace
 
@@ -113,7 +115,8 @@ BOOST_AUTO_TEST_CASE(reader_splits_back_to_back_replies_at_every_chunk_boundary)
     std::vector<std::string> seen;
     reply r;
     auto drain = [&] {
-      while (rd.next(r) == parse_status::complete) seen.push_back(std::string{r[0].text} + "/" + std::to_string(r.size()));
+      while (rd.next(r) == parse_status::complete)
+        seen.push_back(std::string{r[0].text} + "/" + std::to_string(r.size()));
     };
     drain();
     rd.feed(std::string_view{wire}.substr(cut));
@@ -156,8 +159,9 @@ BOOST_AUTO_TEST_CASE(limits_stop_a_hostile_server) {
   BOOST_TEST(is(status_of("*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", lim), parse_status::too_large));
   BOOST_TEST(is(status_of("*1\r\n*1\r\n*1\r\n:1\r\n", lim), parse_status::complete));
   BOOST_TEST(is(status_of(std::string(100, 'a'), lim), parse_status::too_large));
-  BOOST_TEST(is(status_of("*4\r\n*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n", lim),
-                parse_status::too_large));
+  BOOST_TEST(
+      is(status_of("*4\r\n*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n", lim),
+         parse_status::too_large));
   // Defaults bound a 2^40-element array announcement too.
   BOOST_TEST(is(status_of("*1099511627776\r\n"), parse_status::too_large));
 }
@@ -188,9 +192,10 @@ BOOST_AUTO_TEST_CASE(an_incomplete_reply_says_how_many_bytes_it_needs_at_least) 
   BOOST_TEST(needed("+O") == 3u);
   BOOST_TEST(needed("+OK\r") == 5u);
   // Never more than a real reply has, at every cut of every reply.
-  for (std::string_view wire : {"+OK\r\n", "$5\r\nhello\r\n", "*3\r\n*2\r\n:1\r\n$1\r\na\r\n*0\r\n+z\r\n",
-                                "%1\r\n+k\r\n:1\r\n", "|1\r\n+ttl\r\n:3\r\n:7\r\n",
-                                "*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n", "=8\r\ntxt:some\r\n"}) {
+  for (std::string_view wire :
+       {"+OK\r\n", "$5\r\nhello\r\n", "*3\r\n*2\r\n:1\r\n$1\r\na\r\n*0\r\n+z\r\n",
+        "%1\r\n+k\r\n:1\r\n", "|1\r\n+ttl\r\n:3\r\n:7\r\n", "*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n",
+        "=8\r\ntxt:some\r\n"}) {
     for (std::size_t cut = 0; cut < wire.size(); ++cut)
       BOOST_TEST(needed(wire.substr(0, cut)) <= wire.size(), wire << " cut at " << cut);
   }
@@ -209,9 +214,9 @@ BOOST_AUTO_TEST_CASE(a_reply_beyond_the_byte_or_node_limit_fails_before_its_byte
   limits lim;
   lim.max_reply = 100;
   lim.max_nodes = 10;
-  BOOST_TEST(is(status_of("$200\r\n", lim), parse_status::too_large));  // 208 bytes at least
-  BOOST_TEST(is(status_of("*40\r\n", lim), parse_status::too_large));   // 41 nodes at least
-  BOOST_TEST(is(status_of("*9\r\n", lim), parse_status::incomplete));   // 10 nodes may fit
+  BOOST_TEST(is(status_of("$200\r\n", lim), parse_status::too_large));      // 208 bytes at least
+  BOOST_TEST(is(status_of("*40\r\n", lim), parse_status::too_large));       // 41 nodes at least
+  BOOST_TEST(is(status_of("*9\r\n", lim), parse_status::incomplete));       // 10 nodes may fit
   BOOST_TEST(is(status_of("*2\r\n*9\r\n", lim), parse_status::too_large));  // 12 at least
   // A complete reply over the byte limit fails too, however it arrives.
   const std::string big = "$120\r\n" + std::string(120, 'x') + "\r\n";
@@ -249,8 +254,8 @@ BOOST_AUTO_TEST_CASE(where_a_read_ends_never_changes_the_verdict_on_a_long_line)
   lim.max_line = 8;  // lines up to max_line + 32 bytes pass
   const std::string longest = "+" + std::string(40, 'a') + "\r\n";
   const std::string too_long = "+" + std::string(41, 'a') + "\r\n";
-  for (const auto& [wire, verdict] : {std::pair{longest, parse_status::complete},
-                                      std::pair{too_long, parse_status::too_large}}) {
+  for (const auto& [wire, verdict] :
+       {std::pair{longest, parse_status::complete}, std::pair{too_long, parse_status::too_large}}) {
     BOOST_TEST(is(status_of(wire, lim), verdict));
     for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
       reader rd{lim};
@@ -271,8 +276,7 @@ namespace {
 
 // No prefix of `wire` may be an error when `wire` itself is not one, and a reader fed
 // `wire` in two pieces, cut anywhere, must end where a whole parse ends.
-void check_every_prefix_and_split(std::string_view wire, const limits& lim,
-                                  parse_status verdict) {
+void check_every_prefix_and_split(std::string_view wire, const limits& lim, parse_status verdict) {
   BOOST_TEST_REQUIRE(is(status_of(wire, lim), verdict));
   for (std::size_t cut = 0; cut < wire.size(); ++cut) {
     BOOST_TEST(is(status_of(wire.substr(0, cut), lim), parse_status::incomplete),
@@ -307,12 +311,12 @@ BOOST_AUTO_TEST_CASE(elements_owed_inside_attributes_do_not_make_a_prefix_too_la
   auto leaves = [&](int n) {
     for (int i = 0; i < n; ++i) whole += ":0\r\n";
   };
-  leaves(12);          // the inner attribute
-  whole += ":1\r\n";   // the value it annotates: the middle attribute's first element
-  leaves(11);          // the rest of the middle attribute
-  whole += ":2\r\n";   // its value: the outer attribute's first element
-  leaves(11);          // the rest of the outer attribute
-  whole += ":3\r\n";   // the reply
+  leaves(12);         // the inner attribute
+  whole += ":1\r\n";  // the value it annotates: the middle attribute's first element
+  leaves(11);         // the rest of the middle attribute
+  whole += ":2\r\n";  // its value: the outer attribute's first element
+  leaves(11);         // the rest of the outer attribute
+  whole += ":3\r\n";  // the reply
   check_every_prefix_and_split(whole, lim, parse_status::complete);
   reply r;
   BOOST_TEST_REQUIRE(is(parse(whole, r, lim).status, parse_status::complete));

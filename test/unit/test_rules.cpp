@@ -42,7 +42,9 @@ detail::extension_verdict extend(std::size_t n, std::size_t yes, std::size_t ref
 
 BOOST_AUTO_TEST_SUITE(ttl_check)
 
-BOOST_AUTO_TEST_CASE(a_zero_ttl_is_refused) { BOOST_TEST(!check_ttl(0ms, cfg_with()).empty()); }
+BOOST_AUTO_TEST_CASE(a_zero_ttl_is_refused) {
+  BOOST_TEST(!check_ttl(0ms, cfg_with()).empty());
+}
 
 BOOST_AUTO_TEST_CASE(a_negative_ttl_is_refused) {
   BOOST_TEST(check_ttl(-5ms, cfg_with()) == "the TTL must be from 1 ms to 24 h");
@@ -267,14 +269,14 @@ BOOST_AUTO_TEST_CASE(a_cancelled_extension_shortens_the_deadline_to_its_ttl) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_longer_extension_keeps_the_old_deadline) {
-  const auto v = detail::abandoned_extension(error::cancelled, t0 + 2s, t0 + 2s, 60s,
-                                             lock_deadline, factor);
+  const auto v =
+      detail::abandoned_extension(error::cancelled, t0 + 2s, t0 + 2s, 60s, lock_deadline, factor);
   BOOST_TEST((v.deadline == lock_deadline));
 }
 
 BOOST_AUTO_TEST_CASE(an_abandoned_extension_whose_ttl_has_run_out_loses_the_lock) {
-  const auto v = detail::abandoned_extension(error::shut_down, t0 + 3s, t0 + 2s, 500ms,
-                                             lock_deadline, factor);
+  const auto v =
+      detail::abandoned_extension(error::shut_down, t0 + 3s, t0 + 2s, 500ms, lock_deadline, factor);
   BOOST_TEST(v.lost);
 }
 
@@ -291,7 +293,8 @@ BOOST_AUTO_TEST_CASE(no_outcome_but_success_ever_moves_the_deadline_later) {
             for (auto delay : delays) {
               const auto start = t0 + 1s;
               const auto v = extend(n, y, r, f, start + delay, start, ttl);
-              const auto shortest = std::min(lock_deadline, detail::validity_deadline(start, ttl, factor));
+              const auto shortest =
+                  std::min(lock_deadline, detail::validity_deadline(start, ttl, factor));
               if (!v.decided) {
                 BOOST_TEST((v.deadline == lock_deadline));
                 continue;
@@ -453,8 +456,8 @@ BOOST_AUTO_TEST_CASE(a_server_error_is_quoted_with_its_hint) {
   detail::round r;
   r.reset(3);
   r.error_reply(0, "NOPERM no");
-  const auto text = describe(
-      r, error::no_quorum, {.hint = [](std::string_view) { return std::string{" [hint]"}; }});
+  const auto text = describe(r, error::no_quorum,
+                             {.hint = [](std::string_view) { return std::string{" [hint]"}; }});
   BOOST_TEST(text.find("\"NOPERM no\" [hint]") != std::string::npos, text);
 }
 

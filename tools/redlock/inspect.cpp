@@ -1,10 +1,10 @@
 // `redlock status` and `redlock nodes`: read-only views of the fleet, one node at a time,
 // through a small blocking client (probe.hpp).
 
-#include <boost/system/system_error.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/system/system_error.hpp>
 #include <map>
 #include <memory>
 
@@ -32,8 +32,9 @@ resolved_nodes resolve(const common_options& o) {
     r.tls = detail::make_tls_settings(o.tls, why);
     if (!r.tls) throw boost::system::system_error(error::invalid_config, why);
     if (!o.tls.verify)
-      fmt::print(stderr, "redlock: warning: --tls-insecure: the servers' certificates are not "
-                         "verified\n");
+      fmt::print(stderr,
+                 "redlock: warning: --tls-insecure: the servers' certificates are not "
+                 "verified\n");
   }
   return r;
 }
@@ -55,17 +56,20 @@ std::string info_field(const std::string& info, const std::string& name) {
 std::string text_of(const std::optional<value>& v) {
   if (!v) return "?";
   switch (v->what) {
-    case value::kind::nil: return "-";
-    case value::kind::integer: return std::to_string(v->integer);
-    default: return v->text;
+    case value::kind::nil:
+      return "-";
+    case value::kind::integer:
+      return std::to_string(v->integer);
+    default:
+      return v->text;
   }
 }
 
 }  // namespace
 
 int status_command(const status_options& o) {
-  fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", "node", "address", "state", "holder token",
-             "ttl_ms", "fence");
+  fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", "node", "address", "state",
+             "holder token", "ttl_ms", "fence");
   std::size_t reachable = 0, holding = 0;
   std::map<std::string, std::size_t> holders;
   const auto nodes = resolve(o.common);
@@ -79,15 +83,17 @@ int status_command(const status_options& o) {
     ++reachable;
     auto holder = p.command({"GET", o.resource});
     auto pttl = p.command({"PTTL", o.resource});
-    auto fence = p.command({"HGET", "redlock:fence", redlock::fence_field(o.resource, o.fence_stripes)});
+    auto fence =
+        p.command({"HGET", "redlock:fence", redlock::fence_field(o.resource, o.fence_stripes)});
     const bool held = holder && holder->what == value::kind::string;
     if (held) {
       ++holding;
       ++holders[holder->text];
     }
-    const std::string state = !holder ? "error" : holder->what == value::kind::error ? "wrong type"
-                              : held                                               ? "held"
-                                                                                   : "free";
+    const std::string state = !holder                              ? "error"
+                              : holder->what == value::kind::error ? "wrong type"
+                              : held                               ? "held"
+                                                                   : "free";
     fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", i, u.display(), state,
                held ? holder->text : "-", held ? text_of(pttl) : "-", text_of(fence));
   }
@@ -95,7 +101,8 @@ int status_command(const status_options& o) {
   std::string verdict = "free";
   for (auto& [token, count] : holders)
     if (count >= quorum) verdict = "held (token " + token.substr(0, 12) + "...) on a majority";
-  if (verdict == "free" && holding > 0) verdict = "partly held (no majority: expiring or being taken)";
+  if (verdict == "free" && holding > 0)
+    verdict = "partly held (no majority: expiring or being taken)";
   fmt::print("{}: {}; {} of {} nodes reachable\n", o.resource, verdict, reachable,
              o.common.nodes.size());
   return reachable >= quorum ? exit_ok : exit_unavailable;
@@ -135,7 +142,8 @@ int nodes_command(const common_options& o) {
     const std::string uptime = info_field(info_text, "uptime_in_seconds");
     const std::string run_id = info_field(info_text, "run_id");
     const std::string role_text =
-        role && role->what == value::kind::array && !role->elements.empty() ? role->elements[0].text : "?";
+        role && role->what == value::kind::array && !role->elements.empty() ? role->elements[0].text
+                                                                            : "?";
     auto config_value = [](const std::optional<value>& v) -> std::string {
       if (!v) return "?";
       if (v->what == value::kind::error) return "denied";
@@ -144,16 +152,18 @@ int nodes_command(const common_options& o) {
     };
     const std::string aof_text = config_value(aof), fsync_text = config_value(fsync),
                       save_text = config_value(save);
-    fmt::print("{:<4} {:<24} {:<6} {:>8} {:<8} {:>10} {:<7} {:<10} {:<10} {}\n", i, u.display(), "up",
-               rtt.count(), version, uptime, role_text, aof_text, fsync_text,
+    fmt::print("{:<4} {:<24} {:<6} {:>8} {:<8} {:>10} {:<7} {:<10} {:<10} {}\n", i, u.display(),
+               "up", rtt.count(), version, uptime, role_text, aof_text, fsync_text,
                save_text.empty() ? "\"\"" : save_text);
     if (role_text != "master")
-      warnings.push_back(fmt::format("node {} is a {}: only independent masters may vote; it never "
-                                     "will",
-                                     i, role_text));
+      warnings.push_back(
+          fmt::format("node {} is a {}: only independent masters may vote; it never "
+                      "will",
+                      i, role_text));
     if (!run_id.empty() && run_ids.count(run_id))
-      warnings.push_back(fmt::format("node {} is the same server as node {} (run id {}): it counts once",
-                                     i, run_ids[run_id], run_id));
+      warnings.push_back(
+          fmt::format("node {} is the same server as node {} (run id {}): it counts once", i,
+                      run_ids[run_id], run_id));
     run_ids.emplace(run_id, i);
     if (!(aof_text == "yes" && fsync_text == "always"))
       warnings.push_back(fmt::format(

@@ -1,8 +1,8 @@
 // redlock: a distributed flock(1) across Redis masters (docs/cli.md).
 
-#include <boost/system/system_error.hpp>
 #include <fmt/format.h>
 
+#include <boost/system/system_error.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -64,7 +64,8 @@ of nodes available; 76 lock lost while COMMAND ran; 64 usage error; 126/127 COMM
 could not be run; 65 a key of another type exists under RESOURCE.
 )";
 
-constexpr const char* status_help = R"(usage: redlock status [--nodes URI,...] [--fence-stripes N] RESOURCE
+constexpr const char* status_help =
+    R"(usage: redlock status [--nodes URI,...] [--fence-stripes N] RESOURCE
 
 For each node: whether RESOURCE is held, by which token, for how many more
 milliseconds, and the current fencing counter. Exit 0, or 69 when fewer than a
@@ -118,8 +119,8 @@ int main(int argc, char** argv) {
     return exit_usage;
   } catch (const boost::system::system_error& e) {
     // The client refused its configuration: the command line asked for it.
-    const bool usage = e.code() == redlock::error::invalid_config ||
-                       e.code() == redlock::error::invalid_argument;
+    const bool usage =
+        e.code() == redlock::error::invalid_config || e.code() == redlock::error::invalid_argument;
     fmt::print(stderr, "redlock: {}\n", e.what());
     return usage ? exit_usage : exit_software;
   } catch (const std::exception& e) {

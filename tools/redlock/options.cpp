@@ -107,11 +107,13 @@ bool flag_value(cursor& c, const std::string& a, const std::string& flag, std::s
 // --nodes, --verbose, TLS and credentials, shared by every subcommand. Returns true if
 // it consumed `a`.
 bool common_flag(cursor& c, const std::string& a, common_options& o, bool& nodes_given) {
-  const std::pair<const char*, std::string*> paths[] = {
-      {"--tls-ca", &o.tls.ca_file},          {"--tls-ca-dir", &o.tls.ca_dir},
-      {"--tls-cert", &o.tls.cert_file},      {"--tls-key", &o.tls.key_file},
-      {"--tls-server-name", &o.tls.server_name}, {"--user", &o.user},
-      {"--password-file", &o.password_file}};
+  const std::pair<const char*, std::string*> paths[] = {{"--tls-ca", &o.tls.ca_file},
+                                                        {"--tls-ca-dir", &o.tls.ca_dir},
+                                                        {"--tls-cert", &o.tls.cert_file},
+                                                        {"--tls-key", &o.tls.key_file},
+                                                        {"--tls-server-name", &o.tls.server_name},
+                                                        {"--user", &o.user},
+                                                        {"--password-file", &o.password_file}};
   for (const auto& [flag, field] : paths) {
     if (flag_value(c, a, flag, *field)) {
       if (field->empty()) throw usage_error{std::string{flag} + " needs a non-empty value"};
@@ -234,8 +236,8 @@ run_options parse_run(const std::vector<std::string>& args) {
   }
   o.max_ttl = max_ttl.value_or(o.ttl);
   if (o.max_ttl < o.ttl)
-    throw usage_error{"--max-ttl (" + std::to_string(o.max_ttl.count()) +
-                      " ms) is below --ttl (" + std::to_string(o.ttl.count()) + " ms)"};
+    throw usage_error{"--max-ttl (" + std::to_string(o.max_ttl.count()) + " ms) is below --ttl (" +
+                      std::to_string(o.ttl.count()) + " ms)"};
   default_nodes(o.common, nodes_given);
   check_lock_nodes(o.common.nodes);
   return o;

@@ -47,7 +47,7 @@ struct run_options {
   bool fair = false;  // lock_options::fair
   std::chrono::milliseconds grace{2000};
   std::chrono::milliseconds max_hold{0};  // --max-hold: stop renewing after this; 0: never
-  std::chrono::milliseconds max_ttl{0};  // resolved: --max-ttl, REDLOCK_MAX_TTL, or ttl
+  std::chrono::milliseconds max_ttl{0};   // resolved: --max-ttl, REDLOCK_MAX_TTL, or ttl
   std::string resource;
   std::vector<std::string> command;
 };

@@ -4,15 +4,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
 #include "connection/connection.hpp"
 #include "resp/resp.hpp"
@@ -52,8 +51,8 @@ bool probe::start_tls(const node_uri& uri, detail::tls_settings& tls) {
     if (wait_for_tls(rc, static_cast<int>(timeout_.count()))) continue;
     char reason[256] = "no TLS handshake in time";
     if (const unsigned long e = ERR_peek_error()) ERR_error_string_n(e, reason, sizeof reason);
-    return fail(detail::tls_failure_text(ssl_, tls, uri,
-                                         std::string{"TLS handshake failed: "} + reason));
+    return fail(
+        detail::tls_failure_text(ssl_, tls, uri, std::string{"TLS handshake failed: "} + reason));
   }
 }
 
@@ -152,7 +151,9 @@ value build(const resp::reply& r, std::size_t& i) {
       v.what = value::kind::integer;
       v.integer = n.integer;
       break;
-    case resp::type::null: v.what = value::kind::nil; break;
+    case resp::type::null:
+      v.what = value::kind::nil;
+      break;
     case resp::type::simple_error:
     case resp::type::bulk_error:
       v.what = value::kind::error;

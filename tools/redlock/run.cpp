@@ -3,13 +3,12 @@
 // with COMMAND's status.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
-#include <fmt/format.h>
-
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -25,7 +24,9 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-void say(const std::string& line) { fmt::print(stderr, "redlock: {}\n", line); }
+void say(const std::string& line) {
+  fmt::print(stderr, "redlock: {}\n", line);
+}
 
 // Beyond the client's own node_timeout, for its shutdown to hand its completion back.
 constexpr std::chrono::milliseconds shutdown_slack{50};
@@ -38,7 +39,8 @@ std::string find_program(const std::string& name) {
   std::size_t start = 0;
   for (;;) {
     const auto end = dirs.find(':', start);
-    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string dir =
+        dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + name;
     struct stat st {};
@@ -111,7 +113,8 @@ class runner {
     }
     if (held.owns()) {
       diagnostics diag;
-      auto [unlock_ec] = co_await locks_.async_unlock(held, diag, asio::as_tuple(asio::use_awaitable));
+      auto [unlock_ec] =
+          co_await locks_.async_unlock(held, diag, asio::as_tuple(asio::use_awaitable));
       if (unlock_ec && o_.common.verbose) say(diag.message);
     }
     co_await finish();
@@ -167,10 +170,8 @@ class runner {
   }
 
   asio::awaitable<int> acquire() {
-    const lock_options opts{.ttl = o_.ttl,
-                            .wait = o_.wait.value_or(wait_forever),
-                            .fenced = true,
-                            .fair = o_.fair};
+    const lock_options opts{
+        .ttl = o_.ttl, .wait = o_.wait.value_or(wait_forever), .fenced = true, .fair = o_.fair};
     diagnostics diag;
     if (o_.common.verbose) {
       say(fmt::format("waiting for {} on {} nodes (ttl {} ms, {})", o_.resource,
@@ -222,8 +223,8 @@ class runner {
         lock_ = std::move(lk);
         co_return ec;
       }
-      if (interrupted_ || (ec != error::contended && ec != error::no_quorum &&
-                           ec != error::validity_exhausted))
+      if (interrupted_ ||
+          (ec != error::contended && ec != error::no_quorum && ec != error::validity_exhausted))
         co_return ec;
       const auto now = std::chrono::steady_clock::now();
       if (now >= end) co_return ec == error::contended ? error_code{error::wait_timeout} : ec;
@@ -246,12 +247,12 @@ class runner {
     }
     // Everything the child needs is built before fork.
     std::vector<std::string> env_strings{
-        "REDLOCK_RESOURCE=" + o_.resource,
-        "REDLOCK_FENCE=" + std::to_string(lock_.fence()),
+        "REDLOCK_RESOURCE=" + o_.resource, "REDLOCK_FENCE=" + std::to_string(lock_.fence()),
         "REDLOCK_VALIDITY_MS=" + std::to_string(lock_.validity().count())};
     std::vector<char*> envp;
     for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "REDLOCK_RESOURCE=", 17) != 0 && std::strncmp(*e, "REDLOCK_FENCE=", 14) != 0 &&
+      if (std::strncmp(*e, "REDLOCK_RESOURCE=", 17) != 0 &&
+          std::strncmp(*e, "REDLOCK_FENCE=", 14) != 0 &&
           std::strncmp(*e, "REDLOCK_VALIDITY_MS=", 20) != 0)
         envp.push_back(*e);
     for (auto& s : env_strings) envp.push_back(s.data());
@@ -275,7 +276,8 @@ class runner {
       // Default signal handling and an empty mask, as after a shell's fork.
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
-      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT})
+        ::sigaction(sig, &dfl, nullptr);
       sigset_t none;
       ::sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
