@@ -38,22 +38,6 @@ const char* to_string(claim_status s) noexcept {
 
 namespace detail {
 
-// Per key: 1 set by us, 0 held by another owner, 2 a done marker, 3 a key of another
-// type. SET NX GET answers "who is there" in the same command; pcall keeps one odd key
-// from failing the whole batch.
-const script claim_script{
-    R"(local r = {} for i = 1, #KEYS do local v = redis.pcall("set", KEYS[i], ARGV[i + 1], "NX", "PX", ARGV[1], "GET") if v == false then r[i] = 1 elseif type(v) == "table" then r[i] = 3 elseif v == "done" then r[i] = 2 else r[i] = 0 end end return r)",
-    "1a9a3add656944ca48e28240ec99b313de0fb73e"};
-// Per key where our token is still there: delete it (ARGV[1] = 0) or replace it by a
-// done marker living ARGV[1] ms (kept a string: a Lua number would be formatted anew
-// for every key). 1 = settled, 0 = not ours (expired or taken). An empty token marks a
-// node the claim never went to: there the marker is written where the name is free (or
-// already done), never over another owner's claim, and answers 2 (not a vote), so that a
-// done marker is on every node that answers and survives the restart of one of them.
-const script settle_script{
-    R"(local keep = ARGV[1] local r = {} for i = 1, #KEYS do local v = redis.pcall("get", KEYS[i]) if ARGV[i + 1] == "" then if keep ~= "0" and (v == false or v == "done") then redis.call("set", KEYS[i], "done", "PX", keep) r[i] = 2 else r[i] = 0 end elseif v == ARGV[i + 1] then if keep ~= "0" then redis.call("set", KEYS[i], "done", "PX", keep) else redis.call("del", KEYS[i]) end r[i] = 1 else r[i] = 0 end end return r)",
-    "ac99a56a830f511b13be84c9ffaf38aafbf469eb"};
-
 namespace {
 
 constexpr auto longest_keep = std::chrono::milliseconds{std::chrono::hours{24 * 30}};

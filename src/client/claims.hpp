@@ -13,9 +13,6 @@
 
 namespace redlock::detail {
 
-extern const script claim_script;   // SET NX PX GET per key, one code per key
-extern const script settle_script;  // compare-and-delete or compare-and-mark-done per key
-
 class claim_coalescer {
  public:
   explicit claim_coalescer(client_state& s) : s_(s) {}

@@ -29,7 +29,7 @@
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
-#include "client/multi.hpp"
+#include "client/scripts.hpp"
 #include "client/wake.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -37,35 +37,12 @@
 namespace redlock {
 namespace detail {
 
-// A release announces itself on the channel named like the key, with the released token
-// as the message (client_state::wakes): waiters in other clients try at once instead of
-// after their retry delay. pcall: an ACL user without PUBLISH still releases (its waiters
-// fall back to polling).
-const script release_script{
-    R"(if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) redis.pcall("publish",KEYS[1],ARGV[1]) return 1 else return 0 end)",
-    "1a824c1f3b7d2a0f38a478f368ad49f80b3a9934"};
-// The clean-up of a failed attempt: the lock was never taken, so nobody is told.
-// Announcing it would wake this client's own waiter, whose next attempt could win the same
-// minority again and be undone again: a loop at the speed of the network.
-const script quiet_release_script{
-    R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end)",
-    "b70c2384248f88e6b75b9f89241a180f856ad852"};
-const script extend_script{
-    R"(if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end)",
-    "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"};
-
 // Redis reports an ACL refusal inside a script by the script's SHA1, not by the command
 // ("The user executing the script can't run this command or subcommand script: <sha>"):
 // names the commands that script runs, so that the missing permission can be found.
 std::string acl_hint(std::string_view server_text) {
   if (server_text.find("can't run this command") == std::string_view::npos) return {};
-  static const script* const scripts[] = {
-      &release_script,       &extend_script,       &batch_extend_script,
-      &fence_acquire_script, &fence_raise_script,  &fence_read_script,
-      &fence_repair_script,  &claim_script,        &settle_script,
-      &multi_acquire_script, &multi_raise_script,  &multi_extend_script,
-      &multi_release_script, &fair_acquire_script, &fair_fence_acquire_script};
-  for (const script* sc : scripts) {
+  for (const script* sc : all_scripts()) {
     if (server_text.find(sc->sha) == std::string_view::npos) continue;
     std::string names = " ";
     for (std::string_view body = sc->body;;) {
@@ -181,14 +158,9 @@ client_state::client_state(asio::any_io_executor ex, config c)
       rng(std::random_device{}()) {
   auto uris = validate(cfg);
   for (const auto& u : uris) addresses.push_back(u.display());
-  // Loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at the back of
-  // the pipeline, behind commands sent after it (a release would then land after the
-  // next waiter's SET).
-  static const std::vector<const script*> preload{
-      &release_script,           &extend_script,       &batch_extend_script,  &fence_acquire_script,
-      &fence_raise_script,       &claim_script,        &settle_script,        &multi_acquire_script,
-      &multi_raise_script,       &multi_extend_script, &multi_release_script, &fair_acquire_script,
-      &fair_fence_acquire_script};
+  // Every script is loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at
+  // the back of the pipeline, behind commands sent after it.
+  static const std::vector<const script*> preload(all_scripts().begin(), all_scripts().end());
   std::shared_ptr<tls_settings> tls;
   if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
     std::string why;

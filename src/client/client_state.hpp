@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/scripts.hpp"
 #include "client/token.hpp"
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
@@ -26,26 +27,14 @@ namespace redlock::detail {
 using redlock::max_nodes;           // redlock/config.hpp: shared with the CLI
 using redlock::max_resource_bytes;  // likewise
 
-/// compare-and-delete and compare-and-pexpire. The SHA1 constants are checked against
-/// SCRIPT LOAD by a test.
 /// For an ACL refusal inside one of our scripts (reported by Redis with the script's
 /// SHA1 only): " [the script runs GET PEXPIRE; ...]", else "".
 std::string acl_hint(std::string_view server_text);
-
-extern const script release_script;
-extern const script extend_script;
-extern const script fence_acquire_script;       // SET NX PX GET, then HINCRBY where marked
-extern const script fence_raise_script;         // raise the counter to T where the key is ours
-extern const script fence_read_script;          // marker + all counters
-extern const script fence_repair_script;        // raise many counters, then set the marker
-extern const script fair_acquire_script;        // fair mode: the line, then SET NX PX GET
-extern const script fair_fence_acquire_script;  // fair mode: the line, then as fenced
 
 class renewal_scheduler;
 /// Stops every keeper of a client (at shutdown): defined by the guard layer above, so
 /// that the client layer needs only this declaration (src/guard/renewal.cpp).
 void stop_renewals(renewal_scheduler& r);
-extern const script batch_extend_script;  // the keepers' batch compare-and-pexpire (guard)
 class claim_coalescer;
 class wake_hub;
 

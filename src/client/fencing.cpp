@@ -29,19 +29,6 @@
 
 namespace redlock::detail {
 
-const script fence_acquire_script{
-    R"(local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET") if cur then return {0, cur} end if redis.call("EXISTS", KEYS[3]) == 0 then return {2, 0} end return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1)})",
-    "aa6fb16616441c9970cfd8959f45b1444010e613"};
-const script fence_raise_script{
-    R"(if redis.call("GET", KEYS[1]) ~= ARGV[1] or redis.call("EXISTS", KEYS[3]) == 0 then return 0 end local cur = tonumber(redis.call("HGET", KEYS[2], ARGV[2]) or "0") if cur < tonumber(ARGV[3]) then redis.call("HSET", KEYS[2], ARGV[2], ARGV[3]) end return 1)",
-    "ddaadd7e4e71650cda89e9f45c709a21f24644f8"};
-const script fence_read_script{
-    R"(return {redis.call("EXISTS", KEYS[2]), redis.call("HGETALL", KEYS[1])})",
-    "80823867dc99f320b3c9b5d90d9b7929f30f91b1"};
-const script fence_repair_script{
-    R"(for i = 1, #ARGV, 2 do local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0") if cur < tonumber(ARGV[i + 1]) then redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end end redis.call("SET", KEYS[2], "1") return 1)",
-    "660231b9973f51541cbf962085e51f18fee378bc"};
-
 // ---- who votes ---------------------------------------------------------------------
 
 void client_state::wire_events() {

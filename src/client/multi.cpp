@@ -8,8 +8,6 @@
 //
 // The ops are quorum_ops (quorum/operation.hpp), with its one lifetime rule.
 
-#include "client/multi.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,30 +20,13 @@
 
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
+#include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock {
 namespace detail {
-
-const script multi_acquire_script{
-    R"(for i = 3, #KEYS do local v = redis.call("GET", KEYS[i]) if v then return {0, i - 2, v} end end for i = 3, #KEYS do redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2]) end if #ARGV == 2 then return {1} end if redis.call("EXISTS", KEYS[2]) == 0 then return {2} end local r = {1} for i = 3, #ARGV do r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1) end return r)",
-    "456f227d1aa9c93225765090b81566210b8efe48"};
-const script multi_raise_script{
-    R"(if redis.call("EXISTS", KEYS[2]) == 0 then return 0 end for i = 3, #KEYS do if redis.call("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 2, #ARGV, 2 do local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0") if cur < tonumber(ARGV[i + 1]) then redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end end return 1)",
-    "2da8925349533a369172fde018f23a63bf3a46c3"};
-const script multi_extend_script{
-    R"(for i = 1, #KEYS do if redis.call("GET", KEYS[i]) ~= ARGV[1] then return 0 end end for i = 1, #KEYS do redis.call("PEXPIRE", KEYS[i], ARGV[2]) end return 1)",
-    "4fcc932fd8512c8f53bce9a853545f57642ca044"};
-const script multi_release_script{
-    R"(local n = 0 for i = 1, #KEYS do if redis.call("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) redis.pcall("PUBLISH", KEYS[i], ARGV[1]) end end return n)",
-    "dc0443a612207cd95a0b9485a2d95d6685121dc7"};
-
-// The clean-up of a failed attempt announces nothing (see quiet_release_script).
-const script quiet_multi_release_script{
-    R"(local n = 0 for i = 1, #KEYS do if redis.call("GET", KEYS[i]) == ARGV[1] then n = n + redis.call("DEL", KEYS[i]) end end return n)",
-    "fe91bd0514a80a2972f0aa90f5702fb5e62b95e6"};
 
 /// Grants the ops access to multi_lock's private members.
 struct multi_lock_access {

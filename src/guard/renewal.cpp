@@ -16,10 +16,6 @@
 namespace redlock {
 namespace detail {
 
-const script batch_extend_script{
-    R"(local n = #KEYS local r = {} for i = 1, n do if redis.call("get", KEYS[i]) == ARGV[i] then r[i] = redis.call("pexpire", KEYS[i], ARGV[n + 1]) else r[i] = 0 end end return r)",
-    "6ee120c7a5165ed97bc6284a0136da270fbffaa6"};
-
 void renewal_entry::publish_deadline() {
   deadline_ns.store(lock_access::deadline(lk).time_since_epoch().count(),
                     std::memory_order_release);

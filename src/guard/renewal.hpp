@@ -15,8 +15,6 @@
 
 namespace redlock::detail {
 
-/// compare-and-pexpire over many keys: KEYS = locks, ARGV = their tokens then the TTL.
-extern const script batch_extend_script;
 inline constexpr std::size_t max_batch = 256;  // Lua unpack fails near 8,000 arguments
 
 struct renewal_entry {

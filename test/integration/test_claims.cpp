@@ -64,11 +64,13 @@ std::int64_t script_calls(redlock::test::redis_fleet& fleet, std::size_t i) {
 
 BOOST_AUTO_TEST_SUITE(claims)
 
-BOOST_AUTO_TEST_CASE(the_scripts_hashes_match_what_redis_computes) {
+BOOST_AUTO_TEST_CASE(every_scripts_hash_matches_what_redis_computes) {
+  // All of the client's scripts (src/client/scripts.cpp), not only the claims' ones.
   redlock::test::redis_fleet fleet{1};
-  for (const auto* s : {&redlock::detail::claim_script, &redlock::detail::settle_script,
-                        &redlock::detail::release_script, &redlock::detail::extend_script}) {
-    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha);
+  const auto all = redlock::detail::all_scripts();
+  BOOST_TEST(all.size() == 18u);
+  for (const auto* s : all) {
+    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
   }
 }
 

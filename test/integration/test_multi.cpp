@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "async_helpers.hpp"
-#include "client/multi.hpp"
+#include "client/scripts.hpp"
 #include "fast_config.hpp"
 #include "fleet_fixture.hpp"
 #include "process_wait.hpp"
@@ -187,13 +187,6 @@ int take_sets_in_child(std::vector<std::string> uris, const names& order,
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(multi_locks, three_nodes)
-
-BOOST_AUTO_TEST_CASE(the_scripts_hashes_match_what_redis_computes) {
-  for (const auto* s :
-       {&redlock::detail::multi_acquire_script, &redlock::detail::multi_raise_script,
-        &redlock::detail::multi_extend_script, &redlock::detail::multi_release_script})
-    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha);
-}
 
 BOOST_AUTO_TEST_CASE(a_set_is_taken_extended_and_released_together) {
   auto c = make_client();

@@ -4,6 +4,8 @@
 // explicit time points, the vote filter, and how a round counts and describes answers.
 #include <boost/test/unit_test.hpp>
 
+#include "client/client_state.hpp"  // acl_hint
+#include "client/scripts.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
@@ -493,6 +495,33 @@ BOOST_AUTO_TEST_CASE(a_call_refused_before_sending_is_described_without_nodes) {
 BOOST_AUTO_TEST_CASE(a_reply_latency_is_minus_one_without_a_reply) {
   BOOST_TEST(detail::reply_latency(boot_clock::time_point{}, t0).count() == -1);
   BOOST_TEST(detail::reply_latency(t0 + 250us, t0).count() == 250);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(scripts)
+
+BOOST_AUTO_TEST_CASE(each_script_is_listed_once_with_a_hash) {
+  const auto all = detail::all_scripts();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    BOOST_TEST(all[i]->sha.size() == 40u);
+    for (std::size_t j = 0; j < i; ++j) BOOST_TEST(all[i]->sha != all[j]->sha);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_acl_refusal_names_the_commands_read_from_the_script) {
+  // Redis names only the script's SHA1; the commands come from its text, and a pcall
+  // (the release's PUBLISH, which the script tolerates) is not required.
+  const std::string refusal =
+      "ERR The user executing the script can't run this command or subcommand script: " +
+      std::string{detail::release_script.sha};
+  BOOST_TEST(detail::acl_hint(refusal) ==
+             " [the script runs GET DEL; the ACL user needs every one of them]");
+  const std::string other =
+      "ERR ... can't run this command ... script: " + std::string{detail::fence_acquire_script.sha};
+  BOOST_TEST(detail::acl_hint(other).find("SET EXISTS HINCRBY") != std::string::npos,
+             detail::acl_hint(other));
+  BOOST_TEST(detail::acl_hint("OOM command not allowed").empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

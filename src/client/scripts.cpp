@@ -1,0 +1,351 @@
+#include "client/scripts.hpp"
+
+#include <string>
+
+namespace redlock::detail {
+
+// Written one statement a line: Lua does not care, and the SHA1 is of the text as written
+// here (each is checked against SCRIPT LOAD by a test, so a change here that forgets its
+// SHA1 fails the suite).
+
+// ---- single locks --------------------------------------------------------------------------
+
+// compare-and-delete. KEYS: the lock key; ARGV: token. 1 deleted, 0 not ours. A release announces
+// itself on the channel named like the key, with the token as the message (client_state::wakes),
+// so that waiters in other clients try at once; pcall: an ACL user without PUBLISH still releases,
+// and its waiters poll.
+const script release_script{.body = R"lua(
+if redis.call("get",KEYS[1]) == ARGV[1] then
+  redis.call("del",KEYS[1])
+  redis.pcall("publish",KEYS[1],ARGV[1])
+  return 1
+else
+  return 0
+end
+)lua",
+                            .sha = "80c1b6ab1a296627d331a9591c99181d1f331764"};
+
+// The clean-up of a failed attempt: compare-and-delete that announces nothing (the lock was never
+// taken: telling would wake this client's own waiter, whose next attempt could win the same
+// minority and be undone again, at network speed).
+const script quiet_release_script{.body = R"lua(
+if redis.call("get",KEYS[1]) == ARGV[1] then
+  return redis.call("del",KEYS[1])
+else
+  return 0
+end
+)lua",
+                                  .sha = "d2e30fb3adbb8caebc46169aa5e8f67e181bbc53"};
+
+// compare-and-pexpire. KEYS: the lock key; ARGV: token, TTL in ms. 1 extended, 0 not ours (never
+// re-creates a key).
+const script extend_script{.body = R"lua(
+if redis.call("get",KEYS[1]) == ARGV[1] then
+  return redis.call("pexpire",KEYS[1],ARGV[2])
+else
+  return 0
+end
+)lua",
+                           .sha = "9c9b97c43c42104e3564b23ff1ccbfc29436285d"};
+
+// The keepers' compare-and-pexpire over many locks (src/guard/renewal.cpp). KEYS: the lock keys;
+// ARGV: their tokens, then the TTL. One code per key: 1 extended, 0 not ours.
+const script batch_extend_script{.body = R"lua(
+local n = #KEYS
+local r = {}
+for i = 1, n do
+  if redis.call("get", KEYS[i]) == ARGV[i] then
+    r[i] = redis.call("pexpire", KEYS[i], ARGV[n + 1])
+  else
+    r[i] = 0
+  end
+end
+return r
+)lua",
+                                 .sha = "66a52991570628c7b641da41cdaf8089cd6b5202"};
+
+// ---- fencing (src/client/fencing.cpp) -------------------------------------------------------
+
+// SET NX PX GET, then the counter. KEYS: lock key, fence hash, fence marker; ARGV: token, TTL,
+// counter field. {0, holder} held by another owner; {2, 0} set, but this node's counters are not
+// trusted (no marker); {1, counter} set and counted.
+const script fence_acquire_script{.body = R"lua(
+local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET")
+if cur then
+  return {0, cur}
+end
+if redis.call("EXISTS", KEYS[3]) == 0 then
+  return {2, 0}
+end
+return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1)}
+)lua",
+                                  .sha = "85a09cd270654f84c9e0ca1a5608e839519c118d"};
+
+// The write-back: raises the counter to at least T, only where the lock key still holds our token
+// and the marker exists. KEYS: lock key, fence hash, marker; ARGV: token, field, T. 1 raised (or
+// already there), 0 not ours or unmarked.
+const script fence_raise_script{.body = R"lua(
+if redis.call("GET", KEYS[1]) ~= ARGV[1] or redis.call("EXISTS", KEYS[3]) == 0 then
+  return 0
+end
+local cur = tonumber(redis.call("HGET", KEYS[2], ARGV[2]) or "0")
+if cur < tonumber(ARGV[3]) then
+  redis.call("HSET", KEYS[2], ARGV[2], ARGV[3])
+end
+return 1
+)lua",
+                                .sha = "49dcf8d6e662d58afdd9271ef0a28c4d59bd3911"};
+
+// The repair's read. KEYS: fence hash, marker. {marker exists, {field, value, ...}}.
+const script fence_read_script{.body = R"lua(
+return {redis.call("EXISTS", KEYS[2]), redis.call("HGETALL", KEYS[1])}
+)lua",
+                               .sha = "3aa96d9ff4b7158054abffc8ae15b037d7263978"};
+
+// The repair's write: raises each counter to at least the given value, then sets the marker. KEYS:
+// fence hash, marker; ARGV: field, value pairs. 1.
+const script fence_repair_script{.body = R"lua(
+for i = 1, #ARGV, 2 do
+  local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0")
+  if cur < tonumber(ARGV[i + 1]) then
+    redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+redis.call("SET", KEYS[2], "1")
+return 1
+)lua",
+                                 .sha = "9803d945fee34599355ed7f9141d69b99887d125"};
+
+// ---- fair mode -----------------------------------------------------------------------------
+//
+// Fair mode (src/client/fair.cpp): a line of waiters per resource, two sorted sets (places by
+// ticket, and when each place lapses by the node's clock). L, E: the two keys; id, tk (ticket), ms
+// (place lifetime), join ("1": take or renew a place; "0": a single try that queues nowhere). The
+// head of the line may take the lock; the winner leaves the line in the same call.
+
+// The part both fair acquisitions share: purge lapsed places, join or renew (join "1"),
+// refuse unless first in line, take the lock, and leave the line when it was taken.
+const std::string fair_line = R"lua(
+local t = redis.call("TIME")
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+for _, m in ipairs(redis.call("ZRANGEBYSCORE", E, "-inf", now)) do
+  redis.call("ZREM", L, m)
+  redis.call("ZREM", E, m)
+end
+if join == "1" then
+  redis.call("ZADD", L, "NX", tk, id)
+  redis.call("ZADD", E, now + ms, id)
+  redis.call("PEXPIRE", L, ms)
+  redis.call("PEXPIRE", E, ms)
+end
+local head = redis.call("ZRANGE", L, 0, 0)[1]
+if head and head ~= id then
+  return {3, head}
+end
+local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET")
+if cur then
+  return {0, cur}
+end
+if head then
+  redis.call("ZREM", L, head)
+  redis.call("ZREM", E, head)
+end
+)lua";
+
+// KEYS: lock key, line, line expiry; ARGV: token, TTL, id, ticket, place ms, join. {3, head}
+// another waiter is first; {0, holder} held; {1, 0} taken.
+const std::string fair_acquire_text = R"lua(
+local L, E, id, tk, ms, join = KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+)lua" + fair_line.substr(1) + R"lua(return {1, 0}
+)lua";
+const script fair_acquire_script{.body = fair_acquire_text,
+                                 .sha = "30228dab096932317d672a7ec2c586c8dc2ee298"};
+
+// As fair_acquire_script, then counted as fence_acquire_script. KEYS: lock key, fence hash,
+// marker, line, line expiry; ARGV: token, TTL, field, id, ticket, place ms, join. {3, head}, {0,
+// holder}, {2, 0} or {1, counter}.
+const std::string fair_fence_acquire_text = R"lua(
+local L, E, id, tk, ms, join = KEYS[4], KEYS[5], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+)lua" + fair_line.substr(1) + R"lua(if redis.call("EXISTS", KEYS[3]) == 0 then
+  return {2, 0}
+end
+return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1)}
+)lua";
+const script fair_fence_acquire_script{.body = fair_fence_acquire_text,
+                                       .sha = "378d78714fcbae72f35645f3fa3c121e67b172b0"};
+
+// Leaves the line. KEYS: line, line expiry; ARGV: id. 1.
+const script line_leave_script{.body = R"lua(
+redis.call("ZREM", KEYS[1], ARGV[1])
+redis.call("ZREM", KEYS[2], ARGV[1])
+return 1
+)lua",
+                               .sha = "1346703dfc2ef0903e1c6d3c93f1b8c7cbf2fa8a"};
+
+// ---- multi-resource sets -------------------------------------------------------------------
+//
+// Multi-resource sets (src/client/multi.cpp): every key checked before any is set, so that a node
+// never keeps part of a set.
+
+// KEYS: fence hash, marker, then the set's keys; ARGV: token, TTL[, counter fields]. {0, k,
+// holder} key k held by another owner, nothing taken; {1} taken (unfenced); {2} taken, node
+// unmarked; {1, counters...} taken and counted. A key of another type fails the script with
+// WRONGTYPE in its check, before anything is set.
+const script multi_acquire_script{.body = R"lua(
+for i = 3, #KEYS do
+  local v = redis.call("GET", KEYS[i])
+  if v then
+    return {0, i - 2, v}
+  end
+end
+for i = 3, #KEYS do
+  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+end
+if #ARGV == 2 then
+  return {1}
+end
+if redis.call("EXISTS", KEYS[2]) == 0 then
+  return {2}
+end
+local r = {1}
+for i = 3, #ARGV do
+  r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1)
+end
+return r
+)lua",
+                                  .sha = "75096bbba10cf025eeb16743cf203bcf17d24849"};
+
+// KEYS as above; ARGV: token, then field, T pairs. Raises the counters only where the marker
+// exists and every key still holds our token: 1, else 0.
+const script multi_raise_script{.body = R"lua(
+if redis.call("EXISTS", KEYS[2]) == 0 then
+  return 0
+end
+for i = 3, #KEYS do
+  if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+    return 0
+  end
+end
+for i = 2, #ARGV, 2 do
+  local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0")
+  if cur < tonumber(ARGV[i + 1]) then
+    redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return 1
+)lua",
+                                .sha = "adb543345f9dedcab9b5cbd85da15d570949079c"};
+
+// KEYS: the set's keys; ARGV: token, TTL. PEXPIRE on all if every key holds our token: 1, else 0.
+const script multi_extend_script{.body = R"lua(
+for i = 1, #KEYS do
+  if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+    return 0
+  end
+end
+for i = 1, #KEYS do
+  redis.call("PEXPIRE", KEYS[i], ARGV[2])
+end
+return 1
+)lua",
+                                 .sha = "684e617ceb429a34e833c2b012464935bd7e70b0"};
+
+// KEYS: the set's keys; ARGV: token. Deletes the keys that hold our token and announces each
+// release as single releases do: how many were deleted.
+const script multi_release_script{.body = R"lua(
+local n = 0
+for i = 1, #KEYS do
+  if redis.call("GET", KEYS[i]) == ARGV[1] then
+    n = n + redis.call("DEL", KEYS[i])
+    redis.pcall("PUBLISH", KEYS[i], ARGV[1])
+  end
+end
+return n
+)lua",
+                                  .sha = "f10cf0a373ffb0415173183e67dec495aa88175d"};
+
+// The clean-up of a failed set attempt: as multi_release_script, announcing nothing (see
+// quiet_release_script).
+const script quiet_multi_release_script{.body = R"lua(
+local n = 0
+for i = 1, #KEYS do
+  if redis.call("GET", KEYS[i]) == ARGV[1] then
+    n = n + redis.call("DEL", KEYS[i])
+  end
+end
+return n
+)lua",
+                                        .sha = "1c28f29383d24a7545d47876901629ac149443cf"};
+
+// ---- claims (src/client/claims.cpp) ---------------------------------------------------------
+
+// KEYS: names; ARGV: TTL, then one token per name. Per name: 1 set by us, 0 held by another owner,
+// 2 a done marker, 3 a key of another type. SET NX GET answers "who is there" in the same command;
+// pcall keeps one odd key from failing the whole batch.
+const script claim_script{.body = R"lua(
+local r = {}
+for i = 1, #KEYS do
+  local v = redis.pcall("set", KEYS[i], ARGV[i + 1], "NX", "PX", ARGV[1], "GET")
+  if v == false then
+    r[i] = 1
+  elseif type(v) == "table" then
+    r[i] = 3
+  elseif v == "done" then
+    r[i] = 2
+  else
+    r[i] = 0
+  end
+end
+return r
+)lua",
+                          .sha = "1b434350111e43f614818a115d436654ee8137aa"};
+
+// KEYS: names; ARGV: keep (ms, "0" to delete), then one token per name. Where our token is still
+// there: delete it, or replace it by a done marker living `keep` ms (kept a string: a Lua number
+// would be formatted anew for every key); 1 settled, 0 not ours. An empty token marks a node the
+// claim never went to: the marker is written there only onto a free or already-done name, never
+// over another owner's claim, and answers 2 (not a vote), so that a done marker is on every node
+// that answers and survives the restart of one of them.
+const script settle_script{.body = R"lua(
+local keep = ARGV[1]
+local r = {}
+for i = 1, #KEYS do
+  local v = redis.pcall("get", KEYS[i])
+  if ARGV[i + 1] == "" then
+    if keep ~= "0" and (v == false or v == "done") then
+      redis.call("set", KEYS[i], "done", "PX", keep)
+      r[i] = 2
+    else
+      r[i] = 0
+    end
+  elseif v == ARGV[i + 1] then
+    if keep ~= "0" then
+      redis.call("set", KEYS[i], "done", "PX", keep)
+    else
+      redis.call("del", KEYS[i])
+    end
+    r[i] = 1
+  else
+    r[i] = 0
+  end
+end
+return r
+)lua",
+                           .sha = "c12398c53ae9d61ac7d7a341a19984fc0919e42f"};
+
+std::span<const script* const> all_scripts() {
+  static const script* const all[] = {
+      &release_script,       &quiet_release_script,
+      &extend_script,        &batch_extend_script,
+      &fence_acquire_script, &fence_raise_script,
+      &fence_read_script,    &fence_repair_script,
+      &fair_acquire_script,  &fair_fence_acquire_script,
+      &line_leave_script,    &multi_acquire_script,
+      &multi_raise_script,   &multi_extend_script,
+      &multi_release_script, &quiet_multi_release_script,
+      &claim_script,         &settle_script,
+  };
+  return all;
+}
+
+}  // namespace redlock::detail

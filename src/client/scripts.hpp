@@ -1,0 +1,44 @@
+#pragma once
+// Every Lua script the client runs, in one place (their text and what each answers are in
+// scripts.cpp). all_scripts() lists each once: the handshake loads them all (SCRIPT LOAD),
+// and the ACL hint reads the commands a refused script calls from its text. The SHA1 of
+// each text is checked against SCRIPT LOAD by a test.
+
+#include <span>
+
+#include "connection/connection.hpp"
+
+namespace redlock::detail {
+
+// Single locks
+extern const script release_script;
+extern const script quiet_release_script;
+extern const script extend_script;
+extern const script batch_extend_script;
+
+// Fencing
+extern const script fence_acquire_script;
+extern const script fence_raise_script;
+extern const script fence_read_script;
+extern const script fence_repair_script;
+
+// Fair mode
+extern const script fair_acquire_script;
+extern const script fair_fence_acquire_script;
+extern const script line_leave_script;
+
+// Multi-resource sets
+extern const script multi_acquire_script;
+extern const script multi_raise_script;
+extern const script multi_extend_script;
+extern const script multi_release_script;
+extern const script quiet_multi_release_script;
+
+// Claims
+extern const script claim_script;
+extern const script settle_script;
+
+/// Every script above, once.
+std::span<const script* const> all_scripts();
+
+}  // namespace redlock::detail
