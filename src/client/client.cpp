@@ -848,21 +848,7 @@ class extend_op final : public quorum_op<client_state, void(error_code)> {
   bool counts(std::size_t i) override { return voter(i, ttl_); }
 
   void before_complete(error_code ec) override {
-    if (!s_->obs) return;
-    std::array<node_reply, max_nodes> replies;
-    extend_event e{.resource = lk_->resource(), .by_keeper = false, .outcome = ec};
-    if (sent_) {
-      e.elapsed = micros(boot_clock::now() - start_);
-      e.nodes = node_replies(replies, start_);
-    }
-    s_->obs->on_extend(e);
-    if (!was_lost_ && lk_->lost()) {
-      const loss_event l{.resource = lk_->resource(),
-                         .by_keeper = false,
-                         .reason = ec == error::not_held ? error_code{error::not_held}
-                                                         : error_code{error::lock_lost}};
-      s_->obs->on_loss(l);
-    }
+    if (s_->obs) report_extension(lk_->resource(), ec, start_, !was_lost_ && lk_->lost());
   }
 
   lock* lk_ = nullptr;

@@ -464,6 +464,8 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
   void start(multi_lock& lk, std::chrono::milliseconds ttl) {
     verb_ = "extend all of";
     no_text_ = "not held by us (expired or taken)";
+    lk_ = &lk;
+    was_lost_ = lk.lost();
     if (diag_) subject_ = join_names(lk.resources());
     if (s_->closed) return complete(error::shut_down);
     if (!lk.owns()) return complete(error::not_held);
@@ -478,7 +480,6 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
       extra_ = ": the lock had already passed its validity deadline";
       return complete(error::lock_lost);
     }
-    lk_ = &lk;
     ttl_ = ttl;
     start_ = now;
     old_deadline_ = lk.deadline();
@@ -524,7 +525,15 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
     complete(v.outcome);
   }
 
+  // An observer hears of the set's extension once per resource, as of a single lock's.
+  void before_complete(error_code ec) override {
+    if (!s_->obs) return;
+    for (const auto& r : lk_->resources())
+      report_extension(r, ec, start_, !was_lost_ && lk_->lost());
+  }
+
   multi_lock* lk_ = nullptr;
+  bool was_lost_ = false;
   std::chrono::milliseconds ttl_{};
   boot_clock::time_point start_{};
   boot_clock::time_point old_deadline_{};

@@ -220,6 +220,25 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     return {out.data(), n};
   }
 
+  /// For an observer: an async_extend of `resource` that ended with `ec` (with this round's
+  /// answers when it was sent at `start`), and the loss it found when `lost_now`.
+  void report_extension(std::string_view resource, error_code ec, boot_clock::time_point start,
+                        bool lost_now) const {
+    std::array<node_reply, max_nodes> replies;
+    extend_event e{.resource = resource, .by_keeper = false, .outcome = ec};
+    if (sent_) {
+      e.elapsed = micros(boot_clock::now() - start);
+      e.nodes = node_replies(replies, start);
+    }
+    s_->obs->on_extend(e);
+    if (!lost_now) return;
+    const loss_event l{.resource = resource,
+                       .by_keeper = false,
+                       .reason = ec == error::not_held ? error_code{error::not_held}
+                                                       : error_code{error::lock_lost}};
+    s_->obs->on_loss(l);
+  }
+
   static std::chrono::microseconds micros(boot_clock::duration d) {
     return std::chrono::duration_cast<std::chrono::microseconds>(d);
   }

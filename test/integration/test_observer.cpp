@@ -377,6 +377,33 @@ BOOST_AUTO_TEST_CASE(a_lock_whose_keys_are_deleted_is_reported_lost_once) {
   BOOST_TEST(refused >= 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_sets_extension_is_reported_per_resource_and_its_loss_too) {
+  auto c = make_client(observed_config());
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names{"s1", "s2"};  // not braced inside co_await (GCC 12)
+    const redlock::lock_options opts{.ttl = 5s, .wait = 2s};
+    auto set = co_await c.async_lock_all(std::move(names), opts, asio::use_awaitable);
+    co_await c.async_extend(set, 5s, asio::use_awaitable);
+    BOOST_REQUIRE(seen->extends.size() == 2u);
+    for (std::size_t j = 0; j < 2; ++j) {
+      const auto& e = seen->extends[j];
+      BOOST_TEST(e.resource == (j == 0 ? "s1" : "s2"));
+      BOOST_TEST(!e.by_keeper);
+      BOOST_TEST(!e.outcome);
+      BOOST_REQUIRE(e.nodes.size() == 3u);
+    }
+    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "s2"});
+    auto [ec] = co_await c.async_extend(set, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::not_held);
+  }());
+  BOOST_REQUIRE(seen->extends.size() == 4u);
+  BOOST_TEST(seen->extends[3].outcome == redlock::error::not_held);
+  BOOST_REQUIRE(seen->losses.size() == 2u);
+  BOOST_TEST(seen->losses[0].resource == "s1");
+  BOOST_TEST(seen->losses[1].resource == "s2");
+  BOOST_TEST(seen->losses[1].reason == redlock::error::not_held);
+}
+
 BOOST_AUTO_TEST_CASE(a_lock_that_runs_out_under_a_frozen_majority_is_reported_lost) {
   auto c = make_client(observed_config());
   run_bounded(io, [&]() -> asio::awaitable<void> {
