@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
+#include "client/scripts.hpp"
 #include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
@@ -340,8 +341,9 @@ BOOST_AUTO_TEST_CASE(script_hashes_match_what_the_server_computes) {
     co_await c.async_extend(lk, 10s, asio::use_awaitable);
     co_await c.async_unlock(lk, asio::use_awaitable);
   }());
-  auto exists = fleet[0].command({"SCRIPT", "EXISTS", "1a824c1f3b7d2a0f38a478f368ad49f80b3a9934",
-                                  "36e94d1c6e02fcefaa7ee5d79eee614dbac55f10"});
+  auto exists =
+      fleet[0].command({"SCRIPT", "EXISTS", std::string{redlock::detail::release_script.sha},
+                        std::string{redlock::detail::extend_script.sha}});
   BOOST_TEST_REQUIRE(exists.elements.size() == 2u);
   BOOST_TEST(exists.elements[0].integer == 1);
   BOOST_TEST(exists.elements[1].integer == 1);
