@@ -59,6 +59,9 @@ class category_impl final : public boost::system::error_category {
       case error::tls_failed:
         return "the TLS handshake with the Redis node failed (certificate not trusted, expired or "
                "for another host, or not a TLS port)";
+      case error::no_lock:
+        return "the lock object holds no lock: it is empty, was moved from, or was already "
+               "released";
     }
     return "unknown redlock error";
   }

@@ -35,6 +35,7 @@ enum class error {
   shut_down,         ///< the client was shut down
   // Added later (values are stable)
   tls_failed,  ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
+  no_lock,     ///< unlock/extend of a lock object that holds none (empty, moved from, released)
 };
 
 /// The "redlock" error category.

@@ -736,6 +736,7 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     verb_ = "unlock";
     if (diag_) subject_ = lk.resource();
     if (s_->closed) return complete(error::shut_down);
+    if (lock_access::token(lk).empty()) return complete(error::no_lock);
     if (!lk.owns()) return complete(error::not_held);
     // The lock object is emptied now: its destructor must not release it again.
     key_ = std::move(lock_access::key(lk));
@@ -795,6 +796,7 @@ class extend_op final : public quorum_op<client_state, void(error_code)> {
     was_lost_ = lk.lost();
     if (diag_) subject_ = lk.resource();
     if (s_->closed) return complete(error::shut_down);
+    if (lock_access::token(lk).empty()) return complete(error::no_lock);
     if (!lk.owns()) return complete(error::not_held);
     if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;

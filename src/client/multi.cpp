@@ -409,6 +409,7 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
     no_text_ = "not held by us (expired or taken)";
     if (diag_) subject_ = join_names(lk.resources());
     if (s_->closed) return complete(error::shut_down);
+    if (multi_lock_access::token(lk).empty()) return complete(error::no_lock);
     if (!lk.owns()) return complete(error::not_held);
     // Emptied now: its destructor must not release it again.
     keys_ = std::move(multi_lock_access::keys(lk));
@@ -468,6 +469,7 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
     was_lost_ = lk.lost();
     if (diag_) subject_ = join_names(lk.resources());
     if (s_->closed) return complete(error::shut_down);
+    if (multi_lock_access::token(lk).empty()) return complete(error::no_lock);
     if (!lk.owns()) return complete(error::not_held);
     if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;

@@ -60,6 +60,8 @@ std::string_view outcome_label(boost::system::error_code ec) {
       return "invalid_argument";
     case error::shut_down:
       return "shut_down";
+    case error::no_lock:
+      return "no_lock";
     default:
       return "other";
   }

@@ -260,13 +260,32 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
         BOOST_TEST((warm.deadline() == deadline));
       }
     }
-    // An empty lock can be neither released nor extended.
+    // An empty lock can be neither released nor extended, and says so (not "not held by
+    // this owner", which would send the reader looking for an expiry or another owner).
     redlock::lock empty;
-    auto [ec1] = co_await c.async_unlock(empty, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec1 == redlock::error::not_held);
+    redlock::diagnostics diag;
+    auto [ec1] = co_await c.async_unlock(empty, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec1 == redlock::error::no_lock);
+    BOOST_TEST(diag.message.find("holds no lock") != std::string::npos, diag.message);
     auto [ec2] = co_await c.async_extend(empty, 1s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec2 == redlock::error::not_held);
+    BOOST_TEST(ec2 == redlock::error::no_lock);
     BOOST_TEST(lock_commands() == before);
+    // Nor can one moved from, or one already released.
+    auto taken = co_await c.async_lock("moved", {.ttl = 5s}, asio::use_awaitable);
+    redlock::lock moved_to = std::move(taken);
+    auto [ec3] = co_await c.async_unlock(taken, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec3 == redlock::error::no_lock);
+    co_await c.async_unlock(moved_to, asio::use_awaitable);
+    auto [ec4] = co_await c.async_unlock(moved_to, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec4 == redlock::error::no_lock);
+    std::vector<std::string> names{"m1", "m2"};  // not braced inside co_await (GCC 12)
+    const redlock::lock_options set_opts{.ttl = 5s};
+    auto set = co_await c.async_lock_all(std::move(names), set_opts, asio::use_awaitable);
+    co_await c.async_unlock(set, asio::use_awaitable);
+    auto [ec5] = co_await c.async_unlock(set, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec5 == redlock::error::no_lock);
+    auto [ec6] = co_await c.async_extend(set, 1s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec6 == redlock::error::no_lock);
     co_await c.async_unlock(warm, asio::use_awaitable);
   }());
 }
