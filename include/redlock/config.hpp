@@ -22,6 +22,10 @@ class observer;
 struct node_event {
   /// tls_unverified: a rediss:// connection came up without certificate verification
   /// (tls_options::verify is off); reported at every such connection.
+  /// connect_failed: a node that is not connected could not be connected to (refused,
+  /// timed out, TLS, AUTH, ...; the message says which). Reported once per outage: for a
+  /// node that never connected since the client started, or after a failure that was not
+  /// a `disconnected`, not for every retry.
   enum class kind {
     connected,
     disconnected,
@@ -29,7 +33,8 @@ struct node_event {
     clock_jump,
     replica,
     duplicate,
-    tls_unverified
+    tls_unverified,
+    connect_failed
   };
   kind what{};
   std::size_t node{};     ///< index in config::nodes

@@ -487,6 +487,7 @@ void connection::schedule_clock_probe() {
 
 void connection::become_ready() {
   state_ = state::ready;
+  outage_reported_ = false;
   unresponsive_ = false;
   backoff_attempt_ = 0;
   last_problem_.clear();
@@ -516,7 +517,12 @@ void connection::fail_connection(error_code ec, std::string problem) {
   wbuf_.clear();
   unresponsive_ = false;
   state_ = state::backoff;
-  if (on_event && was_ready) on_event(*this, node_event::kind::disconnected, last_problem_);
+  // One event per outage: `disconnected` when it was up, else `connect_failed` for the
+  // first failed attempt (a node that never connects would otherwise go unnoticed).
+  if (on_event && !outage_reported_)
+    on_event(*this, was_ready ? node_event::kind::disconnected : node_event::kind::connect_failed,
+             last_problem_);
+  outage_reported_ = true;
   if (draining_) {
     // The connection broke while draining: nothing more can be sent; close for good.
     draining_ = false;

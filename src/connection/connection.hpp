@@ -219,6 +219,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   state state_ = state::idle;
   bool unresponsive_ = false;
+  bool outage_reported_ = false;  // since the last time it was ready (node events)
   bool draining_ = false;
   std::function<void()> on_drained_;
   bool writing_ = false;

@@ -73,6 +73,8 @@ std::string_view kind_label(node_event::kind k) {
       return "connected";
     case node_event::kind::disconnected:
       return "disconnected";
+    case node_event::kind::connect_failed:
+      return "connect_failed";
     case node_event::kind::restarted:
       return "restarted";
     case node_event::kind::clock_jump:
@@ -195,7 +197,8 @@ void metrics_observer::on_node_event(const node_event& e) {
   std::lock_guard g{impl_->mutex};
   ++entry(entry(impl_->node_events, e.address), kind_label(e.what));
   if (e.what == node_event::kind::connected) entry(impl_->connected, e.address) = 1;
-  if (e.what == node_event::kind::disconnected) entry(impl_->connected, e.address) = 0;
+  if (e.what == node_event::kind::disconnected || e.what == node_event::kind::connect_failed)
+    entry(impl_->connected, e.address) = 0;
 }
 
 std::string metrics_observer::render() const {
@@ -255,8 +258,8 @@ std::string metrics_observer::impl::render() const {
   family("losses_total", "counter", "Held locks found lost, by reason.");
   counters("losses_total", "reason", losses);
   family("node_events_total", "counter",
-         "Node events by kind: connected, disconnected, restarted, clock_jump, replica, "
-         "duplicate, tls_unverified.");
+         "Node events by kind: connected, disconnected, connect_failed, restarted, clock_jump, "
+         "replica, duplicate, tls_unverified.");
   for (const auto& [address, kinds] : node_events)
     for (const auto& [kind, n] : kinds)
       fmt::format_to(std::back_inserter(out), "{}node_events_total{{node=\"{}\",kind=\"{}\"}} {}\n",

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "async_helpers.hpp"
+#include "fake_server.hpp"
 #include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
@@ -521,6 +522,33 @@ BOOST_AUTO_TEST_CASE(metrics_text_parses_and_its_counts_match_the_events) {
                        {{"node", node.at("node")}, {"kind", "connected"}}) == 1);
   }
   BOOST_TEST(samples == replies);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_never_connects_is_reported_once_and_shown_down) {
+  // Node 2 accepts and hangs up at once, again and again (a wrong port, a dead service):
+  // one connect_failed with the reason, not one per retry, and its gauge says 0.
+  redlock::test::fake_server refuser{[](const redlock::test::fake_server::command&, std::size_t) {
+    return redlock::test::fake_reply{.close = true};
+  }};
+  auto cfg = observed_config();
+  cfg.nodes[2] = refuser.uri();
+  auto c = make_client(cfg);
+  const bool retried = run_bounded(io, eventually([&] { return refuser.connections() >= 3; }));
+  BOOST_TEST_REQUIRE(retried);
+  using kind = redlock::node_event::kind;
+  BOOST_TEST(seen->count(kind::connect_failed, 2) == 1u);
+  BOOST_TEST(seen->count(kind::connected, 2) == 0u);
+  BOOST_TEST(seen->count(kind::connect_failed, 0) == 0u);
+  const auto x = parse_exposition(seen->metrics.render());
+  const std::string address = refuser.uri().substr(8);
+  BOOST_TEST(x.value("redlock_node_connected", {{"node", address}}) == 0);
+  BOOST_TEST(
+      x.value("redlock_node_events_total", {{"node", address}, {"kind", "connect_failed"}}) == 1);
+  // The two good nodes still make a majority.
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock("up", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    co_await c.async_unlock(lk, asio::use_awaitable);
+  }());
 }
 
 BOOST_AUTO_TEST_CASE(without_an_observer_node_events_still_reach_on_event) {
