@@ -69,6 +69,12 @@ class keeper {
   /// shut down or destroyed (which releases the lock).
   bool valid() const noexcept;
   bool lost() const noexcept;
+  /// Why the lock is no longer held, for a person or a branch, without an observer: empty
+  /// while it is; error::not_held when a majority of nodes refused a renewal (our token is
+  /// gone there: it expired or was deleted or taken), error::lock_lost when its deadline
+  /// came without a confirmed renewal (nodes unreachable or too slow), error::shut_down
+  /// when the client was shut down or destroyed. Any thread.
+  boost::system::error_code loss_reason() const noexcept;
 
   /// Completes with error::lock_lost when the lock is lost (at once if it already is),
   /// with error::shut_down when the client is shut down or destroyed (the lock is then

@@ -195,6 +195,7 @@ void renewal_scheduler::lose(renewal_entry& e, error_code why) {
     s_.obs->on_loss(l);
   }
   e.lost = true;
+  e.lost_why.store(why.value(), std::memory_order_relaxed);
   lock_access::lost(e.lk) = true;
   e.lost_flag.store(true, std::memory_order_release);
   remove(&e);
@@ -449,6 +450,14 @@ boot_clock::time_point keeper::deadline() const noexcept {
 bool keeper::lost() const noexcept {
   return entry_ && entry_->lost_flag.load();
 }
+boost::system::error_code keeper::loss_reason() const noexcept {
+  if (!entry_) return {};
+  if (entry_->lost_flag.load(std::memory_order_acquire))
+    return static_cast<error>(entry_->lost_why.load(std::memory_order_relaxed));
+  if (entry_->state->shut.load(std::memory_order_acquire)) return error::shut_down;
+  return {};
+}
+
 bool keeper::valid() const noexcept {
   return entry_ && !lost() && boot_clock::now() < deadline() &&
          !entry_->state->shut.load(std::memory_order_acquire);

@@ -37,6 +37,7 @@ struct renewal_entry {
   // Mirrors for readers on other threads.
   std::atomic<boot_clock::rep> deadline_ns{0};
   std::atomic<bool> lost_flag{false};
+  std::atomic<int> lost_why{0};  // the redlock::error of the loss (keeper::loss_reason)
 
   void publish_deadline();
 };

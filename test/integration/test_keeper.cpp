@@ -149,12 +149,40 @@ BOOST_AUTO_TEST_CASE(a_key_deleted_behind_our_back_is_detected_and_never_recreat
   BOOST_TEST(ec == redlock::error::lock_lost);
   BOOST_TEST(k.lost());
   BOOST_TEST(!k.valid());
+  // Why, without an observer: a majority refused the renewal.
+  BOOST_TEST(k.loss_reason() == redlock::error::not_held, k.loss_reason().message());
   for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(!fleet.has_key(i, "stolen"));
   // Lost stays lost, even though two nodes still hold our token.
   run_bounded(io, [&]() -> asio::awaitable<void> {
     co_await sleep_for(150ms);
     BOOST_TEST(k.lost());
   }());
+}
+
+BOOST_AUTO_TEST_CASE(a_keeper_says_why_it_lost_its_lock) {
+  auto c = make_client();
+  redlock::lock a, b;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    a = co_await c.async_lock("why-frozen", {.ttl = 300ms}, asio::use_awaitable);
+    b = co_await c.async_lock("why-shut", {.ttl = 5s}, asio::use_awaitable);
+  }());
+  redlock::keeper frozen{c, std::move(a)};
+  redlock::keeper shut{c, std::move(b)};
+  BOOST_TEST(!frozen.loss_reason());
+  // A frozen majority (three of five): no renewal is confirmed before the deadline.
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].freeze();
+  const auto ec = run_bounded(io, [&]() -> asio::awaitable<error_code> {
+    auto [e] = co_await frozen.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+    co_return e;
+  }());
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].thaw();
+  BOOST_TEST(ec == redlock::error::lock_lost);
+  BOOST_TEST(frozen.loss_reason() == redlock::error::lock_lost, frozen.loss_reason().message());
+  // Shut down: released, and no longer valid.
+  BOOST_TEST(!shut.loss_reason());
+  run_bounded(io,
+              [&]() -> asio::awaitable<void> { co_await c.async_shutdown(asio::use_awaitable); }());
+  BOOST_TEST(shut.loss_reason() == redlock::error::shut_down);
 }
 
 BOOST_AUTO_TEST_CASE(a_paused_thread_finds_its_lock_lost_on_resume) {
