@@ -15,6 +15,7 @@
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
+#include "redlock/inspect.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/multi_lock.hpp"
 
@@ -32,6 +33,9 @@ void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, 
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h);
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h);
+using inspect_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, std::vector<node_report>)>;
+void start_inspect(std::shared_ptr<client_state> s, std::string resource, inspect_handler h);
 
 using claims_handler =
     boost::asio::any_completion_handler<void(boost::system::error_code, std::vector<claim_result>)>;
@@ -284,6 +288,22 @@ class client {
   auto async_extend(multi_lock& lk, std::chrono::milliseconds ttl, diagnostics& diag,
                     CompletionToken&& token) {
     return initiate_extend_all(lk, ttl, &diag, std::forward<CompletionToken>(token));
+  }
+
+  /// Reads every node without taking anything: how it answers, whether it may vote, what
+  /// the server says of itself and, unless `resource` is empty, what its lock key and
+  /// fencing counter hold there. Waits for connections still being made (at most
+  /// connect_timeout + node_timeout). Completes with (error_code, one node_report per
+  /// node); a node that did not answer says why in its report, not in the error_code.
+  /// Errors: invalid_argument (resource too long), cancelled, shut_down.
+  template <typename CompletionToken>
+  auto async_inspect(std::string_view resource, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, std::vector<node_report>)>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, std::string r) {
+          detail::start_inspect(std::move(s), std::move(r), std::move(handler));
+        },
+        token, state_, std::string{resource});
   }
 
   /// Releases every lock handed out and not yet released, sends what is queued

@@ -333,6 +333,26 @@ return r
 )lua",
                            .sha = "c12398c53ae9d61ac7d7a341a19984fc0919e42f"};
 
+// ---- inspection ----------------------------------------------------------------------------
+
+// client::async_inspect's read of one node (writes nothing). KEYS: the lock key and the fencing
+// counter hash, or none for the server only; ARGV: the counter's field. Answers {INFO server and
+// replication}, or {that, the lock key's type, its value (nil unless a string), its PTTL, the
+// counter (nil if none)}.
+const script inspect_script{.body = R"lua(
+local info = redis.call("info","server","replication")
+if #KEYS == 0 then
+  return {info}
+end
+local t = redis.call("type",KEYS[1])["ok"]
+local v = false
+if t == "string" then
+  v = redis.call("get",KEYS[1])
+end
+return {info,t,v,redis.call("pttl",KEYS[1]),redis.call("hget",KEYS[2],ARGV[1])}
+)lua",
+                            .sha = "68a69917bffc0df5ebe5bed8b1ef209ccb920835"};
+
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
       &release_script,       &quiet_release_script,
@@ -344,6 +364,7 @@ std::span<const script* const> all_scripts() {
       &multi_raise_script,   &multi_extend_script,
       &multi_release_script, &quiet_multi_release_script,
       &claim_script,         &settle_script,
+      &inspect_script,
   };
   return all;
 }

@@ -38,6 +38,9 @@ extern const script quiet_multi_release_script;
 extern const script claim_script;
 extern const script settle_script;
 
+// Inspection
+extern const script inspect_script;
+
 /// Every script above, once.
 std::span<const script* const> all_scripts();
 

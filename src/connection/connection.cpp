@@ -316,9 +316,6 @@ void connection::send_handshake() {
   flush();
 }
 
-namespace {
-
-// "uptime_in_seconds:123" and "run_id:abc" from INFO server.
 std::string_view info_field(std::string_view info, std::string_view name) {
   for (std::size_t pos = 0; pos < info.size();) {
     auto end = info.find('\n', pos);
@@ -332,8 +329,6 @@ std::string_view info_field(std::string_view info, std::string_view name) {
   }
   return {};
 }
-
-}  // namespace
 
 std::string_view connection::step_command(step st) {
   switch (st) {

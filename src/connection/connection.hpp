@@ -51,6 +51,10 @@ struct node_status {
   std::uint64_t session = 0;  ///< bumped at every successful handshake
 };
 
+/// The value of "name:" in an INFO reply's text ("uptime_in_seconds:123" gives "123"),
+/// "" if absent.
+std::string_view info_field(std::string_view info, std::string_view name);
+
 /// A client's TLS configuration (an OpenSSL context), shared by its rediss:// connections.
 /// Opaque here so that only connection.cpp includes the SSL headers.
 struct tls_settings;

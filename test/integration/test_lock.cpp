@@ -651,3 +651,90 @@ BOOST_AUTO_TEST_CASE(shutdown_releases_what_is_still_held_and_what_was_dropped) 
     BOOST_TEST(!fleet.has_key(i, "dropped"));
   }
 }
+
+BOOST_FIXTURE_TEST_SUITE(inspection, five_nodes)
+
+// One inspection, awaited: the reports, or an empty vector and the error.
+std::pair<error_code, std::vector<redlock::node_report>> inspect(asio::io_context& io,
+                                                                 redlock::client& c,
+                                                                 std::string_view resource) {
+  std::pair<error_code, std::vector<redlock::node_report>> out;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [ec, r] = co_await c.async_inspect(resource, asio::as_tuple(asio::use_awaitable));
+    out = {ec, std::move(r)};
+  }());
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(inspection_reads_holder_ttl_and_fence_on_every_node) {
+  auto c = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await c.async_lock("inspected", {.ttl = 10s, .wait = 2s, .fenced = true},
+                               asio::use_awaitable);
+  }());
+  BOOST_TEST_REQUIRE(lk.valid());
+  // Node 3 down, node 4 with a key of another type at the name.
+  fleet[3].kill();
+  fleet[4].command({"DEL", "inspected"});
+  fleet[4].command({"HSET", "inspected", "f", "v"});
+  auto [ec, r] = inspect(io, c, "inspected");
+  BOOST_TEST(!ec);
+  BOOST_TEST_REQUIRE(r.size() == 5u);
+  std::size_t held = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST_CONTEXT("node " << i) {
+      BOOST_TEST(!r[i].error);
+      BOOST_TEST(r[i].node == i);
+      BOOST_TEST(r[i].address == fleet.uris()[i].substr(8));            // "redis://" dropped
+      if (r[i].key != redlock::node_report::key_state::held) continue;  // may lag the majority
+      ++held;
+      BOOST_TEST(r[i].holder == lk.token());
+      BOOST_TEST((r[i].ttl > 8s && r[i].ttl <= 10s));
+      BOOST_TEST_REQUIRE(r[i].fence.has_value());
+      BOOST_TEST(*r[i].fence >= lk.fence());
+      BOOST_TEST(r[i].votes);
+      BOOST_TEST(r[i].role == "master");
+      BOOST_TEST(!r[i].version.empty());
+      BOOST_TEST(r[i].appendonly == "no");  // the fleet's servers run without AOF
+    }
+  }
+  BOOST_TEST(held >= 2u);
+  BOOST_TEST(!!r[3].error);  // connection_lost or node_unavailable, by timing
+  BOOST_TEST(!r[3].problem.empty());
+  BOOST_TEST((r[3].key == redlock::node_report::key_state::unknown));
+  BOOST_TEST(!r[4].error);
+  BOOST_TEST((r[4].key == redlock::node_report::key_state::wrong_type));
+}
+
+BOOST_AUTO_TEST_CASE(inspecting_no_resource_reads_the_servers_and_writes_nothing) {
+  auto cfg = config();
+  cfg.restart_guard = true;
+  cfg.max_ttl = 60s;  // the fleet's servers started a moment ago: held back
+  auto c = fleet_fixture::make_client(std::move(cfg));
+  auto [ec, r] = inspect(io, c, "");
+  BOOST_TEST(!ec);
+  BOOST_TEST_REQUIRE(r.size() == 5u);
+  for (const auto& n : r) {
+    BOOST_TEST(!n.error, n.problem);
+    BOOST_TEST((n.key == redlock::node_report::key_state::unknown));
+    BOOST_TEST(n.uptime_s >= 0);
+    BOOST_TEST(!n.run_id.empty());
+    BOOST_TEST(n.round_trip.count() > 0);
+    BOOST_TEST(!n.votes);
+    BOOST_TEST(n.held_back.find("restart guard") != std::string::npos, n.held_back);
+  }
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    BOOST_TEST(fleet[i].command({"DBSIZE"}).integer <= 1);  // the fence marker at most
+}
+
+BOOST_AUTO_TEST_CASE(inspection_after_shutdown_says_so) {
+  auto c = make_client();
+  run_bounded(io,
+              [&]() -> asio::awaitable<void> { co_await c.async_shutdown(asio::use_awaitable); }());
+  auto [ec, r] = inspect(io, c, "x");
+  BOOST_TEST(ec == redlock::error::shut_down);
+  BOOST_TEST(r.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

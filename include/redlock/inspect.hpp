@@ -1,0 +1,58 @@
+#pragma once
+/// What client::async_inspect reports: each node as the client sees it, and what it holds
+/// for one resource. Read-only: an inspection writes nothing and takes no lock.
+
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace redlock {
+
+/// One node, as read by client::async_inspect.
+struct node_report {
+  std::size_t node = 0;  ///< index in config::nodes
+  std::string address;   ///< host:port (no credentials)
+
+  /// Why the node gave no answer (node_unavailable, node_timeout, a server error...);
+  /// success when it answered. `problem` says it for a person.
+  boost::system::error_code error{};
+  std::string problem{};
+
+  /// Whether a lock of the client's longest TTL (config::max_ttl, else 10 s) could count
+  /// this node's vote now; if not, `held_back` says why (restart guard, replica, the
+  /// same server as an earlier node).
+  bool votes = false;
+  std::string held_back{};
+
+  /// The time from sending the last command of the inspection to its reply.
+  std::chrono::microseconds round_trip{0};
+
+  /// What the server says of itself (INFO server and replication).
+  std::string version{};
+  std::string run_id{};
+  std::string role{};  ///< "master" or "slave"
+  std::int64_t uptime_s = -1;
+  /// Its persistence settings (CONFIG GET): "" if it did not answer, "denied" if refused.
+  std::string appendonly{};
+  std::string appendfsync{};
+  std::string save{};
+
+  /// The resource's lock key, when one was asked for.
+  enum class key_state : std::uint8_t {
+    unknown,     ///< not asked, or no answer
+    free,        ///< no such key
+    held,        ///< a string: `holder` is the owner's token
+    wrong_type,  ///< a key of another type is in the way
+  };
+  key_state key = key_state::unknown;
+  std::string holder{};
+  /// The key's remaining TTL (-1 ms: none, which no lock key of ours ever lacks).
+  std::chrono::milliseconds ttl{-1};
+  /// The resource's fencing counter (the last fencing token issued), if it has one.
+  std::optional<std::uint64_t> fence{};
+};
+
+}  // namespace redlock
