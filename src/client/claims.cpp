@@ -137,7 +137,7 @@ struct claim_item {
   std::string token;
   node_mask asked = 0;  // nodes the SET went to
   node_mask maybe = 0;  // nodes where our SET may have landed (a yes, or no clear answer)
-  std::uint8_t yes = 0, held = 0, done = 0, wrong = 0, failed = 0;
+  claim_tally votes;
   bool duplicate = false;
   claim_handler handler;  // coalesced calls only
 };
@@ -211,25 +211,26 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
     auto& it = items_[j];
+    auto& v = it.votes;
     switch (code) {
       case 1:
-        ++it.yes;
+        ++v.yes;
         it.maybe |= bit(i);
         break;
       case 0:
-        ++it.held;
+        ++v.held;
         break;
       case 2:
-        ++it.done;
+        ++v.done;
         break;
       case 3:
-        ++it.wrong;
+        ++v.wrong;
         break;
       case -2:
-        ++it.failed;
+        ++v.failed;
         break;  // never sent
       default:
-        ++it.failed;
+        ++v.failed;
         it.maybe |= bit(i);
         break;  // it may have landed
     }
@@ -237,14 +238,11 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   void round_done() override {
     const std::size_t n = s_->size();
-    const std::size_t q = quorum(n);
     if (later_ != 0 && !s_->closed && boot_clock::now() < valid_until_) {
       // Second round: the rest of the nodes, for what a majority may still take.
       std::vector<std::uint32_t> open;
       for (std::uint32_t j = 0; j < items_.size(); ++j) {
-        const auto& it = items_[j];
-        const std::size_t against = it.held + it.done + it.wrong + it.failed;
-        if (!it.duplicate && it.yes < q && against <= n - q) open.push_back(j);
+        if (!items_[j].duplicate && claim_open(n, items_[j].votes)) open.push_back(j);
       }
       const node_mask rest = std::exchange(later_, 0);
       if (!open.empty()) {
@@ -260,8 +258,6 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   void finish() {
     if (s_->closed) return fail_all(error::shut_down);
     const std::size_t n = s_->size();
-    const std::size_t q = quorum(n);
-    const std::size_t spare = n - q;
     const bool in_time = boot_clock::now() < valid_until_;
     std::vector<claim_result> results(items_.size());
     std::vector<std::vector<std::uint32_t>> undo(n);
@@ -272,8 +268,10 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
         r.status = claim_status::duplicate;
         continue;
       }
-      if (it.yes >= q && in_time) {
-        r.status = claim_status::won;
+      const claim_verdict v = decide_claim(n, it.votes, in_time);
+      r.status = v.status;
+      r.error = v.error;
+      if (v.status == claim_status::won) {
         s_->held.emplace(it.token, it.key);
         lock_access::owner(r.lock) = s_;
         lock_access::ttl(r.lock) = ttl_;
@@ -286,14 +284,6 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       }
       for (std::size_t i = 0; i < n; ++i)
         if (it.maybe & bit(i)) undo[i].push_back(j);
-      if (it.held + it.done > spare) {
-        r.status = it.done > 0 ? claim_status::done : claim_status::held;
-      } else {
-        r.status = claim_status::failed;
-        r.error = it.wrong > spare ? error_code{error::wrong_type}
-                  : it.yes >= q    ? error_code{error::validity_exhausted}
-                                   : error_code{error::no_quorum};
-      }
     }
     // Undo partial takes: compare-and-delete where our SET may have landed. EVAL, not
     // EVALSHA: nobody reads the reply, so a flushed script cache must not hide it.
@@ -396,11 +386,8 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
   // A done marker must be on a majority for later claims to see it; a release is done
   // when a majority answered and our token was found at least once (as async_unlock).
   error_code outcome(const settle_item& it) const {
-    const std::size_t q = quorum(s_->size());
     if (s_->closed) return error::shut_down;
-    if (keep_.count() > 0 ? it.yes >= q : (it.yes >= 1 && it.yes + it.no >= q)) return {};
-    if (it.yes == 0 && it.failed == 0) return error::not_held;
-    return error::no_quorum;
+    return decide_settle(s_->size(), keep_.count() > 0, it.yes, it.no, it.failed);
   }
 
   // Done markers settled on a majority also go to the nodes the claim never went to, onto

@@ -108,4 +108,24 @@ extension_verdict abandoned_extension(error_code why, boot_clock::time_point now
   return shortened(why, now, start, ttl, old_deadline, factor);
 }
 
+claim_verdict decide_claim(std::size_t n, const claim_tally& t, bool in_time) {
+  const std::size_t q = quorum(n);
+  const std::size_t spare = n - q;
+  if (t.yes >= q && in_time) return {claim_status::won};
+  if (std::size_t{t.held} + t.done > spare)
+    return {t.done > 0 ? claim_status::done : claim_status::held};
+  if (t.wrong > spare) return {claim_status::failed, error::wrong_type};
+  if (t.yes >= q) return {claim_status::failed, error::validity_exhausted};
+  return {claim_status::failed, error::no_quorum};
+}
+
+error_code decide_settle(std::size_t n, bool marks_done, std::size_t yes, std::size_t no,
+                         std::size_t failed) {
+  if (marks_done) {
+    if (yes >= quorum(n)) return {};
+    return yes == 0 && failed == 0 ? error::not_held : error::no_quorum;
+  }
+  return decide_release(n, yes, no, 0).outcome;
+}
+
 }  // namespace redlock::detail

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 
+#include "redlock/claim.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
@@ -150,5 +151,40 @@ extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t r
 extension_verdict abandoned_extension(error_code why, boot_clock::time_point now,
                                       boot_clock::time_point start, std::chrono::milliseconds ttl,
                                       boot_clock::time_point old_deadline, double factor);
+
+// ---- claims and settling -------------------------------------------------------------
+
+/// One name's answers in a claim batch, counted over the nodes asked: the SET took it
+/// (yes), another owner holds it, a done marker is there, a key of another type is in the
+/// way, or no usable answer.
+struct claim_tally {
+  std::uint8_t yes = 0, held = 0, done = 0, wrong = 0, failed = 0;
+  std::size_t against() const { return std::size_t{held} + done + wrong + failed; }
+};
+
+/// Whether a claim of n nodes could still be won by asking more nodes: no majority of yes
+/// yet, and no more nodes against than a majority can spare.
+inline bool claim_open(std::size_t n, const claim_tally& t) {
+  return t.yes < quorum(n) && t.against() <= n - quorum(n);
+}
+
+struct claim_verdict {
+  claim_status status;
+  error_code error{};  ///< why, when failed
+};
+
+/// What a claim's answers mean once every node asked has answered: won with a majority
+/// of yes before its validity ended (`in_time`); done or held when more nodes than a
+/// majority can spare have the name (done if any has the marker: the work is over);
+/// otherwise failed: wrong_type when keys of another type are in the way on too many
+/// nodes, validity_exhausted when a majority said yes too late, no_quorum else.
+claim_verdict decide_claim(std::size_t n, const claim_tally& t, bool in_time);
+
+/// What a settle of one won claim means: `marks_done` (a keep time) needs the done marker
+/// on a majority, for later claims to see it; a release (no keep time) is decided as
+/// async_unlock's (decide_release, every answer in). `yes` nodes did it, `no` found the
+/// name not ours, `failed` gave no usable answer.
+error_code decide_settle(std::size_t n, bool marks_done, std::size_t yes, std::size_t no,
+                         std::size_t failed);
 
 }  // namespace redlock::detail

@@ -499,6 +499,67 @@ BOOST_AUTO_TEST_CASE(a_reply_latency_is_minus_one_without_a_reply) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(claim_rules)
+
+using detail::claim_tally;
+using detail::decide_claim;
+using detail::decide_settle;
+
+BOOST_AUTO_TEST_CASE(a_claim_is_won_with_a_majority_of_yes_in_time) {
+  const claim_tally t{.yes = 2, .held = 1};
+  BOOST_TEST((decide_claim(3, t, true).status == claim_status::won));
+  BOOST_TEST(!decide_claim(3, t, true).error);
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_of_yes_too_late_is_validity_exhausted) {
+  const auto v = decide_claim(3, {.yes = 3}, false);
+  BOOST_TEST((v.status == claim_status::failed));
+  BOOST_TEST((v.error == error::validity_exhausted));
+}
+
+BOOST_AUTO_TEST_CASE(a_name_held_on_more_nodes_than_can_be_spared_is_held) {
+  BOOST_TEST((decide_claim(5, {.yes = 2, .held = 3}, true).status == claim_status::held));
+  // Two of five held: the other three could still have said yes; not decided as held.
+  const auto v = decide_claim(5, {.yes = 2, .held = 2, .failed = 1}, true);
+  BOOST_TEST((v.status == claim_status::failed));
+  BOOST_TEST((v.error == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(one_done_marker_among_the_holders_makes_it_done) {
+  BOOST_TEST(
+      (decide_claim(3, {.held = 1, .done = 1, .failed = 1}, true).status == claim_status::done));
+  BOOST_TEST((decide_claim(3, {.yes = 1, .done = 2}, true).status == claim_status::done));
+}
+
+BOOST_AUTO_TEST_CASE(keys_of_another_type_on_too_many_nodes_are_wrong_type) {
+  const auto v = decide_claim(3, {.yes = 1, .wrong = 2}, true);
+  BOOST_TEST((v.status == claim_status::failed));
+  BOOST_TEST((v.error == error::wrong_type));
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_stays_open_while_a_majority_can_still_say_yes) {
+  BOOST_TEST(detail::claim_open(5, {.yes = 2, .held = 2}));
+  BOOST_TEST(!detail::claim_open(5, {.yes = 2, .held = 1, .failed = 2}));
+  BOOST_TEST(!detail::claim_open(5, {.yes = 3}));  // won already: nothing to ask
+  BOOST_TEST(detail::claim_open(3, {}));
+}
+
+BOOST_AUTO_TEST_CASE(a_done_marker_must_reach_a_majority) {
+  BOOST_TEST(!decide_settle(5, true, 3, 0, 2));
+  BOOST_TEST((decide_settle(5, true, 2, 3, 0) == error::no_quorum));
+  BOOST_TEST((decide_settle(3, true, 0, 3, 0) == error::not_held));
+  BOOST_TEST((decide_settle(3, true, 0, 2, 1) == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(a_settle_without_keep_time_is_a_release) {
+  // One node deleted it and a majority answered: released, as async_unlock.
+  BOOST_TEST(!decide_settle(3, false, 1, 1, 1));
+  BOOST_TEST((decide_settle(3, false, 1, 0, 2) == error::no_quorum));
+  BOOST_TEST((decide_settle(3, false, 0, 3, 0) == error::not_held));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(scripts)
 
 BOOST_AUTO_TEST_CASE(each_script_is_listed_once_with_a_hash) {
