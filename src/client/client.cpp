@@ -29,6 +29,7 @@
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
+#include "client/extend.hpp"
 #include "client/scripts.hpp"
 #include "client/wake.hpp"
 #include "quorum/operation.hpp"
@@ -783,82 +784,23 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
 
 // ---- extend ------------------------------------------------------------------------
 
-class extend_op final : public quorum_op<client_state, void(error_code)> {
+class extend_op final : public extend_op_base<lock, lock_access> {
  public:
-  extend_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
-      : quorum_op(std::move(s), diag, std::move(h)) {
-    no_text_ = "not held by us (expired or taken)";
-  }
+  using extend_op_base::extend_op_base;
 
   void start(lock& lk, std::chrono::milliseconds ttl) {
     verb_ = "extend";
-    lk_ = &lk;
-    was_lost_ = lk.lost();
     if (diag_) subject_ = lk.resource();
-    if (s_->closed) return complete(error::shut_down);
-    if (lock_access::token(lk).empty()) return complete(error::no_lock);
-    if (!lk.owns()) return complete(error::not_held);
-    if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
-      extra_ = ": " + why;
-      return complete(error::invalid_argument);
-    }
-    const auto now = boot_clock::now();
-    if (lk.lost() || now >= lk.deadline()) {
-      // Lost stays lost: past its deadline another owner may exist, so even a key that
-      // still holds our token must not be extended.
-      lock_access::lost(lk) = true;
-      extra_ = ": the lock had already passed its validity deadline";
-      return complete(error::lock_lost);
-    }
-    ttl_ = ttl;
-    start_ = now;
-    old_deadline_ = lk.deadline();
+    if (!begin(lk, ttl)) return;
     resp::append_command(payload_, "EVALSHA", extend_script.sha, "1", lk.key(), lk.token(),
                          std::int64_t{ttl.count()});
-    watch_cancellation();
-    send_to_all(payload_, &extend_script, std::min(now + s_->cfg.node_timeout, old_deadline_));
-    on_tally();
+    send(extend_script);
   }
 
  private:
-  vote classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return vote::failed;
-    return r[0].integer == 1 ? vote::yes : vote::no;
-  }
-
-  void on_tally() override {
-    const auto v =
-        decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(),
-                         start_, ttl_, old_deadline_, s_->cfg.drift_factor);
-    if (v.decided) finish(v);
-  }
-
-  // Cancelled after the requests went out: they may still run on the nodes.
-  void on_cancel() override {
-    finish(abandoned_extension(error::cancelled, boot_clock::now(), start_, ttl_, old_deadline_,
-                               s_->cfg.drift_factor));
-  }
-
-  // The lock's state changes before the caller hears of the outcome.
-  void finish(const extension_verdict& v) {
-    lock_access::deadline(*lk_) = v.deadline;
-    if (!v.outcome) lock_access::ttl(*lk_) = ttl_;
-    if (v.lost) lock_access::lost(*lk_) = true;
-    complete(v.outcome);
-  }
-
-  bool counts(std::size_t i) override { return voter(i, ttl_); }
-
   void before_complete(error_code ec) override {
     if (s_->obs) report_extension(lk_->resource(), ec, start_, !was_lost_ && lk_->lost());
   }
-
-  lock* lk_ = nullptr;
-  bool was_lost_ = false;
-  std::chrono::milliseconds ttl_{};
-  boot_clock::time_point start_{};
-  boot_clock::time_point old_deadline_{};
-  std::string payload_;
 };
 
 template <typename Handler, typename... Args>

@@ -20,6 +20,7 @@
 
 #include "client/attempt.hpp"
 #include "client/claims.hpp"
+#include "client/extend.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -458,33 +459,14 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
 
 // ---- extend ------------------------------------------------------------------------
 
-class extend_all_op final : public quorum_op<client_state, void(error_code)> {
+class extend_all_op final : public extend_op_base<multi_lock, multi_lock_access> {
  public:
-  using quorum_op::quorum_op;
+  using extend_op_base::extend_op_base;
 
   void start(multi_lock& lk, std::chrono::milliseconds ttl) {
     verb_ = "extend all of";
-    no_text_ = "not held by us (expired or taken)";
-    lk_ = &lk;
-    was_lost_ = lk.lost();
     if (diag_) subject_ = join_names(lk.resources());
-    if (s_->closed) return complete(error::shut_down);
-    if (multi_lock_access::token(lk).empty()) return complete(error::no_lock);
-    if (!lk.owns()) return complete(error::not_held);
-    if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
-      extra_ = ": " + why;
-      return complete(error::invalid_argument);
-    }
-    const auto now = boot_clock::now();
-    if (lk.lost() || now >= lk.deadline()) {
-      // Lost stays lost: past its deadline another owner may hold part of the set.
-      multi_lock_access::lost(lk) = true;
-      extra_ = ": the lock had already passed its validity deadline";
-      return complete(error::lock_lost);
-    }
-    ttl_ = ttl;
-    start_ = now;
-    old_deadline_ = lk.deadline();
+    if (!begin(lk, ttl)) return;
     resp::command_writer w{payload_};
     w.begin(5 + lk.keys().size())
         .arg("EVALSHA")
@@ -492,54 +474,16 @@ class extend_all_op final : public quorum_op<client_state, void(error_code)> {
         .arg(std::int64_t(lk.keys().size()));
     for (const auto& k : lk.keys()) w.arg(k);
     w.arg(lk.token()).arg(std::int64_t{ttl.count()});
-    watch_cancellation();
-    send_to_all(payload_, &multi_extend_script,
-                std::min(now + s_->cfg.node_timeout, old_deadline_));
-    on_tally();
+    send(multi_extend_script);
   }
 
  private:
-  bool counts(std::size_t i) override { return voter(i, ttl_); }
-
-  vote classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return vote::failed;
-    return r[0].integer == 1 ? vote::yes : vote::no;
-  }
-
-  void on_tally() override {
-    const auto v =
-        decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(),
-                         start_, ttl_, old_deadline_, s_->cfg.drift_factor);
-    if (v.decided) finish(v);
-  }
-
-  // Cancelled after the requests went out: they may still run on the nodes.
-  void on_cancel() override {
-    finish(abandoned_extension(error::cancelled, boot_clock::now(), start_, ttl_, old_deadline_,
-                               s_->cfg.drift_factor));
-  }
-
-  // The set's state changes before the caller hears of the outcome.
-  void finish(const extension_verdict& v) {
-    multi_lock_access::deadline(*lk_) = v.deadline;
-    if (!v.outcome) multi_lock_access::ttl(*lk_) = ttl_;
-    if (v.lost) multi_lock_access::lost(*lk_) = true;
-    complete(v.outcome);
-  }
-
   // An observer hears of the set's extension once per resource, as of a single lock's.
   void before_complete(error_code ec) override {
     if (!s_->obs) return;
     for (const auto& r : lk_->resources())
       report_extension(r, ec, start_, !was_lost_ && lk_->lost());
   }
-
-  multi_lock* lk_ = nullptr;
-  bool was_lost_ = false;
-  std::chrono::milliseconds ttl_{};
-  boot_clock::time_point start_{};
-  boot_clock::time_point old_deadline_{};
-  std::string payload_;
 };
 
 template <typename Handler>
