@@ -286,6 +286,40 @@ BOOST_AUTO_TEST_CASE(bad_batches_get_clear_answers_before_any_traffic) {
   BOOST_TEST(fleet.total_keys() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_every_node_refuses_at_once_completes_failed) {
+  // Nodes on ports nobody listens on: once every connection has failed, each request is
+  // refused on submit, the round ends inside the initiating call, and the batch must
+  // still complete (posted, not inline), every name failed with no_quorum.
+  redlock::test::redis_fleet fleet{3};
+  const auto uris = fleet.uris();
+  for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].kill();
+  asio::io_context io;
+  auto cfg = fast_config(uris);
+  cfg.reconnect_min = 5s;  // stay in back-off once failed
+  cfg.reconnect_max = 5s;
+  int failed = 0;
+  cfg.on_event = [&](const redlock::node_event& e) {
+    failed += e.what == redlock::node_event::kind::connect_failed;
+  };
+  redlock::client c{io.get_executor(), cfg};
+  for (int i = 0; i < 400 && failed < 3; ++i) io.run_for(5ms);
+  BOOST_TEST_REQUIRE(failed == 3);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names{"a", "b", "a"};
+    auto r = co_await try_claim(c, names);
+    BOOST_TEST_REQUIRE(r.size() == 3u);
+    BOOST_TEST(r[0].status == claim_status::failed);
+    BOOST_TEST(r[0].error == redlock::error::no_quorum);
+    BOOST_TEST(r[1].error == redlock::error::no_quorum);
+    BOOST_TEST(r[2].status == claim_status::duplicate);
+    auto [ec, one] = co_await c.async_claim("c", 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec);
+    BOOST_TEST(one.status == claim_status::failed);
+    BOOST_TEST(one.error == redlock::error::no_quorum);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_single_claims_travel_in_shared_batches) {
   redlock::test::redis_fleet fleet{3};
   asio::io_context io;
