@@ -35,7 +35,12 @@ std::string describe(const round& r, std::span<const node_label> nodes, error_co
     const std::string& text = r.texts[i];
     switch (r.votes[i]) {
       case vote::pending:
-        m += "no answer yet";
+        // The outcome was decided before this node's answer came: a healthy node is not
+        // at fault, one with a connection problem says which.
+        if (nodes[i].problem.empty())
+          m += "not waited for (decided without its answer)";
+        else
+          m += fmt::format("no answer yet [{}]", nodes[i].problem);
         break;
       case vote::yes:
         m += text.empty() ? std::string_view{"ok"} : std::string_view{text};

@@ -477,11 +477,28 @@ BOOST_AUTO_TEST_CASE(qualified_answers_carry_their_own_words) {
   BOOST_TEST(text.find("node 2 (127.0.0.1:7003): not held by us") != std::string::npos, text);
 }
 
-BOOST_AUTO_TEST_CASE(a_node_not_heard_from_is_no_answer_yet) {
+BOOST_AUTO_TEST_CASE(a_healthy_node_not_waited_for_is_not_called_silent) {
+  // Decided by the other two (both refused): node 0 is healthy, its answer not awaited.
   detail::round r;
   r.reset(3);
+  r.count(1, vote::no);
+  r.count(2, vote::no);
   const auto text = describe(r, error::no_quorum);
-  BOOST_TEST(text.find("node 0 (127.0.0.1:7001): no answer yet") != std::string::npos, text);
+  BOOST_TEST(text.find("node 0 (127.0.0.1:7001): not waited for") != std::string::npos, text);
+  BOOST_TEST(text.find("no answer yet") == std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_with_a_connection_problem_is_no_answer_yet_with_why) {
+  detail::round r;
+  r.reset(3);
+  const std::array<detail::node_label, 3> labels{{{"127.0.0.1:7001", "connect: Connection refused"},
+                                                  {"127.0.0.1:7002", ""},
+                                                  {"127.0.0.1:7003", ""}}};
+  const auto text =
+      detail::describe(r, labels, error::no_quorum, {.verb = "lock", .subject = "job"});
+  BOOST_TEST(text.find("node 0 (127.0.0.1:7001): no answer yet [connect: Connection refused]") !=
+                 std::string::npos,
+             text);
 }
 
 BOOST_AUTO_TEST_CASE(a_call_refused_before_sending_is_described_without_nodes) {
