@@ -191,7 +191,9 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
     const std::size_t first = able.size() >= q ? q : able.size();
     begin_round();
-    for (std::size_t k = 0; k < first; ++k) ask(able[k], unique, deadline);
+    // A connection still being made (a fresh client) is waited for within validity.
+    for (std::size_t k = 0; k < first; ++k)
+      ask(able[k], unique, s_->nodes[able[k]]->connecting() ? valid_until_ : deadline);
     for (std::size_t k = first; k < able.size(); ++k) later_ |= bit(able[k]);
     if (outstanding_ == 0) return round_done();  // completes posted: still initiating
   }

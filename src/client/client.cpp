@@ -345,7 +345,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
     sent_ = true;
     ++attempts_;
-    send_to_all(payload_, lua, deadline);
+    // A connection still being made (a fresh client) is waited for within the attempt.
+    send_to_all(payload_, lua, deadline, valid_until_);
     on_tally();
   }
 

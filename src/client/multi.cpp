@@ -172,8 +172,9 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     // Validity counts from before the first byte can leave: now, at enqueue.
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
+    // A connection still being made (a fresh client) is waited for within the attempt.
     send_to_all(payload_, &multi_acquire_script,
-                std::min(start_ + s_->cfg.node_timeout, valid_until_));
+                std::min(start_ + s_->cfg.node_timeout, valid_until_), valid_until_);
     on_tally();
   }
 

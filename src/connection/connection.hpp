@@ -148,6 +148,8 @@ class connection : public std::enable_shared_from_this<connection> {
   std::size_t id() const { return id_; }
   const node_uri& uri() const { return uri_; }
   bool ready() const { return state_ == state::ready && !unresponsive_; }
+  /// Connecting or handshaking: a request submitted now waits for the handshake.
+  bool connecting() const { return state_ == state::connecting || state_ == state::handshaking; }
   /// Whether submit() would queue a request now (ready, or connecting: it waits).
   bool accepts() const {
     return ready() || state_ == state::connecting || state_ == state::handshaking;

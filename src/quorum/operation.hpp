@@ -77,11 +77,18 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 
   /// Sends `payload` to every node that should_send(), as request i of node i (a new
   /// round: the last one's answers are forgotten). The caller must not start a round
-  /// while requests of the last one are outstanding (they use the same slots).
-  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline) {
+  /// while requests of the last one are outstanding (they use the same slots). A node
+  /// still connecting gets until `connecting_deadline`, when later than `deadline`: its
+  /// request waits for the handshake, which a fresh client's first call must not count
+  /// against the node's answer time.
+  void send_to_all(std::string_view payload, const script* lua, boot_clock::time_point deadline,
+                   boot_clock::time_point connecting_deadline = {}) {
     begin_round();
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      if (should_send(i)) send_to(i, payload, lua, deadline);  // else recorded as failed
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      if (!should_send(i)) continue;  // recorded as failed
+      const bool waits = connecting_deadline > deadline && s_->nodes[i]->connecting();
+      send_to(i, payload, lua, waits ? connecting_deadline : deadline);
+    }
   }
 
   /// Starts a round whose requests go out with send_to(): every node pending.

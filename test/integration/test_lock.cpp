@@ -11,6 +11,7 @@
 
 #include "async_helpers.hpp"
 #include "client/scripts.hpp"
+#include "delay_proxy.hpp"
 #include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
 
@@ -504,6 +505,53 @@ BOOST_AUTO_TEST_CASE(invalid_configuration_is_refused_before_any_io) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(a_fresh_clients_first_attempt_waits_for_its_handshakes) {
+  // Every node 80 ms away and node_timeout 120 ms: a round trip fits, but the handshake
+  // and then the SET do not. The first attempt of a fresh client must wait for the
+  // connections it is making (within its validity), not time every node out.
+  redlock::test::redis_fleet fleet{3};
+  std::vector<std::unique_ptr<redlock::test::delay_proxy>> proxies;
+  std::vector<std::string> uris;
+  const auto loopback = asio::ip::make_address("127.0.0.1");
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    proxies.push_back(std::make_unique<redlock::test::delay_proxy>(
+        -1, asio::ip::tcp::endpoint{loopback, 0},
+        asio::ip::tcp::endpoint{loopback, fleet[i].port()},
+        redlock::test::link_model{.rtt = 80ms}));
+    uris.push_back("redis://127.0.0.1:" + std::to_string(proxies.back()->endpoint().port()));
+  }
+  asio::io_context io;
+  auto cfg = redlock::test::fast_config(uris);
+  cfg.node_timeout = 120ms;
+  redlock::client c{io.get_executor(), cfg};
+  error_code got = redlock::error::cancelled;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] =
+        co_await c.async_try_lock("fresh", {.ttl = 5s}, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec, diag.message);
+    got = ec;
+    if (!ec) co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  BOOST_TEST(!got);
+  // The same for a set and for a claim, each from a fresh client.
+  redlock::client sets{io.get_executor(), cfg};
+  redlock::client claims{io.get_executor(), cfg};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names{"fresh:a", "fresh:b"};
+    auto [ec, set] =
+        co_await sets.async_try_lock_all(names, {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec, ec.message());
+    auto [ec2, claim] =
+        co_await claims.async_claim("fresh:c", 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec2);
+    BOOST_TEST(claim.won(), redlock::to_string(claim.status) << " " << claim.error.message());
+    co_await sets.async_shutdown(asio::use_awaitable);
+    co_await claims.async_shutdown(asio::use_awaitable);
+  }());
+}
 
 BOOST_AUTO_TEST_CASE(one_to_seven_nodes_lock_with_a_majority_and_fail_without_one) {
   for (std::size_t n = 1; n <= 7; ++n) {
