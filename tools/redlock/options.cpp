@@ -284,7 +284,7 @@ parsed_args parse_args(const command_text& command, std::vector<std::string> arg
       if (!value.defaulted()) out.on_command_line.insert(name);
 
     // The environment second: store() keeps what the command line set. An empty variable
-    // counts as unset.
+    // counts as unset, and a variable listed twice counts once, as getenv() reads it.
     const auto all = all_options(command);
     auto from_env = po::parse_environment(all, [&](const std::string& variable) {
       for (const auto& b : environment)
@@ -292,8 +292,11 @@ parsed_args parse_args(const command_text& command, std::vector<std::string> arg
           return std::string{b.option};
       return std::string{};
     });
-    std::erase_if(from_env.options,
-                  [](const po::option& o) { return o.value.empty() || o.value.front().empty(); });
+    std::set<std::string, std::less<>> seen;
+    std::erase_if(from_env.options, [&](const po::option& o) {
+      const bool repeated = !seen.insert(o.string_key).second;
+      return repeated || o.value.empty() || o.value.front().empty();
+    });
     po::store(from_env, out.values);
     po::notify(out.values);
   } catch (const po::unknown_option& e) {
