@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +17,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "redis_fleet.hpp"
@@ -116,17 +117,20 @@ class latency_samples {
   std::vector<std::int64_t> ns_;
 };
 
-/// One output line: a flat JSON object whose fields keep the order they were added in.
+/// One output line: a flat JSON object (Boost.JSON) whose fields keep the order they were
+/// added in; a field added twice keeps its first place and takes the new value.
 class json_line {
  public:
-  using value = std::variant<std::monostate, std::int64_t, double, std::string>;
+  using value = boost::json::value;
 
   json_line& add(std::string_view key, value v);
+  json_line& add(std::string_view key, std::int64_t v) { return add(key, value(v)); }
   json_line& add(std::string_view key, std::size_t v) {
-    return add(key, value{static_cast<std::int64_t>(v)});
+    return add(key, static_cast<std::int64_t>(v));
   }
-  json_line& add(std::string_view key, int v) { return add(key, value{std::int64_t{v}}); }
-  json_line& add(std::string_view key, const char* v) { return add(key, value{std::string{v}}); }
+  json_line& add(std::string_view key, int v) { return add(key, std::int64_t{v}); }
+  json_line& add(std::string_view key, const char* v) { return add(key, value(v)); }
+  json_line& add(std::string_view key, std::string_view v) { return add(key, value(v)); }
   /// A ratio or rate that may be unknown (null).
   json_line& add(std::string_view key, std::optional<double> v);
   /// `<phase>_p50_us`, `_p90_us`, `_p99_us`, `_p999_us`, `_max_us`, `_mean_us`; nulls
@@ -137,10 +141,12 @@ class json_line {
   const value* get(std::string_view key) const;
   /// A numeric field as a double; nullopt if absent or not a number.
   std::optional<double> number(std::string_view key) const;
+  /// The line, compact (no blanks: plot.sh matches `"key":value`), fractions rounded to
+  /// three decimals.
   std::string str() const;
 
  private:
-  std::vector<std::pair<std::string, value>> fields_;
+  boost::json::object fields_;
 };
 
 /// What a workload gets: options, nodes, and where its results go.

@@ -93,7 +93,7 @@ json_line fenced_line(std::string_view name, std::size_t nodes, std::size_t conc
   l.add("resources_per_worker", pool);
   l.add("fence_checks", static_cast<std::size_t>(r.fence_checks));
   l.add("fence_violations", static_cast<std::size_t>(r.fence_violations));
-  l.add("fence_counters", json_line::value{run.counters});
+  l.add("fence_counters", run.counters);
   l.add("fence_bytes_per_counter", run.bytes_per_counter);
   auto from_unfenced = [&](std::string_view key) {
     return unfenced ? unfenced->number(key) : std::nullopt;
@@ -121,7 +121,7 @@ std::string fenced_text(const json_line& l, std::string_view unfenced_name) {
   return fmt::format(
       "{} with {} in flight: {}; {}; first round p50 {:.0f} us, write-back p50/p99 "
       "{:.0f}/{:.0f} us; {} tokens checked, {} violations; {:.1f} allocations per cycle",
-      std::get<std::string>(*l.get("workload")), v("concurrency"), vs, latency_text(l),
+      l.get("workload")->get_string().c_str(), v("concurrency"), vs, latency_text(l),
       v("first_round_p50_us"), v("write_back_p50_us"), v("write_back_p99_us"), v("fence_checks"),
       v("fence_violations"), v("allocs_per_cycle"));
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json/serialize.hpp>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -50,13 +51,13 @@ latency_samples::summary latency_samples::summarize() {
 }
 
 json_line& json_line::add(std::string_view key, value v) {
-  fields_.emplace_back(std::string{key}, std::move(v));
+  fields_.insert_or_assign(key, std::move(v));
   return *this;
 }
 
 json_line& json_line::add(std::string_view key, std::optional<double> v) {
-  if (v && std::isfinite(*v)) return add(key, value{*v});
-  return add(key, value{});
+  if (v && std::isfinite(*v)) return add(key, value(*v));
+  return add(key, value(nullptr));
 }
 
 json_line& json_line::add_latency(std::string_view phase, latency_samples& samples) {
@@ -75,63 +76,30 @@ json_line& json_line::add_latency(std::string_view phase, latency_samples& sampl
 }
 
 const json_line::value* json_line::get(std::string_view key) const {
-  for (const auto& [k, v] : fields_)
-    if (k == key) return &v;
-  return nullptr;
+  return fields_.if_contains(key);
 }
 
 std::optional<double> json_line::number(std::string_view key) const {
   const value* v = get(key);
-  if (!v) return std::nullopt;
-  if (const auto* i = std::get_if<std::int64_t>(v)) return static_cast<double>(*i);
-  if (const auto* d = std::get_if<double>(v)) return *d;
-  return std::nullopt;
+  if (!v || !v->is_number()) return std::nullopt;
+  return v->to_number<double>();
 }
-
-namespace {
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
-}  // namespace
 
 std::string json_line::str() const {
-  std::string out = "{";
-  for (const auto& [k, v] : fields_) {
-    if (out.size() > 1) out += ',';
-    append_json_string(out, k);
-    out += ':';
-    if (std::holds_alternative<std::monostate>(v)) {
-      out += "null";
-    } else if (const auto* i = std::get_if<std::int64_t>(&v)) {
-      out += fmt::format("{}", *i);
-    } else if (const auto* d = std::get_if<double>(&v)) {
-      // Three decimals: microseconds to the nanosecond, ratios to 0.1 %.
-      out += fmt::format("{:.3f}", *d);
-    } else {
-      append_json_string(out, std::get<std::string>(v));
-    }
-  }
-  out += '}';
-  return out;
+  // Fractions to three decimals, as the lines had before Boost.JSON wrote them ("%.3f"):
+  // microseconds to the nanosecond, ratios to 0.1 %. Boost.JSON then prints each in its
+  // shortest exact form, so results from either compare equal.
+  boost::json::object rounded = fields_;
+  for (auto& field : rounded)
+    if (field.value().is_double())
+      field.value() = std::round(field.value().get_double() * 1000.0) / 1000.0;
+  return boost::json::serialize(rounded);
 }
 
 json_line base_line(std::string_view workload, std::size_t nodes, std::size_t concurrency,
                     std::uint64_t ops, seconds_f seconds) {
   json_line l;
-  l.add("workload", json_line::value{std::string{workload}});
+  l.add("workload", workload);
   l.add("nodes", nodes);
   l.add("concurrency", concurrency);
   l.add("ops", static_cast<std::size_t>(ops));
@@ -187,10 +155,10 @@ void bench_context::emit(json_line line, std::string_view human) {
 }
 
 const json_line* bench_context::find(std::string_view workload, std::size_t concurrency) const {
-  const json_line::value name{std::string{workload}};
   for (const auto& line : lines_) {
     const auto* w = line.get("workload");
-    if (w && *w == name && line.number("concurrency") == static_cast<double>(concurrency))
+    if (w && w->is_string() && w->get_string() == workload &&
+        line.number("concurrency") == static_cast<double>(concurrency))
       return &line;
   }
   return nullptr;

@@ -88,9 +88,13 @@ struct cli_fixture {
     std::filesystem::remove_all(dir);
   }
 
-  outcome run(std::vector<std::string> args, std::chrono::milliseconds limit = 30s) {
+  // Runs the tool with REDLOCK_NODES naming the fleet, after the variables in `env` (the
+  // first of two equal names is the one a program reads).
+  outcome run(std::vector<std::string> args, std::chrono::milliseconds limit = 30s,
+              std::vector<std::string> env = {}) {
     const std::string tag = "run" + std::to_string(counter++);
-    const pid_t pid = start_cli(args, dir, tag, {"REDLOCK_NODES=" + nodes});
+    env.push_back("REDLOCK_NODES=" + nodes);
+    const pid_t pid = start_cli(args, dir, tag, env);
     outcome o;
     o.code = wait_exit(pid, limit);
     o.out = slurp(dir + "/" + tag + ".out");
@@ -183,6 +187,125 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
   auto help = run({"run", "--help"});
   BOOST_TEST(help.code == 0);
   BOOST_TEST(help.out.find("usage: redlock run") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(help_goes_to_stdout_lists_the_options_and_the_environment_and_exits_0) {
+  auto contains = [](const std::string& text, std::initializer_list<const char*> words) {
+    for (const char* w : words)
+      if (text.find(w) == std::string::npos) return false;
+    return true;
+  };
+  for (const char* flag : {"--help", "-h", "help"}) {
+    auto o = run({flag});
+    BOOST_TEST(o.code == 0, flag);
+    BOOST_TEST(o.err.empty(), o.err);
+    BOOST_TEST(contains(o.out, {"usage: redlock <command>", "run", "status", "nodes", "--nodes",
+                                "--tls-ca", "--password-file", "REDLOCK_NODES", "REDLOCK_MAX_TTL",
+                                "REDLOCK_PASSWORD"}),
+               o.out);
+  }
+  auto r = run({"run", "--help"});
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.err.empty(), r.err);
+  BOOST_TEST(contains(r.out, {"usage: redlock run", "--ttl MS", "--nonblock", "--max-hold MS",
+                              "--max-ttl MS", "--nodes", "--tls-ca", "REDLOCK_NODES",
+                              "REDLOCK_MAX_TTL", "REDLOCK_PASSWORD"}),
+             r.out);
+  // Help wins over the other arguments, up to the COMMAND.
+  auto r2 = run({"run", "--bogus", "-h", "r", "--", "true"});
+  BOOST_TEST(r2.code == 0, r2.err);
+  BOOST_TEST(r2.out == r.out);
+  // Each command's help lists what it takes, and only the variables bound to its options.
+  auto s = run({"status", "--help"});
+  BOOST_TEST(s.code == 0);
+  BOOST_TEST(contains(s.out, {"usage: redlock status", "--fence-stripes N", "--tls-ca",
+                              "--password-file", "REDLOCK_NODES", "REDLOCK_PASSWORD"}),
+             s.out);
+  BOOST_TEST(s.out.find("REDLOCK_MAX_TTL") == std::string::npos, s.out);
+  auto n = run({"nodes", "-h"});
+  BOOST_TEST(n.code == 0);
+  BOOST_TEST(
+      contains(n.out, {"usage: redlock nodes", "--nodes", "--tls-insecure", "REDLOCK_NODES"}),
+      n.out);
+  // Readable on a terminal: no line wider than 90 columns, no trailing blanks.
+  for (const auto* text : {&r.out, &s.out, &n.out}) {
+    std::istringstream lines{*text};
+    for (std::string line; std::getline(lines, line);) {
+      BOOST_TEST(line.size() <= 90, line);
+      BOOST_TEST((line.empty() || line.back() != ' '), "[" << line << "]");
+    }
+  }
+  // Without a command, the tool's help is a usage error.
+  auto none = run({});
+  BOOST_TEST(none.code == 64);
+  BOOST_TEST(none.out.empty());
+  BOOST_TEST(none.err.find("usage: redlock <command>") != std::string::npos, none.err);
+}
+
+BOOST_AUTO_TEST_CASE(the_environment_gives_defaults_and_the_command_line_wins) {
+  // REDLOCK_NODES (set by the fixture) takes effect: no --nodes here.
+  auto from_env = run({"run", "--ttl", "500", "envjob", "--", "true"});
+  BOOST_TEST(from_env.code == 0, from_env.err);
+  // A bad REDLOCK_NODES is named as such, and --nodes replaces it entirely.
+  auto bad = run({"run", "--ttl", "500", "envjob", "--", "true"}, 30s, {"REDLOCK_NODES=bogus"});
+  BOOST_TEST(bad.code == 64);
+  BOOST_TEST(bad.err.find("REDLOCK_NODES: node 1") != std::string::npos, bad.err);
+  auto given = run({"run", "--nodes", nodes, "--ttl", "500", "envjob", "--", "true"}, 30s,
+                   {"REDLOCK_NODES=bogus"});
+  BOOST_TEST(given.code == 0, given.err);
+  // REDLOCK_MAX_TTL takes effect: below --ttl, it is refused, and the message names it.
+  auto low = run({"run", "--ttl", "1000", "envjob", "--", "true"}, 30s, {"REDLOCK_MAX_TTL=500"});
+  BOOST_TEST(low.code == 64);
+  BOOST_TEST(low.err == "redlock: REDLOCK_MAX_TTL (500 ms) is below --ttl (1000 ms)\n");
+  // --max-ttl wins over it.
+  auto over = run({"run", "--ttl", "1000", "--max-ttl", "2000", "envjob", "--", "true"}, 30s,
+                  {"REDLOCK_MAX_TTL=500"});
+  BOOST_TEST(over.code == 0, over.err);
+  auto low_flag = run({"run", "--ttl", "1000", "--max-ttl", "500", "envjob", "--", "true"}, 30s,
+                      {"REDLOCK_MAX_TTL=5000"});
+  BOOST_TEST(low_flag.err == "redlock: --max-ttl (500 ms) is below --ttl (1000 ms)\n");
+  // An empty variable is as good as unset.
+  auto empty = run({"run", "--ttl", "500", "envjob", "--", "true"}, 30s, {"REDLOCK_MAX_TTL="});
+  BOOST_TEST(empty.code == 0, empty.err);
+}
+
+BOOST_AUTO_TEST_CASE(every_parser_error_is_one_usage_line) {
+  struct bad_case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const std::vector<bad_case> cases{
+      {{"run", "--frobnicate", "r", "--", "true"}, "unknown option --frobnicate"},
+      {{"run", "-x", "r", "--", "true"}, "unknown option -x"},
+      {{"run", "--non", "r", "--", "true"}, "unknown option --non"},  // no prefix guessing
+      {{"run", "--password", "pw", "r", "--", "true"}, "unknown option --password"},
+      {{"status", "--ttl", "5", "r"}, "unknown option --ttl"},
+      {{"nodes", "--bogus"}, "unknown option --bogus"},
+      {{"run", "r", "--", "true", "--ttl"}, nullptr},  // after --: COMMAND's, runs
+      {{"run", "--ttl"}, "--ttl needs a value"},
+      {{"run", "--ttl=", "r", "--", "true"}, "--ttl"},
+      {{"run", "--nonblock=yes", "r", "--", "true"}, "--nonblock"},
+      {{"run", "--ttl", "500", "--ttl", "600", "r", "--", "true"}, "more than once"},
+      {{"run", "r", "extra", "--", "true"}, "unexpected argument \"extra\""},
+      {{"nodes", "extra"}, "unexpected argument \"extra\""},
+      {{"status", "--fence-stripes", "-1", "r"}, "--fence-stripes takes a whole number"},
+  };
+  for (const auto& c : cases) {
+    std::string shown;
+    for (const auto& a : c.args) shown += " " + a;
+    BOOST_TEST_CONTEXT("redlock" << shown) {
+      auto o = run(c.args);
+      if (!c.says) {
+        BOOST_TEST(o.code == 0, o.err);
+        continue;
+      }
+      BOOST_TEST(o.code == 64);
+      BOOST_TEST(o.err.starts_with("redlock: "), o.err);
+      BOOST_TEST(std::count(o.err.begin(), o.err.end(), '\n') == 1, o.err);
+      BOOST_TEST(o.err.find(c.says) != std::string::npos, o.err);
+      BOOST_TEST(o.out.empty(), o.out);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_command_that_cannot_run_exits_126_or_127_and_releases) {

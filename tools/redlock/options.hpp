@@ -1,9 +1,11 @@
 #pragma once
-// Command-line parsing for the `redlock` tool: strict, with one clear line per mistake.
+// Command-line parsing for the `redlock` tool (Boost.Program_options): strict, with one
+// clear line per mistake, and the environment variables bound in one table.
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redlock/config.hpp"
@@ -33,7 +35,8 @@ struct common_options {
   bool verbose = false;
   tls_options tls;            // --tls-*
   std::string user;           // --user
-  std::string password_file;  // --password-file; else $REDLOCK_PASSWORD if set
+  std::string password_file;  // --password-file
+  std::string password_env;   // else the variable holding the password, when it is set
 };
 
 /// A client configuration with the nodes, TLS settings and credentials of `o`.
@@ -58,9 +61,19 @@ struct status_options {
   std::size_t fence_stripes = 0;
 };
 
+/// Each parses the arguments after the command's name, and the environment; throws
+/// usage_error.
 run_options parse_run(const std::vector<std::string>& args);
 status_options parse_status(const std::vector<std::string>& args);
 common_options parse_nodes(const std::vector<std::string>& args);
+
+/// True if `name` is one of the tool's commands.
+bool is_command(std::string_view name);
+/// True if `args` ask for help (-h or --help before any "--").
+bool wants_help(const std::vector<std::string>& args);
+/// What --help prints: for the tool (`command` empty) or for one command. The options and
+/// environment variables in it are those the parser knows.
+std::string help_text(std::string_view command);
 
 /// Parses a non-negative decimal number of milliseconds; throws usage_error naming `flag`.
 std::chrono::milliseconds parse_ms(const std::string& flag, const std::string& text);
