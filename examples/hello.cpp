@@ -15,7 +15,7 @@ asio::awaitable<void> save_once(redlock::client& locks, redlock::diagnostics& wh
   redlock::lock lk = co_await locks.async_lock("order:42", opts, why, asio::use_awaitable);
   std::cout << "locked " << lk.resource() << " for " << lk.validity().count() << " ms\n";
   // ... work while lk.valid(), finishing before lk.deadline() ...
-  co_await locks.async_unlock(lk, why, asio::use_awaitable);
+  co_await locks.async_unlock(std::move(lk), why, asio::use_awaitable);
 }
 
 int main(int argc, char* argv[]) {
