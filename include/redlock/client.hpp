@@ -319,10 +319,12 @@ class client {
         token, state_, std::move(resources), opts, wait, diag);
   }
 
+  // The lock is moved only where it must be (a lock is three strings): the initiation
+  // receives it as an rvalue from every token, and start_unlock takes it over.
   template <typename Lock, typename CompletionToken>
-  auto initiate_unlock(Lock lk, diagnostics* diag, CompletionToken& token) {
+  auto initiate_unlock(Lock&& lk, diagnostics* diag, CompletionToken& token) {
     return boost::asio::async_initiate<CompletionToken, ec_sig>(
-        [](auto handler, std::shared_ptr<detail::client_state> s, Lock l, diagnostics* d) {
+        [](auto handler, std::shared_ptr<detail::client_state> s, Lock&& l, diagnostics* d) {
           if constexpr (std::is_same_v<Lock, lock>)
             detail::start_unlock(std::move(s), std::move(l), d, std::move(handler));
           else
