@@ -123,8 +123,8 @@ asio::awaitable<void> cycle_worker(cycle_run& run, std::size_t worker) {
       continue;
     }
     if (run.plan.fenced) check_fence(run, last_fence, slot, std::get<1>(got).fence());
-    std::tuple<error_code> released =
-        co_await run.client.async_unlock(std::get<1>(got), asio::as_tuple(asio::use_awaitable));
+    std::tuple<error_code> released = co_await run.client.async_unlock(
+        std::move(std::get<1>(got)), asio::as_tuple(asio::use_awaitable));
     const auto t2 = bench_clock::now();
     if (std::get<0>(released)) {
       run.note_failure(measured, std::get<0>(released), "release");
@@ -155,8 +155,8 @@ asio::awaitable<void> lock_once(redlock::client& c, const std::string& resource,
       co_await c.async_lock(resource, opts, diag, asio::as_tuple(asio::use_awaitable));
   result = std::get<0>(got);
   if (result) co_return;
-  std::tuple<error_code> released =
-      co_await c.async_unlock(std::get<1>(got), diag, asio::as_tuple(asio::use_awaitable));
+  std::tuple<error_code> released = co_await c.async_unlock(std::move(std::get<1>(got)), diag,
+                                                            asio::as_tuple(asio::use_awaitable));
   result = std::get<0>(released);
 }
 

@@ -84,7 +84,7 @@ asio::awaitable<void> stop_and_release(redlock::client& c, held_set& h) {
     }
     const auto t0 = bench_clock::now();
     std::tuple<error_code> released =
-        co_await c.async_unlock(std::get<1>(back), asio::as_tuple(asio::use_awaitable));
+        co_await c.async_unlock(std::move(std::get<1>(back)), asio::as_tuple(asio::use_awaitable));
     if (std::get<0>(released)) {
       h.note(std::get<0>(released), "release");
       co_await yield_after_failure();

@@ -142,7 +142,7 @@ asio::awaitable<void> contender(redlock::client& c, contention_run& run, std::ui
     const auto t2 = bench_clock::now();
     e.release_start_ns = ns_of(t2);
     std::tuple<error_code> released =
-        co_await c.async_unlock(std::get<1>(got), asio::as_tuple(asio::use_awaitable));
+        co_await c.async_unlock(std::move(std::get<1>(got)), asio::as_tuple(asio::use_awaitable));
     if (std::get<0>(released)) {
       if (measured && run.first_error.empty())
         run.first_error = fmt::format("release: {}", std::get<0>(released).message());

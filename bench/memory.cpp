@@ -54,7 +54,7 @@ asio::awaitable<void> release_locks(redlock::client& c, held_locks& h) {
     redlock::lock& lk = h.locks[h.next++];
     if (!lk.owns()) continue;
     std::tuple<error_code> released =
-        co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+        co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
     if (std::get<0>(released)) {
       h.note(std::get<0>(released), "release");
       co_await yield_after_failure();

@@ -57,7 +57,7 @@ asio::awaitable<void> set_worker(redlock::client& c, multi_run& run, std::size_t
       continue;
     }
     std::tuple<error_code> released =
-        co_await c.async_unlock(std::get<1>(got), asio::as_tuple(asio::use_awaitable));
+        co_await c.async_unlock(std::move(std::get<1>(got)), asio::as_tuple(asio::use_awaitable));
     const auto t2 = bench_clock::now();
     if (std::get<0>(released)) {
       run.note_failure(measured, std::get<0>(released), "release");

@@ -36,7 +36,7 @@ asio::awaitable<void> worker(redlock::client& locks, std::string name, int* insi
     pause.expires_after(50ms);  // the "work"
     co_await pause.async_wait(asio::use_awaitable);
     --*inside;
-    co_await locks.async_unlock(lk, asio::use_awaitable);
+    co_await locks.async_unlock(std::move(lk), asio::use_awaitable);
   }
 }
 

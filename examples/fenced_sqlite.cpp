@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
         fresh_applied = fenced_write(db.get(), "acct:7", 250, lock_b.fence());
         fmt::print("B writes balance 250 with token {}: {}\n", lock_b.fence(),
                    fresh_applied ? "applied" : "refused");
-        co_await b.async_unlock(lock_b, asio::use_awaitable);
+        co_await b.async_unlock(std::move(lock_b), asio::use_awaitable);
 
         co_await sleep_for(10ms);
         // A wakes up, unaware, and writes with its old token.

@@ -8,14 +8,15 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-// Throws boost::system::system_error when a step fails; `why` then says what each node did.
-asio::awaitable<void> save_once(redlock::client& locks, redlock::diagnostics& why) {
+// Throws redlock::error_with_diagnostics when a step fails: its what() says what each
+// node did. (Called without a token, each operation is awaitable and throws that.)
+asio::awaitable<void> save_once(redlock::client& locks) {
   // Waiting up to 5 s also outlasts the restart guard of nodes started just before.
   const redlock::lock_options opts{.ttl = 2s, .wait = 5s};
-  redlock::lock lk = co_await locks.async_lock("order:42", opts, why, asio::use_awaitable);
+  redlock::lock lk = co_await locks.async_lock("order:42", opts);
   std::cout << "locked " << lk.resource() << " for " << lk.validity().count() << " ms\n";
   // ... work while lk.valid(), finishing before lk.deadline() ...
-  co_await locks.async_unlock(lk, why, asio::use_awaitable);
+  co_await locks.async_unlock(std::move(lk));  // the release takes the lock over
 }
 
 int main(int argc, char* argv[]) {
@@ -26,14 +27,13 @@ int main(int argc, char* argv[]) {
   // max_ttl: the longest TTL any client of these nodes uses; a node that started less
   // than that long ago does not vote yet (the restart guard, docs/getting-started.md).
   redlock::client locks{io.get_executor(), redlock::config{.nodes = nodes, .max_ttl = 2s}};
-  redlock::diagnostics why;
   int status = 0;
-  asio::co_spawn(io, save_once(locks, why), [&](std::exception_ptr failure) {
+  asio::co_spawn(io, save_once(locks), [&](std::exception_ptr failure) {
     if (failure) {
       try {
         std::rethrow_exception(failure);
       } catch (const std::exception& e) {
-        std::cerr << "hello: " << e.what() << "\n" << why.message << "\n";
+        std::cerr << "hello: " << e.what() << "\n";
       }
       status = 1;
     }

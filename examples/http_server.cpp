@@ -215,7 +215,7 @@ asio::awaitable<response> pay(service& s, const request& req, std::string id) {
   if (s.paid.paid(id)) {
     // Paid here before, and its done marker has expired (or never reached a majority):
     // the journal decides.
-    co_await s.locks.async_unlock(lk, use_tuple);
+    co_await s.locks.async_unlock(std::move(lk), use_tuple);
     co_return order_reply(req, http::status::conflict, id, "already paid");
   }
 
@@ -223,12 +223,12 @@ asio::awaitable<response> pay(service& s, const request& req, std::string id) {
   co_await payment.async_wait(use_tuple);
   // Record the payment only while the lock is certainly ours.
   if (!lk.valid()) {
-    co_await s.locks.async_unlock(lk, use_tuple);
+    co_await s.locks.async_unlock(std::move(lk), use_tuple);
     co_return order_reply(req, http::status::service_unavailable, id,
                           "lock expired before recording");
   }
   if (!s.paid.record(id)) {
-    co_await s.locks.async_unlock(lk, use_tuple);
+    co_await s.locks.async_unlock(std::move(lk), use_tuple);
     co_return order_reply(req, http::status::internal_server_error, id, "journal write failed");
   }
   auto [settled] = co_await s.locks.async_settle(lk, s.opts.done_ttl, use_tuple);
@@ -398,7 +398,7 @@ asio::awaitable<error_code> wait_until_lockable(redlock::client& locks, const se
     const bool all_connected = seen.connected_nodes() == locks.node_count();
     redlock::diagnostics diag;
     auto [ec, lk] = co_await locks.async_try_lock("http_server:ready", probe, diag, use_tuple);
-    if (!ec) co_await locks.async_unlock(lk, use_tuple);
+    if (!ec) co_await locks.async_unlock(std::move(lk), use_tuple);
     const bool every_node_votes = all_connected && seen.none_held_back;
     const bool late = std::chrono::steady_clock::now() >= give_up;
     if ((!ec && (every_node_votes || late)) || (ec && late)) {

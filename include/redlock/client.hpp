@@ -6,18 +6,22 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
+#include <concepts>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
+#include "redlock/diagnostics.hpp"
 #include "redlock/error.hpp"
 #include "redlock/inspect.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/multi_lock.hpp"
+#include "redlock/with_diagnostics.hpp"
 
 namespace redlock {
 
@@ -29,7 +33,7 @@ using void_handler = boost::asio::any_completion_handler<void(boost::system::err
 
 void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
                 diagnostics* diag, lock_handler h);
-void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h);
+void start_unlock(std::shared_ptr<client_state> s, lock lk, diagnostics* diag, void_handler h);
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h);
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h);
@@ -56,10 +60,14 @@ using multi_lock_handler =
     boost::asio::any_completion_handler<void(boost::system::error_code, multi_lock)>;
 void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> resources,
                     lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h);
-void start_unlock_all(std::shared_ptr<client_state> s, multi_lock& lk, diagnostics* diag,
+void start_unlock_all(std::shared_ptr<client_state> s, multi_lock lk, diagnostics* diag,
                       void_handler h);
 void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,
                       std::chrono::milliseconds ttl, diagnostics* diag, void_handler h);
+
+/// The lock types async_unlock and async_extend take.
+template <typename T>
+concept lock_type = std::same_as<T, lock> || std::same_as<T, multi_lock>;
 }  // namespace detail
 
 /// A Redlock client: one pipelined connection per node, shared by every operation.
@@ -68,10 +76,17 @@ void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,
 /// so a client may be used from several threads of a multi-threaded io_context.
 /// Completion handlers run on their associated executor (for co_await: the coroutine's).
 /// Each async_* function accepts any completion token (use_awaitable, callbacks,
-/// deferred, use_future) and honours per-operation cancellation (terminal, partial and
-/// total are all treated as "stop now"). Objects passed by reference (lock&,
-/// diagnostics&) must outlive the operation.
+/// deferred, use_future), constrained by asio::completion_token_for, and defaults to
+/// default_token_t (with_diagnostics(asio::use_awaitable)): `co_await c.async_lock(r,
+/// opts);` throws error_with_diagnostics on failure. Each honours per-operation cancellation
+/// (terminal, partial and total are all treated as "stop now"). Objects passed by
+/// reference (lock& to extend, diagnostics&) must outlive the operation; async_unlock
+/// takes its lock by value.
 class client {
+  using ec_sig = void(boost::system::error_code);
+  using lock_sig = void(boost::system::error_code, lock);
+  using multi_lock_sig = void(boost::system::error_code, multi_lock);
+
  public:
   using executor_type = boost::asio::any_io_executor;
 
@@ -95,71 +110,68 @@ class client {
   /// Completes with (error_code, lock). Errors: wait_timeout (still held by another),
   /// no_quorum, validity_exhausted, wrong_type, invalid_argument, cancelled, shut_down.
   /// On cancellation or failure, whatever part of the lock was taken is released.
-  template <typename CompletionToken>
-  auto async_lock(std::string_view resource, lock_options opts, CompletionToken&& token) {
-    return initiate_lock(resource, opts, true, nullptr, std::forward<CompletionToken>(token));
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(lock_sig) CompletionToken = default_token_t>
+  auto async_lock(std::string_view resource, lock_options opts,
+                  CompletionToken&& token = default_token_t{}) {
+    return initiate_lock(resource, opts, true, nullptr, token);
   }
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(lock_sig) CompletionToken = default_token_t>
   auto async_lock(std::string_view resource, lock_options opts, diagnostics& diag,
-                  CompletionToken&& token) {
-    return initiate_lock(resource, opts, true, &diag, std::forward<CompletionToken>(token));
+                  CompletionToken&& token = default_token_t{}) {
+    return initiate_lock(resource, opts, true, &diag, token);
   }
 
   /// One attempt, no waiting. Errors as async_lock, but contended instead of wait_timeout.
-  template <typename CompletionToken>
-  auto async_try_lock(std::string_view resource, lock_options opts, CompletionToken&& token) {
-    return initiate_lock(resource, opts, false, nullptr, std::forward<CompletionToken>(token));
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(lock_sig) CompletionToken = default_token_t>
+  auto async_try_lock(std::string_view resource, lock_options opts,
+                      CompletionToken&& token = default_token_t{}) {
+    return initiate_lock(resource, opts, false, nullptr, token);
   }
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(lock_sig) CompletionToken = default_token_t>
   auto async_try_lock(std::string_view resource, lock_options opts, diagnostics& diag,
-                      CompletionToken&& token) {
-    return initiate_lock(resource, opts, false, &diag, std::forward<CompletionToken>(token));
+                      CompletionToken&& token = default_token_t{}) {
+    return initiate_lock(resource, opts, false, &diag, token);
   }
 
-  /// Releases `lk` on every node (compare-and-delete: only where the key still holds
-  /// lk's token). `lk` is emptied when the operation starts. Completes with success when
-  /// a majority answered and at least one still held our token; not_held when none did
-  /// (the lock had expired or been taken); no_quorum when too few answered (the keys
-  /// left behind expire with their TTL).
-  template <typename CompletionToken>
-  auto async_unlock(lock& lk, CompletionToken&& token) {
-    return initiate_void(
-        [&lk](auto s, detail::void_handler h) {
-          detail::start_unlock(std::move(s), lk, nullptr, std::move(h));
-        },
-        std::forward<CompletionToken>(token));
+  /// Releases `lk`, a lock or a multi_lock, on every node (compare-and-delete: only
+  /// where a key still holds lk's token; for a set, each of its keys). Takes the lock
+  /// over (pass it with std::move): the operation owns it from the call on, so nothing
+  /// of the caller's must outlive it, and an operation that is never started releases it
+  /// in the background, as a dropped lock is. Completes with success when a majority
+  /// answered and at least one still held our token; not_held when none did (the lock
+  /// had expired or been taken); no_quorum when too few answered (the keys left behind
+  /// expire with their TTL); no_lock when `lk` held none (empty, moved from, released).
+  template <detail::lock_type Lock,
+            BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
+  auto async_unlock(Lock lk, CompletionToken&& token = default_token_t{}) {
+    return initiate_unlock(std::move(lk), nullptr, token);
   }
-  template <typename CompletionToken>
-  auto async_unlock(lock& lk, diagnostics& diag, CompletionToken&& token) {
-    return initiate_void(
-        [&lk, &diag](auto s, detail::void_handler h) {
-          detail::start_unlock(std::move(s), lk, &diag, std::move(h));
-        },
-        std::forward<CompletionToken>(token));
+  template <detail::lock_type Lock,
+            BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
+  auto async_unlock(Lock lk, diagnostics& diag, CompletionToken&& token = default_token_t{}) {
+    return initiate_unlock(std::move(lk), &diag, token);
   }
 
-  /// Sets the lock's TTL to `ttl` on every node where the key still holds lk's token
-  /// (compare-and-pexpire; a missing key is never re-created). Succeeds with a majority
+  /// Sets the TTL of `lk`, a lock or a multi_lock, to `ttl` on every node where the key
+  /// still holds lk's token (compare-and-pexpire; a missing key is never re-created; a
+  /// node where one key of a set is missing extends none). Succeeds with a majority
   /// within the remaining validity; lk.deadline() then moves. Errors: lock_lost (lk was
   /// already past its deadline or lost: nothing is sent), not_held (a majority no longer
   /// holds it; lk becomes lost for good), no_quorum (lk keeps its old deadline),
-  /// validity_exhausted, cancelled. `lk` must outlive the operation.
-  template <typename CompletionToken>
-  auto async_extend(lock& lk, std::chrono::milliseconds ttl, CompletionToken&& token) {
-    return initiate_void(
-        [&lk, ttl](auto s, detail::void_handler h) {
-          detail::start_extend(std::move(s), lk, ttl, nullptr, std::move(h));
-        },
-        std::forward<CompletionToken>(token));
+  /// validity_exhausted, no_lock, cancelled. `lk` is updated in place, so it must outlive
+  /// the operation (with a deferred token: until the operation completes, not only until
+  /// it is created).
+  template <detail::lock_type Lock,
+            BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
+  auto async_extend(Lock& lk, std::chrono::milliseconds ttl,
+                    CompletionToken&& token = default_token_t{}) {
+    return initiate_extend(lk, ttl, nullptr, token);
   }
-  template <typename CompletionToken>
-  auto async_extend(lock& lk, std::chrono::milliseconds ttl, diagnostics& diag,
-                    CompletionToken&& token) {
-    return initiate_void(
-        [&lk, ttl, &diag](auto s, detail::void_handler h) {
-          detail::start_extend(std::move(s), lk, ttl, &diag, std::move(h));
-        },
-        std::forward<CompletionToken>(token));
+  template <detail::lock_type Lock,
+            BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
+  auto async_extend(Lock& lk, std::chrono::milliseconds ttl, diagnostics& diag,
+                    CompletionToken&& token = default_token_t{}) {
+    return initiate_extend(lk, ttl, &diag, token);
   }
 
   /// Claims (docs/claims.md): one attempt each, no waiting, no fencing, for many
@@ -172,9 +184,11 @@ class client {
   /// The error_code is for the whole call: invalid_argument (more than max_claim_batch
   /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent) or shut_down. An
   /// empty batch completes at once with no results. Completes within two node_timeouts.
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                 std::vector<claim_result>))
+                CompletionToken = default_token_t>
   auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
-                       CompletionToken&& token) {
+                       CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, std::vector<claim_result>)>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::vector<std::string> r,
@@ -189,9 +203,10 @@ class client {
   /// queued whenever a batch slot is free. Completes with (error_code, claim_result);
   /// the error_code is only for invalid_argument or shut_down: held, done and failed
   /// are outcomes in the result, not errors.
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, claim_result))
+                CompletionToken = default_token_t>
   auto async_claim(std::string_view resource, std::chrono::milliseconds ttl,
-                   CompletionToken&& token) {
+                   CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, claim_result)>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::string r,
@@ -209,9 +224,10 @@ class client {
   /// settled counts the locks done; the error_code is the first failure: not_held (a
   /// lock was empty, or its key had expired or been taken), no_quorum (a done marker did
   /// not reach a majority, or too few nodes answered a release), invalid_argument.
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
+                CompletionToken = default_token_t>
   auto async_settle(std::span<lock> claims, std::chrono::milliseconds keep_for,
-                    CompletionToken&& token) {
+                    CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, std::size_t)>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::span<lock> c,
@@ -223,13 +239,16 @@ class client {
 
   /// async_settle for one lock, batched with concurrent calls like async_claim.
   /// Completes with error_code: success, not_held, no_quorum, invalid_argument, shut_down.
-  template <typename CompletionToken>
-  auto async_settle(lock& claim, std::chrono::milliseconds keep_for, CompletionToken&& token) {
-    return initiate_void(
-        [&claim, keep_for](auto s, detail::void_handler h) {
-          detail::start_settle_one(std::move(s), claim, keep_for, std::move(h));
+  /// `claim` is emptied when the call starts and must outlive it.
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
+  auto async_settle(lock& claim, std::chrono::milliseconds keep_for,
+                    CompletionToken&& token = default_token_t{}) {
+    return boost::asio::async_initiate<CompletionToken, ec_sig>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, lock* c,
+           std::chrono::milliseconds k) {
+          detail::start_settle_one(std::move(s), *c, k, std::move(handler));
         },
-        std::forward<CompletionToken>(token));
+        token, state_, &claim, keep_for);
   }
 
   /// Acquires every resource in `resources`, all or none (docs/api.md, "Several resources
@@ -240,54 +259,26 @@ class client {
   /// async_lock; invalid_argument also for an empty set, more than max_multi_lock names,
   /// an empty or too long name, or a name given twice. Completes with (error_code,
   /// multi_lock). On cancellation or failure, whatever the attempt took is released.
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
   auto async_lock_all(std::vector<std::string> resources, lock_options opts,
-                      CompletionToken&& token) {
-    return initiate_lock_all(std::move(resources), opts, true, nullptr,
-                             std::forward<CompletionToken>(token));
+                      CompletionToken&& token = default_token_t{}) {
+    return initiate_lock_all(std::move(resources), opts, true, nullptr, token);
   }
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
   auto async_lock_all(std::vector<std::string> resources, lock_options opts, diagnostics& diag,
-                      CompletionToken&& token) {
-    return initiate_lock_all(std::move(resources), opts, true, &diag,
-                             std::forward<CompletionToken>(token));
+                      CompletionToken&& token = default_token_t{}) {
+    return initiate_lock_all(std::move(resources), opts, true, &diag, token);
   }
   /// One attempt, no waiting. Errors as async_lock_all, but contended instead of wait_timeout.
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
   auto async_try_lock_all(std::vector<std::string> resources, lock_options opts,
-                          CompletionToken&& token) {
-    return initiate_lock_all(std::move(resources), opts, false, nullptr,
-                             std::forward<CompletionToken>(token));
+                          CompletionToken&& token = default_token_t{}) {
+    return initiate_lock_all(std::move(resources), opts, false, nullptr, token);
   }
-  template <typename CompletionToken>
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
   auto async_try_lock_all(std::vector<std::string> resources, lock_options opts, diagnostics& diag,
-                          CompletionToken&& token) {
-    return initiate_lock_all(std::move(resources), opts, false, &diag,
-                             std::forward<CompletionToken>(token));
-  }
-
-  /// Releases the whole set on every node (each key deleted where it still holds the
-  /// set's token); outcomes as async_unlock(lock&). `lk` is emptied when it starts.
-  template <typename CompletionToken>
-  auto async_unlock(multi_lock& lk, CompletionToken&& token) {
-    return initiate_unlock_all(lk, nullptr, std::forward<CompletionToken>(token));
-  }
-  template <typename CompletionToken>
-  auto async_unlock(multi_lock& lk, diagnostics& diag, CompletionToken&& token) {
-    return initiate_unlock_all(lk, &diag, std::forward<CompletionToken>(token));
-  }
-
-  /// Sets the TTL of the whole set to `ttl` on every node where every key still holds
-  /// the set's token (a node where one is missing extends none); outcomes and rules as
-  /// async_extend(lock&). `lk` must outlive the operation.
-  template <typename CompletionToken>
-  auto async_extend(multi_lock& lk, std::chrono::milliseconds ttl, CompletionToken&& token) {
-    return initiate_extend_all(lk, ttl, nullptr, std::forward<CompletionToken>(token));
-  }
-  template <typename CompletionToken>
-  auto async_extend(multi_lock& lk, std::chrono::milliseconds ttl, diagnostics& diag,
-                    CompletionToken&& token) {
-    return initiate_extend_all(lk, ttl, &diag, std::forward<CompletionToken>(token));
+                          CompletionToken&& token = default_token_t{}) {
+    return initiate_lock_all(std::move(resources), opts, false, &diag, token);
   }
 
   /// Reads every node without taking anything: how it answers, whether it may vote, what
@@ -311,20 +302,25 @@ class client {
   /// node_timeout), then closes every connection and stops reconnecting, so that
   /// io_context::run() can return. Operations still running complete with
   /// error::shut_down, and so do later ones.
-  template <typename CompletionToken>
-  auto async_shutdown(CompletionToken&& token) {
-    return initiate_void(
-        [](auto s, detail::void_handler h) { detail::start_shutdown(std::move(s), std::move(h)); },
-        std::forward<CompletionToken>(token));
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
+  auto async_shutdown(CompletionToken&& token = default_token_t{}) {
+    return boost::asio::async_initiate<CompletionToken, ec_sig>(
+        [](auto handler, std::shared_ptr<detail::client_state> s) {
+          detail::start_shutdown(std::move(s), std::move(handler));
+        },
+        token, state_);
   }
 
  private:
   friend class keeper;
 
+  // Each initiation takes the operation's diagnostics as a `diagnostics*` argument (null
+  // when the caller passed none): with_diagnostics finds it there and supplies its own.
+
   template <typename CompletionToken>
   auto initiate_lock(std::string_view resource, lock_options opts, bool wait, diagnostics* diag,
-                     CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lock)>(
+                     CompletionToken& token) {
+    return boost::asio::async_initiate<CompletionToken, lock_sig>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::string r, lock_options o,
            bool w, diagnostics* d) {
           detail::start_lock(std::move(s), std::move(r), o, w, d, std::move(handler));
@@ -334,9 +330,8 @@ class client {
 
   template <typename CompletionToken>
   auto initiate_lock_all(std::vector<std::string> resources, lock_options opts, bool wait,
-                         diagnostics* diag, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken,
-                                       void(boost::system::error_code, multi_lock)>(
+                         diagnostics* diag, CompletionToken& token) {
+    return boost::asio::async_initiate<CompletionToken, multi_lock_sig>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::vector<std::string> r,
            lock_options o, bool w, diagnostics* d) {
           detail::start_lock_all(std::move(s), std::move(r), o, w, d, std::move(handler));
@@ -344,32 +339,32 @@ class client {
         token, state_, std::move(resources), opts, wait, diag);
   }
 
-  template <typename CompletionToken>
-  auto initiate_unlock_all(multi_lock& lk, diagnostics* diag, CompletionToken&& token) {
-    return initiate_void(
-        [&lk, diag](auto s, detail::void_handler h) {
-          detail::start_unlock_all(std::move(s), lk, diag, std::move(h));
+  // The lock is moved only where it must be (a lock is three strings): the initiation
+  // receives it as an rvalue from every token, and start_unlock takes it over.
+  template <typename Lock, typename CompletionToken>
+  auto initiate_unlock(Lock&& lk, diagnostics* diag, CompletionToken& token) {
+    return boost::asio::async_initiate<CompletionToken, ec_sig>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, Lock&& l, diagnostics* d) {
+          if constexpr (std::is_same_v<Lock, lock>)
+            detail::start_unlock(std::move(s), std::move(l), d, std::move(handler));
+          else
+            detail::start_unlock_all(std::move(s), std::move(l), d, std::move(handler));
         },
-        std::forward<CompletionToken>(token));
+        token, state_, std::move(lk), diag);
   }
 
-  template <typename CompletionToken>
-  auto initiate_extend_all(multi_lock& lk, std::chrono::milliseconds ttl, diagnostics* diag,
-                           CompletionToken&& token) {
-    return initiate_void(
-        [&lk, ttl, diag](auto s, detail::void_handler h) {
-          detail::start_extend_all(std::move(s), lk, ttl, diag, std::move(h));
+  template <typename Lock, typename CompletionToken>
+  auto initiate_extend(Lock& lk, std::chrono::milliseconds ttl, diagnostics* diag,
+                       CompletionToken& token) {
+    return boost::asio::async_initiate<CompletionToken, ec_sig>(
+        [](auto handler, std::shared_ptr<detail::client_state> s, Lock* l,
+           std::chrono::milliseconds t, diagnostics* d) {
+          if constexpr (std::is_same_v<Lock, lock>)
+            detail::start_extend(std::move(s), *l, t, d, std::move(handler));
+          else
+            detail::start_extend_all(std::move(s), *l, t, d, std::move(handler));
         },
-        std::forward<CompletionToken>(token));
-  }
-
-  template <typename Start, typename CompletionToken>
-  auto initiate_void(Start start, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [start](auto handler, std::shared_ptr<detail::client_state> s) mutable {
-          start(std::move(s), std::move(handler));
-        },
-        token, state_);
+        token, state_, &lk, ttl, diag);
   }
 
   executor_type ex_;

@@ -11,6 +11,7 @@
 #include "redlock/client.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/with_diagnostics.hpp"
 
 namespace redlock {
 
@@ -80,8 +81,9 @@ class keeper {
   /// with error::shut_down when the client is shut down or destroyed (the lock is then
   /// released and no longer valid), with error::cancelled if the operation is cancelled
   /// or the keeper stopped first.
-  template <typename CompletionToken>
-  auto async_wait_lost(CompletionToken&& token) {
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                CompletionToken = default_token_t>
+  auto async_wait_lost(CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         [](auto handler, std::shared_ptr<detail::renewal_entry> e) {
           detail::keeper_wait_lost(std::move(e), std::move(handler));
@@ -92,8 +94,9 @@ class keeper {
   /// Stops renewing and hands the lock back, with its latest deadline (to unlock it, or
   /// to keep it without renewal). Completes with lock_lost (and an empty lock) if it was
   /// lost. The keeper is empty afterwards.
-  template <typename CompletionToken>
-  auto async_stop(CompletionToken&& token) {
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, lock))
+                CompletionToken = default_token_t>
+  auto async_stop(CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lock)>(
         [](auto handler, std::shared_ptr<detail::renewal_entry> e) {
           detail::keeper_stop(std::move(e), std::move(handler));

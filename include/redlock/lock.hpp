@@ -7,6 +7,7 @@
 #include <string>
 
 #include "redlock/clock.hpp"
+#include "redlock/diagnostics.hpp"
 
 namespace redlock {
 
@@ -14,12 +15,6 @@ namespace detail {
 struct client_state;
 struct lock_access;
 }  // namespace detail
-
-/// Details of a failed operation, for people: which nodes said what. Filled by the
-/// overloads that take a `diagnostics&`; never contains a password.
-struct diagnostics {
-  std::string message{};
-};
 
 /// Ownership of one resource on a majority of nodes, until deadline().
 ///

@@ -111,7 +111,8 @@ auto with_lock(client& c, std::string resource, hold_options opts, Work work)
   auto [stop_ec, held] = co_await k.async_stop(asio::as_tuple(asio::use_awaitable));
   if (stop_ec == error::lock_lost) detail::throw_error(error::lock_lost, "with_lock");
   if (held.owns()) {
-    auto [unlock_ec] = co_await c.async_unlock(held, asio::as_tuple(asio::use_awaitable));
+    auto [unlock_ec] =
+        co_await c.async_unlock(std::move(held), asio::as_tuple(asio::use_awaitable));
     (void)unlock_ec;  // an unconfirmed release expires with its TTL; the work succeeded
   }
   if constexpr (!std::is_void_v<T>) co_return std::move(*outcome.value);

@@ -821,11 +821,12 @@ void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_opti
             strand, [](acquire_op& op) { op.start(); });
 }
 
-void start_unlock(std::shared_ptr<client_state> s, lock& lk, diagnostics* diag, void_handler h) {
+void start_unlock(std::shared_ptr<client_state> s, lock lk, diagnostics* diag, void_handler h) {
   if (!s) return complete_without_client(std::move(h));
   const auto& strand = s->strand;  // kept alive by the op
+  // The operation owns the lock until it starts on the strand.
   launch_op(new unlock_op(std::move(s), diag, std::move(h)), strand,
-            [&lk](unlock_op& op) { op.start(lk); });
+            [lk = std::move(lk)](unlock_op& op) mutable { op.start(lk); });
 }
 
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,

@@ -511,11 +511,12 @@ void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> re
             strand, [](lock_all_op& op) { op.start(); });
 }
 
-void start_unlock_all(std::shared_ptr<client_state> s, multi_lock& lk, diagnostics* diag,
+void start_unlock_all(std::shared_ptr<client_state> s, multi_lock lk, diagnostics* diag,
                       void_handler h) {
   if (!s) return complete_without_client(std::move(h));
+  // The operation owns the set until it starts on the strand.
   launch<unlock_all_op>(std::move(s), diag, std::move(h),
-                        [&lk](unlock_all_op& op) { op.start(lk); });
+                        [lk = std::move(lk)](unlock_all_op& op) mutable { op.start(lk); });
 }
 
 void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,

@@ -31,7 +31,7 @@
 
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
-#include "redlock/lock.hpp"  // diagnostics
+#include "redlock/diagnostics.hpp"
 #include "redlock/observer.hpp"
 
 namespace redlock::detail {
@@ -171,7 +171,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     done_ = true;
     before_complete(ec);
     if (slot_.is_connected()) slot_.clear();
-    if (diag_) diag_->message = ec ? describe(ec) : std::string{};
+    if (diag_) record_diagnostics(ec);
     if (!handler_) return;  // an op that completes to nobody (renewal, repair, batch)
     if (initiating_) {
       // Decided inside the initiating call (every node refused at once): the handler
@@ -250,18 +250,45 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     return std::chrono::duration_cast<std::chrono::microseconds>(d);
   }
 
+  /// The caller's diagnostics: on failure the describing text and each node's answer;
+  /// on success nothing (cleared, nothing formatted or allocated).
+  void record_diagnostics(error_code ec) const {
+    diag_->nodes.clear();
+    if (!ec) return diag_->message.clear();
+    diag_->message = describe(ec);
+    if (!per_node(ec)) return;
+    const std::size_t n = s_->size();
+    diag_->nodes.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const node_reply r = observed(i, {}, {});
+      node_diagnostic d{.node = i,
+                        .address = std::string{r.address},
+                        .answer = r.answer,
+                        .error = r.error,
+                        .detail = round_.texts[i]};
+      if (d.detail.empty() && round_.votes[i] == vote::failed)
+        d.detail = s_->nodes[i]->last_problem();
+      diag_->nodes.push_back(std::move(d));
+    }
+  }
+
+  /// Whether the outcome is worth each node's answer: requests went out, and the call
+  /// was not refused before (a shut-down client's half-sent round says nothing).
+  bool per_node(error_code ec) const {
+    return sent_ && ec != error::invalid_argument && ec != error::shut_down;
+  }
+
   std::string describe(error_code ec) const {
     std::array<node_label, max_nodes> labels;
     const std::size_t n = s_->size();
     for (std::size_t i = 0; i < n; ++i)
       labels[i] = {s_->addresses[i], s_->nodes[i]->last_problem()};
-    const round_wording w{
-        .verb = verb_,
-        .subject = subject_,
-        .no_text = no_text_,
-        .counted_yes = counted_yes(),
-        .per_node = sent_ && ec != error::invalid_argument && ec != error::shut_down,
-        .hint = &State::server_hint};
+    const round_wording w{.verb = verb_,
+                          .subject = subject_,
+                          .no_text = no_text_,
+                          .counted_yes = counted_yes(),
+                          .per_node = per_node(ec),
+                          .hint = &State::server_hint};
     return detail::describe(round_, {labels.data(), n}, ec, w) + extra_;
   }
 

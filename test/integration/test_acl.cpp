@@ -63,7 +63,8 @@ asio::awaitable<error_code> lock_extend_unlock(redlock::client& c, redlock::diag
   if (fenced) BOOST_TEST(lk.fence() > 0u);
   auto [extended] = co_await c.async_extend(lk, 6s, diag, asio::as_tuple(asio::use_awaitable));
   if (extended) co_return extended;
-  auto [released] = co_await c.async_unlock(lk, diag, asio::as_tuple(asio::use_awaitable));
+  auto [released] =
+      co_await c.async_unlock(std::move(lk), diag, asio::as_tuple(asio::use_awaitable));
   co_return released;
 }
 
@@ -90,7 +91,7 @@ asio::awaitable<error_code> lock_all_extend_unlock(redlock::client& c, redlock::
   if (fenced) BOOST_TEST(set.fences().size() == names.size());
   auto [extended] = co_await c.async_extend(set, 6s, asio::as_tuple(asio::use_awaitable));
   if (extended) co_return extended;
-  auto [released] = co_await c.async_unlock(set, asio::as_tuple(asio::use_awaitable));
+  auto [released] = co_await c.async_unlock(std::move(set), asio::as_tuple(asio::use_awaitable));
   co_return released;
 }
 
@@ -218,9 +219,9 @@ error_code wait_for_release(const redlock::config& holder_cfg, redlock::config w
       const auto r = fleet[0].command({"PUBSUB", "NUMSUB", "app:busy"});
       return !expect_wake || (r.elements.size() == 2 && r.elements[1].integer == 1);
     });
-    co_await holder.async_unlock(first, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(first), asio::use_awaitable);
     co_await redlock::test::eventually([&] { return done; }, 10s);
-    if (second.owns()) co_await waiter.async_unlock(second, asio::use_awaitable);
+    if (second.owns()) co_await waiter.async_unlock(std::move(second), asio::use_awaitable);
     co_await waiter.async_shutdown(asio::use_awaitable);
     co_await holder.async_shutdown(asio::use_awaitable);
   }());

@@ -97,7 +97,7 @@ asio::awaitable<std::tuple<error_code, redlock::lock>> lock_once(redlock::client
 // loaded: after it, nothing has a reason to talk to the server.
 asio::awaitable<void> warm_up(redlock::client& c) {
   auto warm = co_await c.async_lock("warm", {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
-  co_await c.async_unlock(warm, asio::use_awaitable);
+  co_await c.async_unlock(std::move(warm), asio::use_awaitable);
 }
 
 }  // namespace
@@ -264,7 +264,8 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
     // this owner", which would send the reader looking for an expiry or another owner).
     redlock::lock empty;
     redlock::diagnostics diag;
-    auto [ec1] = co_await c.async_unlock(empty, diag, asio::as_tuple(asio::use_awaitable));
+    auto [ec1] =
+        co_await c.async_unlock(std::move(empty), diag, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec1 == redlock::error::no_lock);
     BOOST_TEST(diag.message.find("holds no lock") != std::string::npos, diag.message);
     auto [ec2] = co_await c.async_extend(empty, 1s, asio::as_tuple(asio::use_awaitable));
@@ -273,20 +274,20 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
     // Nor can one moved from, or one already released.
     auto taken = co_await c.async_lock("moved", {.ttl = 5s}, asio::use_awaitable);
     redlock::lock moved_to = std::move(taken);
-    auto [ec3] = co_await c.async_unlock(taken, asio::as_tuple(asio::use_awaitable));
+    auto [ec3] = co_await c.async_unlock(std::move(taken), asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec3 == redlock::error::no_lock);
-    co_await c.async_unlock(moved_to, asio::use_awaitable);
-    auto [ec4] = co_await c.async_unlock(moved_to, asio::as_tuple(asio::use_awaitable));
+    co_await c.async_unlock(std::move(moved_to), asio::use_awaitable);
+    auto [ec4] = co_await c.async_unlock(std::move(moved_to), asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec4 == redlock::error::no_lock);
     std::vector<std::string> names{"m1", "m2"};  // not braced inside co_await (GCC 12)
     const redlock::lock_options set_opts{.ttl = 5s};
     auto set = co_await c.async_lock_all(std::move(names), set_opts, asio::use_awaitable);
-    co_await c.async_unlock(set, asio::use_awaitable);
-    auto [ec5] = co_await c.async_unlock(set, asio::as_tuple(asio::use_awaitable));
+    co_await c.async_unlock(std::move(set), asio::use_awaitable);
+    auto [ec5] = co_await c.async_unlock(std::move(set), asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec5 == redlock::error::no_lock);
     auto [ec6] = co_await c.async_extend(set, 1s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec6 == redlock::error::no_lock);
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
   }());
 }
 #pragma GCC diagnostic pop
@@ -305,7 +306,7 @@ BOOST_AUTO_TEST_CASE(binary_bytes_in_resource_names_are_kept_exactly) {
         auto lk = co_await c.async_lock(name, {.ttl = 10s, .wait = 5s}, asio::use_awaitable);
         BOOST_TEST(server.command({"GET", name}).text == lk.token());
         BOOST_TEST(lk.resource() == name);
-        co_await c.async_unlock(lk, asio::use_awaitable);
+        co_await c.async_unlock(std::move(lk), asio::use_awaitable);
         BOOST_TEST(server.command({"EXISTS", name}).integer == 0);
       }
     }

@@ -48,7 +48,7 @@ struct proxied_fleet {
   void warm_up(redlock::client& c) {
     run_bounded(io, [&]() -> asio::awaitable<void> {
       auto lk = co_await c.async_lock("warm", {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
-      co_await c.async_unlock(lk, asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     }());
   }
   // Every key on every server has a TTL (nothing is left to live for ever).
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(a_lock_reply_cut_half_way_on_one_node_is_decided_by_the_oth
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("cut", {.ttl = 5s, .wait = 0ms}, asio::use_awaitable);
     BOOST_TEST(lk.valid());
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   expect_every_key_expires();
 }
@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_accepts_but_never_answers_is_outvoted_at_its_de
       // bound: this checks that nothing waits for the hole, not speed).
       BOOST_TEST((std::chrono::steady_clock::now() - t0 < 1s));
       BOOST_TEST(lk.valid());
-      co_await c.async_unlock(lk, asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     }
   }());
   // With a second node in the hole there is no majority, and the call says so promptly.
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_accepts_but_never_answers_is_outvoted_at_its_de
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await fresh.async_lock("hole:fresh", {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
     BOOST_TEST(lk.valid());
-    co_await fresh.async_unlock(lk, asio::use_awaitable);
+    co_await fresh.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   // When the hole closes, what was held reaches node 2 late: keys that expire, and
   // nothing else.
@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(a_node_slower_than_the_validity_does_not_count) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("slow:2", {.ttl = 300ms, .wait = 2s}, asio::use_awaitable);
     BOOST_TEST(lk.valid());
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   proxy(1).heal();
   // The slow yeses were released behind them, or expire.
@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_reset_during_release_leaves_keys_that_expire) {
   for (auto& p : proxies) p->reset_all();  // before the client has seen any of it
   run_bounded(io, [&]() -> asio::awaitable<void> {
     redlock::diagnostics diag;
-    auto [ec] = co_await c.async_unlock(lk, diag, asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await c.async_unlock(std::move(lk), diag, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
   }());
   expect_every_key_expires();
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(a_reset_during_release_leaves_keys_that_expire) {
   // And the client is whole again.
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto again = co_await c.async_lock("reset", {.ttl = 5s, .wait = 5s}, asio::use_awaitable);
-    co_await c.async_unlock(again, asio::use_awaitable);
+    co_await c.async_unlock(std::move(again), asio::use_awaitable);
   }());
 }
 

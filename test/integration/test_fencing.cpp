@@ -44,7 +44,7 @@ asio::awaitable<std::uint64_t> fenced_turn(redlock::client& c, std::string resou
                                         asio::as_tuple(asio::use_awaitable));
   BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << diag.message);
   const auto fence = lk.fence();
-  co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+  co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
   co_return fence;
 }
 
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_does_not_vote_until_the_guard_has_passed) 
   // Fresh nodes are held back too: the first lock waits the guard out.
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("warm", {.ttl = 1s, .wait = 10s}, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   // Taken before the restart: the server starts somewhere inside restart(), which can
   // take long on a loaded machine, and the guard counts from that start.
@@ -421,7 +421,7 @@ BOOST_AUTO_TEST_CASE(extension_keeps_the_fencing_token_and_max_ttl_is_enforced) 
     auto [ec2, lk2] =
         co_await c.async_try_lock("too-long", {.ttl = 6s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::invalid_argument);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
 }
 

@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(a_hostile_node_among_real_ones_does_not_stop_the_lock) {
       BOOST_TEST(lk.valid());
       BOOST_TEST(fleet.has_key(0, r));
       BOOST_TEST(fleet.has_key(1, r));
-      co_await c.async_unlock(lk, asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), asio::use_awaitable);
       BOOST_TEST(!fleet.has_key(0, r));
       BOOST_TEST(!fleet.has_key(1, r));
     }

@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(stop_hands_the_lock_back_for_unlock) {
     BOOST_TEST(k.valid());
     auto back = co_await k.async_stop(asio::use_awaitable);
     BOOST_TEST(back.valid());
-    co_await c.async_unlock(back, asio::use_awaitable);
+    co_await c.async_unlock(std::move(back), asio::use_awaitable);
   }());
   BOOST_TEST(copies("manual") == 0);
 }

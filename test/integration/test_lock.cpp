@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(lock_then_unlock_sets_and_removes_the_key_on_every_node) {
       BOOST_TEST((pttl.integer > 9000 && pttl.integer <= 10000));
       BOOST_TEST(fleet[i].command({"GET", "order:42"}).text == lk.token());
     }
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     BOOST_TEST(!lk.owns());
   }());
   // Late replies to the unlock may still be in flight; wait on the keys themselves.
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(a_held_resource_is_refused_to_a_second_client) {
                                                asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::wait_timeout);
     BOOST_TEST(diag.message.find("held by another owner") != std::string::npos, diag.message);
-    co_await a.async_unlock(lk, asio::use_awaitable);
+    co_await a.async_unlock(std::move(lk), asio::use_awaitable);
     auto [ec3, mine] = co_await try_once(b, "res");
     BOOST_TEST(!ec3);
     BOOST_TEST(mine.valid());
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(concurrent_clients_never_overlap_in_the_critical_section) {
             asio::steady_timer t{co_await asio::this_coro::executor, 1ms};
             co_await t.async_wait(asio::use_awaitable);
             --inside;
-            co_await c.async_unlock(lk, asio::use_awaitable);
+            co_await c.async_unlock(std::move(lk), asio::use_awaitable);
           }
         };
         using namespace asio::experimental::awaitable_operators;
@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(processes_never_overlap_in_the_critical_section) {
                 ++shared[2];
                 ::usleep(500);
                 shared[0].fetch_sub(1);
-                co_await c.async_unlock(lk, asio::use_awaitable);
+                co_await c.async_unlock(std::move(lk), asio::use_awaitable);
               }
               co_await c.async_shutdown(asio::use_awaitable);
             },
@@ -192,14 +192,14 @@ BOOST_AUTO_TEST_CASE(a_non_owner_can_neither_release_nor_extend) {
     BOOST_TEST(ec2 == redlock::error::not_held);
     BOOST_TEST(fake.lost());
     BOOST_TEST(!fake.valid());
-    auto [ec3] = co_await b.async_unlock(fake, asio::as_tuple(asio::use_awaitable));
+    auto [ec3] = co_await b.async_unlock(std::move(fake), asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec3 == redlock::error::not_held);
     // The intruder's value survives both attempts: compare-and-delete/pexpire did nothing.
     BOOST_TEST(fleet[0].command({"GET", "other"}).text == "intruder");
     BOOST_TEST(fleet[0].command({"PTTL", "other"}).integer > 4000);
     // a's lock was never touched.
     BOOST_TEST(fleet[0].command({"GET", "owned"}).text == before);
-    co_await a.async_unlock(lk, asio::use_awaitable);
+    co_await a.async_unlock(std::move(lk), asio::use_awaitable);
   }());
 }
 
@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(two_frozen_nodes_of_five_do_not_stop_locking) {
   auto c = make_client(100ms);
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto warm = co_await c.async_lock("warm", {}, asio::use_awaitable);  // connections up
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
   }());
   fleet[3].freeze();
   fleet[4].freeze();
@@ -271,7 +271,7 @@ BOOST_AUTO_TEST_CASE(two_frozen_nodes_of_five_do_not_stop_locking) {
       // Decided by the three live nodes: never waits for the frozen ones beyond the
       // per-node timeout (generous bound: this is a correctness check, not a benchmark).
       BOOST_TEST((took < 2s));
-      co_await c.async_unlock(lk, asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     }
   }());
   fleet[3].thaw();
@@ -282,7 +282,7 @@ BOOST_AUTO_TEST_CASE(three_nodes_down_of_five_fail_promptly_with_no_quorum) {
   auto c = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto warm = co_await c.async_lock("warm", {}, asio::use_awaitable);
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
   }());
   fleet[0].kill();
   fleet[1].kill();
@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(release_works_after_the_script_cache_is_flushed) {
     co_await c.async_extend(lk, 10s, asio::use_awaitable);  // scripts now cached
     for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].command({"SCRIPT", "FLUSH"});
     co_await c.async_extend(lk, 10s, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     // The unlock completes with a majority; the last node's release may still be on
     // its way.
     const bool gone = co_await redlock::test::eventually([&] { return copies("flushed") == 0; });
@@ -340,7 +340,7 @@ BOOST_AUTO_TEST_CASE(script_hashes_match_what_the_server_computes) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("sha", {}, asio::use_awaitable);
     co_await c.async_extend(lk, 10s, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   auto exists =
       fleet[0].command({"SCRIPT", "EXISTS", std::string{redlock::detail::release_script.sha},
@@ -366,7 +366,7 @@ BOOST_AUTO_TEST_CASE(a_restarted_node_is_reconnected) {
   auto c = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("r1", {}, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].restart();
   run_bounded(io, [&]() -> asio::awaitable<void> {
@@ -417,7 +417,7 @@ BOOST_AUTO_TEST_CASE(every_completion_token_works) {
   BOOST_TEST(!got);
   BOOST_TEST(held.valid());
   // Deferred.
-  auto op = c.async_unlock(held, asio::deferred);
+  auto op = c.async_unlock(std::move(held), asio::deferred);
   bool unlocked = false;
   std::move(op)([&](error_code ec) { unlocked = !ec; });
   for (int i = 0; i < 400 && !unlocked; ++i) io.run_for(5ms);
@@ -428,7 +428,7 @@ BOOST_AUTO_TEST_CASE(every_completion_token_works) {
   auto fut = c.async_try_lock("tok", {}, asio::use_future);
   auto lk = fut.get();
   BOOST_TEST(lk.valid());
-  auto fut2 = c.async_unlock(lk, asio::use_future);
+  auto fut2 = c.async_unlock(std::move(lk), asio::use_future);
   BOOST_CHECK_NO_THROW(fut2.get());
   auto bad = c.async_try_lock("", {}, asio::use_future);
   BOOST_CHECK_THROW(bad.get(), boost::system::system_error);
@@ -450,7 +450,7 @@ BOOST_AUTO_TEST_CASE(a_multithreaded_io_context_is_safe) {
             auto lk = co_await c.async_lock("mt", {.ttl = 2s, .wait = 30s}, asio::use_awaitable);
             if (inside.fetch_add(1) != 0) ++overlaps;
             inside.fetch_sub(1);
-            co_await c.async_unlock(lk, asio::use_awaitable);
+            co_await c.async_unlock(std::move(lk), asio::use_awaitable);
           }
           ++done;
         },
@@ -474,7 +474,7 @@ BOOST_AUTO_TEST_CASE(shutdown_lets_run_return) {
       io,
       [&]() -> asio::awaitable<void> {
         auto lk = co_await c.async_lock("sd", {}, asio::use_awaitable);
-        co_await c.async_unlock(lk, asio::use_awaitable);
+        co_await c.async_unlock(std::move(lk), asio::use_awaitable);
         co_await c.async_shutdown(asio::use_awaitable);
         auto [ec, l2] = co_await c.async_try_lock("sd", {}, asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == redlock::error::shut_down);
@@ -571,13 +571,13 @@ BOOST_AUTO_TEST_CASE(one_to_seven_nodes_lock_with_a_majority_and_fail_without_on
         auto lk = co_await a.async_lock("n", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
         auto [ec, other] = co_await b.async_try_lock("n", {}, asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == redlock::error::contended);
-        co_await a.async_unlock(lk, asio::use_awaitable);
+        co_await a.async_unlock(std::move(lk), asio::use_awaitable);
       }());
       for (std::size_t i = 0; i < may_fail; ++i) fleet[i].kill();
       run_bounded(io, [&]() -> asio::awaitable<void> {
         auto lk = co_await a.async_lock("n2", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
         BOOST_TEST(lk.valid());
-        co_await a.async_unlock(lk, asio::use_awaitable);
+        co_await a.async_unlock(std::move(lk), asio::use_awaitable);
       }());
       fleet[may_fail].kill();  // now a majority is gone
       run_bounded(io, [&]() -> asio::awaitable<void> {
@@ -637,12 +637,12 @@ BOOST_AUTO_TEST_CASE(local_waiters_are_woken_by_a_local_release_in_arrival_order
           co_await t.async_wait(asio::use_awaitable);
           auto lk = co_await c.async_lock("line", {.ttl = 30s, .wait = 60s}, asio::use_awaitable);
           order.push_back(id);
-          co_await c.async_unlock(lk, asio::use_awaitable);
+          co_await c.async_unlock(std::move(lk), asio::use_awaitable);
         };
         auto release = [&]() -> asio::awaitable<void> {
           asio::steady_timer t{co_await asio::this_coro::executor, 300ms};
           co_await t.async_wait(asio::use_awaitable);
-          co_await c.async_unlock(holder, asio::use_awaitable);
+          co_await c.async_unlock(std::move(holder), asio::use_awaitable);
         };
         const auto t0 = std::chrono::steady_clock::now();
         co_await (waiter(0) && waiter(1) && waiter(2) && waiter(3) && waiter(4) && release());
@@ -670,7 +670,7 @@ BOOST_AUTO_TEST_CASE(a_waiting_lock_is_cancelled_through_a_bound_cancellation_sl
             "waited", {.ttl = 30s},
             asio::bind_cancellation_slot(stop.slot(), asio::as_tuple(asio::use_awaitable)));
         got = ec;
-        co_await c.async_unlock(holder, asio::use_awaitable);
+        co_await c.async_unlock(std::move(holder), asio::use_awaitable);
       }(),
       10s);
   BOOST_TEST(got == redlock::error::cancelled);

@@ -86,7 +86,7 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
   // connections, behind whatever `c` queued before.
   asio::awaitable<void> round_trip(redlock::client& c) {
     auto probe = co_await c.async_lock("probe", {.ttl = 20s}, asio::use_awaitable);
-    co_await c.async_unlock(probe, asio::use_awaitable);
+    co_await c.async_unlock(std::move(probe), asio::use_awaitable);
   }
   // Starts waiting for `set` now: its first attempt is queued before any later call of `c`.
   void wait_for_set(redlock::client& c, names set) {
@@ -172,7 +172,7 @@ int take_sets_in_child(std::vector<std::string> uris, const names& order,
             ++shared[4];
             ::usleep(500);
             for (const auto& r : set.resources()) shared[r.back() - '0'].fetch_sub(1);
-            co_await c.async_unlock(set, asio::use_awaitable);
+            co_await c.async_unlock(std::move(set), asio::use_awaitable);
           }
           co_await c.async_shutdown(asio::use_awaitable);
         },
@@ -209,11 +209,11 @@ BOOST_AUTO_TEST_CASE(a_set_is_taken_extended_and_released_together) {
       for (std::size_t i = 0; i < 3; ++i)
         if (fleet.has_key(i, k)) BOOST_TEST(fleet[i].command({"PTTL", k}).integer > 20000, k);
     const auto keys = lk.keys();
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     BOOST_TEST(!lk.owns());
     BOOST_TEST(copies_of_any(keys) == 0u);
     error_code ec;
-    co_await c.async_unlock(lk, asio::redirect_error(asio::use_awaitable, ec));
+    co_await c.async_unlock(std::move(lk), asio::redirect_error(asio::use_awaitable, ec));
     BOOST_TEST(ec == redlock::error::no_lock);  // released already: the object is empty
   }());
 }
@@ -262,11 +262,11 @@ BOOST_AUTO_TEST_CASE(single_and_multi_locks_on_a_resource_exclude_each_other) {
     auto single = co_await a.async_lock("y", {}, asio::use_awaitable);
     auto [ec, set] = co_await try_all(b, xy, {}, diag);
     BOOST_TEST(ec == redlock::error::contended);
-    co_await a.async_unlock(single, asio::use_awaitable);
+    co_await a.async_unlock(std::move(single), asio::use_awaitable);
     auto set2 = co_await lock_all(b, xy, {});
     auto [ec2, single2] = co_await a.async_try_lock("x", {}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::contended);
-    co_await b.async_unlock(set2, asio::use_awaitable);
+    co_await b.async_unlock(std::move(set2), asio::use_awaitable);
     auto single3 = co_await a.async_try_lock("x", {}, asio::use_awaitable);
     BOOST_TEST(single3.valid());
   }());
@@ -302,7 +302,7 @@ BOOST_AUTO_TEST_CASE(opposite_orders_never_deadlock_nor_overlap) {
             enter(lk.resources());
             co_await hold_briefly();
             leave(lk.resources());
-            co_await c.async_unlock(lk, asio::use_awaitable);
+            co_await c.async_unlock(std::move(lk), asio::use_awaitable);
           }
         };
         auto single_worker = [&](redlock::client& c) -> asio::awaitable<void> {
@@ -311,7 +311,7 @@ BOOST_AUTO_TEST_CASE(opposite_orders_never_deadlock_nor_overlap) {
             enter(middle);
             co_await hold_briefly();
             leave(middle);
-            co_await c.async_unlock(lk, asio::use_awaitable);
+            co_await c.async_unlock(std::move(lk), asio::use_awaitable);
           }
         };
         using namespace asio::experimental::awaitable_operators;
@@ -397,12 +397,12 @@ BOOST_AUTO_TEST_CASE(fenced_sets_get_one_increasing_token_per_resource) {
     BOOST_TEST(b1 > 0u);
     BOOST_TEST(first.fences()[0] == a1);
     BOOST_TEST(first.fence("f:zzz") == 0u);
-    co_await c.async_unlock(first, asio::use_awaitable);
+    co_await c.async_unlock(std::move(first), asio::use_awaitable);
     // A single fenced lock of one resource follows the set's token for it...
     auto single = co_await c.async_lock("f:a", fenced, asio::use_awaitable);
     BOOST_TEST(single.fence() > a1);
     const auto a2 = single.fence();
-    co_await c.async_unlock(single, asio::use_awaitable);
+    co_await c.async_unlock(std::move(single), asio::use_awaitable);
     // ...and the next set follows both.
     auto second = co_await lock_all(c, ab, fenced);
     BOOST_TEST(second.fence("f:a") > a2);
@@ -416,7 +416,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
   const names two{"z:1", "z:2"}, three{"z:1", "z:2", "z:3"};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto warm = co_await lock_all(c, two, {});  // every node connected
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
   }());
   five[3].freeze();
   five[4].freeze();
@@ -426,7 +426,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
         auto lk = co_await lock_all(c, three, {.ttl = 5s, .wait = 3s});
         BOOST_TEST(lk.valid());
         co_await c.async_extend(lk, 5s, asio::use_awaitable);
-        co_await c.async_unlock(lk, asio::use_awaitable);
+        co_await c.async_unlock(std::move(lk), asio::use_awaitable);
       }(),
       10s);
   five[3].thaw();
@@ -468,8 +468,8 @@ BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_is_no_quorum_naming_si
   auto lk = take_then_freeze_majority(*this, c, {"u:1", "u:2"}, 30s);
   const auto keys = lk.keys();
   redlock::diagnostics diag;
-  const auto ec =
-      run_diagnosed(io, diag, [&](auto& d, auto token) { return c.async_unlock(lk, d, token); });
+  const auto ec = run_diagnosed(
+      io, diag, [&](auto& d, auto token) { return c.async_unlock(std::move(lk), d, token); });
   BOOST_TEST(ec == redlock::error::no_quorum, diag.message);
   check_only_node_0_answered(diag, "unlock all of \"u:1, u:2\"", fleet);
   BOOST_TEST(!lk.owns());
@@ -538,11 +538,11 @@ BOOST_AUTO_TEST_CASE(a_waiting_set_takes_its_resources_at_another_clients_releas
     BOOST_TEST_REQUIRE(co_await eventually([&] { return listened_to(set); }));
     BOOST_TEST(!waited.has_value());
     const auto released = std::chrono::steady_clock::now();
-    co_await holder.async_unlock(held, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(held), asio::use_awaitable);
     co_await expect_taken_since(released);
     // Done waiting: no longer listening.
     BOOST_TEST(co_await eventually([&] { return listened_to(set, 0); }));
-    co_await waiter.async_unlock(waited_set, asio::use_awaitable);
+    co_await waiter.async_unlock(std::move(waited_set), asio::use_awaitable);
     co_await waiter.async_shutdown(asio::use_awaitable);
     co_await holder.async_shutdown(asio::use_awaitable);
   }());
@@ -560,9 +560,9 @@ BOOST_AUTO_TEST_CASE(a_waiting_set_takes_its_resources_at_a_release_in_its_own_c
     co_await round_trip(c);
     BOOST_TEST(!waited.has_value());
     const auto released = std::chrono::steady_clock::now();
-    co_await c.async_unlock(held, asio::use_awaitable);
+    co_await c.async_unlock(std::move(held), asio::use_awaitable);
     co_await expect_taken_since(released);
-    co_await c.async_unlock(waited_set, asio::use_awaitable);
+    co_await c.async_unlock(std::move(waited_set), asio::use_awaitable);
   }());
 }
 
@@ -603,7 +603,7 @@ BOOST_AUTO_TEST_CASE(a_release_of_several_of_its_keys_wakes_a_set_once) {
     // Refused everywhere: waiting, with nothing in flight.
     co_await answered_everywhere(c);
     BOOST_TEST_REQUIRE(attempts_everywhere(1));
-    co_await c.async_unlock(held, asio::use_awaitable);
+    co_await c.async_unlock(std::move(held), asio::use_awaitable);
     // The woken attempt reaches every node...
     BOOST_TEST_REQUIRE(co_await eventually([&] { return attempts_everywhere(2); }));
     // ...and once every node has answered it, a second wake would have queued another

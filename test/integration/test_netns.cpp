@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(validity_counts_the_majority_round_trip_and_holders_outlive
           const auto extend_start = lk.deadline() - ttl + drift;
           BOOST_TEST((extend_start >= extend_before));
           BOOST_TEST((extend_after - extend_start >= floor));
-          co_await c.async_unlock(lk, asio::use_awaitable);
+          co_await c.async_unlock(std::move(lk), asio::use_awaitable);
         }
       }(),
       60s);
@@ -173,7 +173,7 @@ BOOST_AUTO_TEST_CASE(contending_clients_never_overlap_in_the_critical_section) {
             asio::steady_timer t{co_await asio::this_coro::executor, 2ms};
             co_await t.async_wait(asio::use_awaitable);
             --inside;
-            co_await c.async_unlock(lk, asio::use_awaitable);
+            co_await c.async_unlock(std::move(lk), asio::use_awaitable);
           }
         };
         using namespace asio::experimental::awaitable_operators;

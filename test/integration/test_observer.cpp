@@ -471,7 +471,7 @@ BOOST_AUTO_TEST_CASE(metrics_text_parses_and_its_counts_match_the_events) {
       auto lk = co_await c.async_lock("m" + std::to_string(i), {.ttl = 2s, .wait = 1s},
                                       asio::use_awaitable);
       co_await c.async_extend(lk, 2s, asio::use_awaitable);
-      co_await c.async_unlock(lk, asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     }
     auto held = co_await holder.async_lock("m-busy", {.ttl = 5s, .wait = 1s}, asio::use_awaitable);
     for (int i = 0; i < 3; ++i) {
@@ -547,7 +547,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_connects_is_reported_once_and_shown_down)
   // The two good nodes still make a majority.
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("up", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
 }
 

@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(masters_turned_replicas_answer_readonly_and_nothing_is_left
   redlock::client c{io.get_executor(), fast_config(fleet.uris())};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("before", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   // The client's connections stay open: the next SETs meet READONLY.
   for (std::size_t i = 1; i < 3; ++i)
@@ -104,8 +104,8 @@ BOOST_AUTO_TEST_CASE(a_full_memory_refuses_new_locks_with_oom_and_old_ones_still
   BOOST_TEST(ec == redlock::error::no_quorum);
   BOOST_TEST(diag.find("OOM") != std::string::npos, diag);
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    co_await c.async_extend(held, 30s, asio::use_awaitable);  // PEXPIRE is not refused
-    co_await c.async_unlock(held, asio::use_awaitable);       // nor is DEL
+    co_await c.async_extend(held, 30s, asio::use_awaitable);        // PEXPIRE is not refused
+    co_await c.async_unlock(std::move(held), asio::use_awaitable);  // nor is DEL
   }());
   expect_released(io, fleet, "held", 0, fleet.size());
 }
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(every_script_survives_a_script_flush) {
     auto first =
         co_await c.async_lock("f", {.ttl = 5s, .wait = 5s, .fenced = true}, asio::use_awaitable);
     const auto first_fence = first.fence();
-    co_await c.async_unlock(first, asio::use_awaitable);
+    co_await c.async_unlock(std::move(first), asio::use_awaitable);
     flush_all();
     // Acquire (SET NX + counter) and write-back scripts, then extend and release.
     auto lk =
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(every_script_survives_a_script_flush) {
     // Node 0 holds back writes for a while (less than node_timeout): the release
     // completes with nodes 1 and 2, and node 0's (NOSCRIPT, then EVAL) lands after it.
     fleet[0].command({"CLIENT", "PAUSE", "100", "WRITE"});
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   expect_released(io, fleet, "f", 0, fleet.size());
 }
@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_script_reloaded_after_its_clean_up_is_still_undone) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     // Connected and loaded first, so that the flush below is what the attempt meets.
     auto warm = co_await c.async_lock("warm", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
     fleet[2].command({"SCRIPT", "FLUSH"});
     fleet[2].command({"CLIENT", "PAUSE", "100", "WRITE"});
     auto [ec, lk] = co_await c.async_try_lock("rq", {.ttl = 10s, .fenced = true},
@@ -236,11 +236,11 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_keeps_a_script_gets_its_text) {
         co_await c.async_lock("ns", {.ttl = 5s, .wait = 2s, .fenced = true}, asio::use_awaitable);
     BOOST_TEST(lk.fence() > 0u);
     co_await c.async_extend(lk, 5s, asio::use_awaitable);
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     std::vector<std::string> names{"ns1", "ns2"};  // not braced inside co_await (GCC 12)
     const redlock::lock_options opts{.ttl = 5s, .wait = 2s};
     auto set = co_await c.async_lock_all(std::move(names), opts, asio::use_awaitable);
-    co_await c.async_unlock(set, asio::use_awaitable);
+    co_await c.async_unlock(std::move(set), asio::use_awaitable);
   }());
   expect_released(io, fleet, "ns", 0, fleet.size());
   expect_released(io, fleet, "ns1", 0, fleet.size());
@@ -278,7 +278,7 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_on_a_minority_does_not_stop_the_lock)
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await c.async_lock("mixed", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
     BOOST_TEST(lk.valid());
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   // The lists were never touched; the lock's keys are gone.
   for (std::size_t i = 0; i < 2; ++i) BOOST_TEST(fleet[i].command({"LLEN", "mixed"}).integer == 1);
@@ -297,7 +297,7 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_on_a_minority_does_not_end_a_wait) {
     auto [ec, lk] =
         co_await c.async_lock("r", {.ttl = 5s, .wait = 5s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST_REQUIRE(!ec, ec.message());
-    co_await c.async_unlock(lk, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   BOOST_TEST(fleet[0].command({"LLEN", "r"}).integer == 1);
   expect_released(io, fleet, "r", 1, 5);
@@ -309,7 +309,7 @@ BOOST_AUTO_TEST_CASE(a_server_restart_during_a_batch_fails_nothing_and_leaves_no
   redlock::client c{io.get_executor(), fast_config(fleet.uris())};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto warm = co_await c.async_lock("warm", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    co_await c.async_unlock(warm, asio::use_awaitable);
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
   }());
   constexpr int batch = 300;
   std::vector<redlock::lock> locks(batch);
@@ -341,7 +341,7 @@ BOOST_AUTO_TEST_CASE(a_server_restart_during_a_batch_fails_nothing_and_leaves_no
   int released = 0;
   for (auto& lk : locks) {
     if (!lk.owns()) continue;
-    c.async_unlock(lk, [&](error_code ec) {
+    c.async_unlock(std::move(lk), [&](error_code ec) {
       BOOST_TEST(!ec, ec.message());
       ++released;
     });

@@ -75,7 +75,7 @@ int run_process(int index, const std::vector<std::string>& nodes, detector& d) {
       co_await pause.async_wait(asio::use_awaitable);
       if (!lk.valid()) ++d.overran;
       d.inside[r].fetch_sub(1);
-      auto [uec] = co_await c.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+      auto [uec] = co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
       (void)uec;  // a node down now and then: the keys expire
     }
   };

@@ -131,7 +131,7 @@ bool lock_round_trip(const redlock::config& cfg) {
     if (!ec) {
       BOOST_TEST(lk.fence() > 0u);
       co_await c.async_extend(lk, 10s, asio::use_awaitable);
-      co_await c.async_unlock(lk, asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), asio::use_awaitable);
       ok = true;
     }
     co_await c.async_shutdown(asio::use_awaitable);
@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(locks_are_taken_extended_fenced_and_released_over_tls) {
     }
     co_await client.async_extend(lk, 10s, asio::use_awaitable);
     BOOST_TEST(fleet[0].command({"PTTL", "tls"}).integer > 5000);
-    co_await client.async_unlock(lk, asio::use_awaitable);
+    co_await client.async_unlock(std::move(lk), asio::use_awaitable);
     BOOST_TEST(co_await redlock::test::eventually(
         [&] {
           return fleet[0].command({"EXISTS", "tls"}).integer == 0;

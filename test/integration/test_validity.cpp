@@ -44,7 +44,7 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
         BOOST_TEST(!holder_still_valid, "the contender holds \""
                                             << resource
                                             << "\" while the first holder says valid()");
-        co_await contender.async_unlock(lk, asio::as_tuple(asio::use_awaitable));
+        co_await contender.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
         co_return true;
       }
       pause.expires_after(5ms);  // the next try; the outcome is awaited, not slept for
@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(an_extension_within_the_drift_allowance_is_refused_before_i
     auto [ec2, other] =
         co_await contender.async_try_lock("short", {}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec2 == redlock::error::contended);
-    co_await holder.async_unlock(lk, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(lk), asio::use_awaitable);
   }());
 }
 
@@ -233,7 +233,7 @@ BOOST_AUTO_TEST_CASE(a_keeper_renewal_ttl_above_max_ttl_is_refused) {
     BOOST_TEST(ok.valid());
     auto [ec, back] = co_await ok.async_stop(asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(!ec);
-    co_await holder.async_unlock(back, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(back), asio::use_awaitable);
   }());
 }
 
@@ -284,7 +284,7 @@ BOOST_AUTO_TEST_CASE(shutdown_with_a_frozen_node_ends_within_the_node_timeout) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     const auto began = std::chrono::steady_clock::now();
     // Granted by nodes 0 and 1; node 2's release is still out when the shutdown begins.
-    co_await holder.async_unlock(lk, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(lk), asio::use_awaitable);
     co_await holder.async_shutdown(asio::use_awaitable);
     const auto took = std::chrono::steady_clock::now() - began;
     // node_timeout is 100 ms and the watch 5 s; 2 s leaves room for a slow machine.
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(a_release_queued_to_a_node_marked_down_runs_when_it_thaws) 
     auto [probe_ec, probe] =
         co_await holder.async_try_lock("probe", {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(probe_ec);
-    co_await holder.async_unlock(lk, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(lk), asio::use_awaitable);
   }());
   fleet[2].thaw();
   run_bounded(io, [&]() -> asio::awaitable<void> {
@@ -387,7 +387,7 @@ BOOST_AUTO_TEST_CASE(an_unlock_reaches_a_node_that_is_reconnecting) {
   proxy.blackhole();
   proxy.reset_all();
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    co_await holder.async_unlock(lk, asio::use_awaitable);  // a majority: nodes 0 and 1
+    co_await holder.async_unlock(std::move(lk), asio::use_awaitable);  // a majority: nodes 0 and 1
   }());
   BOOST_TEST(fleet.has_key(2, "away"));
   proxy.heal();

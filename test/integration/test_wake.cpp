@@ -83,12 +83,12 @@ asio::awaitable<redlock::lock> three_nodes::hold_and_queue(redlock::client& hold
 
 asio::awaitable<void> three_nodes::hand_over(redlock::client& holder, redlock::client& waiter,
                                              redlock::lock first) {
-  co_await holder.async_unlock(first, asio::use_awaitable);
+  co_await holder.async_unlock(std::move(first), asio::use_awaitable);
   const bool done = co_await eventually([&] { return second.has_value(); }, 10s);
   BOOST_TEST_REQUIRE(done);
   BOOST_TEST(!*second, second->message());
   BOOST_TEST(second_lock.valid());
-  co_await waiter.async_unlock(second_lock, asio::use_awaitable);
+  co_await waiter.async_unlock(std::move(second_lock), asio::use_awaitable);
   co_await waiter.async_shutdown(asio::use_awaitable);
   co_await holder.async_shutdown(asio::use_awaitable);
 }
@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the
     co_await answered_everywhere(waiter);
     std::array<std::int64_t, 3> before{};
     for (std::size_t i = 0; i < fleet.size(); ++i) before[i] = sets(i);
-    co_await holder.async_unlock(first, asio::use_awaitable);
+    co_await holder.async_unlock(std::move(first), asio::use_awaitable);
     auto taken = [&] {
       return std::count_if(got.begin(), got.end(), [](const auto& g) { return g.has_value(); });
     };
@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the
       BOOST_TEST(sets(i) - before[i] == 1, "node " << i << ": " << sets(i) - before[i] << " SETs");
     BOOST_TEST(taken() == 1);
     for (auto& lk : locks)
-      if (lk.owns()) co_await waiter.async_unlock(lk, asio::use_awaitable);
+      if (lk.owns()) co_await waiter.async_unlock(std::move(lk), asio::use_awaitable);
     // Shutting down ends the waits still parked in the line (their retry delay is 30 s).
     co_await waiter.async_shutdown(asio::use_awaitable);
     BOOST_TEST_REQUIRE(co_await eventually([&] { return taken() == n; }, 5s));

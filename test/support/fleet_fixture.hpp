@@ -45,7 +45,7 @@ struct fleet_fixture {
         fleet[i].command({"SET", name, "someone-else", "PX", "60000"});
       auto lk = co_await c.async_try_lock(name, {.ttl = std::chrono::seconds{20}},
                                           boost::asio::use_awaitable);
-      co_await c.async_unlock(lk, boost::asio::use_awaitable);
+      co_await c.async_unlock(std::move(lk), boost::asio::use_awaitable);
     }
   }
 

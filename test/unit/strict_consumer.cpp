@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <exception>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -35,7 +36,7 @@ asio::awaitable<void> use_every_operation(redlock::client& locks) {
   redlock::keeper keep{locks, std::move(lk), {.fraction = 0.5}};
   co_await keep.async_wait_lost(asio::use_awaitable);
   auto stopped = co_await keep.async_stop(asio::as_tuple(asio::use_awaitable));
-  co_await locks.async_unlock(std::get<1>(stopped), asio::use_awaitable);
+  co_await locks.async_unlock(std::move(std::get<1>(stopped)), asio::use_awaitable);
 
   const redlock::hold_options hold{.ttl = 2s, .renew = {.max_hold = 10s}};
   std::string result = co_await redlock::with_lock(
@@ -45,11 +46,28 @@ asio::awaitable<void> use_every_operation(redlock::client& locks) {
 
   std::vector<std::string> names{"a", "b"};
   redlock::multi_lock both = co_await locks.async_lock_all(names, fenced, asio::use_awaitable);
-  co_await locks.async_unlock(both, asio::use_awaitable);
+  co_await locks.async_unlock(std::move(both), asio::use_awaitable);
 
   redlock::claim_result claim = co_await locks.async_claim("c", 2s, asio::use_awaitable);
   if (claim.won()) co_await locks.async_settle(claim.lock, 1h, asio::use_awaitable);
   std::cout << result << "\n";
+}
+
+// The same calls without a token (default_token_t): failures throw error_with_diagnostics.
+asio::awaitable<void> use_default_tokens(redlock::client& locks) {
+  try {
+    redlock::lock lk = co_await locks.async_lock("r", {.ttl = 2s});
+    co_await locks.async_extend(lk, 2s);
+    redlock::keeper keep{locks, std::move(lk)};
+    co_await keep.async_wait_lost();
+    redlock::lock back = co_await keep.async_stop();
+    co_await locks.async_unlock(std::move(back));
+    redlock::claim_result claim = co_await locks.async_claim("c", 2s);
+    if (claim.won()) co_await locks.async_settle(claim.lock, 1h);
+    co_await locks.async_shutdown();
+  } catch (const redlock::error_with_diagnostics& e) {
+    std::cout << e.what() << e.get_diagnostics().nodes.size() << "\n";
+  }
 }
 
 }  // namespace
@@ -69,6 +87,9 @@ int main() {
           .observer = metrics}};
 
   asio::co_spawn(io, use_every_operation(locks), asio::detached);
+  asio::co_spawn(io, use_default_tokens(locks), asio::detached);
+  locks.async_try_lock("w", {},
+                       redlock::with_diagnostics([](std::exception_ptr, redlock::lock) {}));
   std::future<redlock::lock> later = locks.async_lock("f", {.wait = 1s}, asio::use_future);
   locks.async_try_lock("cb", {.ttl = 1s}, [](boost::system::error_code ec, redlock::lock lk) {
     std::cout << ec.message() << lk.fence() << "\n";
@@ -89,8 +110,10 @@ int main() {
   const redlock::extend_event extended{.resource = "r"};
   const redlock::loss_event lost{.resource = "r"};
   const redlock::diagnostics diag{.message = "m"};
+  const redlock::node_diagnostic answer{.node = 1, .answer = redlock::node_answer::held};
   std::cout << event.node << to_string(outcome.status) << uri.port << reply.node << attempt.attempt
-            << acquired.attempts << extended.resource << lost.resource << diag.message << "\n";
+            << acquired.attempts << extended.resource << lost.resource << diag.message
+            << answer.node << "\n";
 
   io.run();
   return 0;

@@ -91,7 +91,7 @@ class runner {
     code = spawn();
     if (code != exit_ok) {
       // COMMAND could not be run: release the lock and say so as a shell would.
-      co_await locks_.async_unlock(lock_, asio::as_tuple(asio::use_awaitable));
+      co_await locks_.async_unlock(std::move(lock_), asio::as_tuple(asio::use_awaitable));
       co_await finish();
       co_return code;
     }
@@ -114,7 +114,7 @@ class runner {
     if (held.owns()) {
       diagnostics diag;
       auto [unlock_ec] =
-          co_await locks_.async_unlock(held, diag, asio::as_tuple(asio::use_awaitable));
+          co_await locks_.async_unlock(std::move(held), diag, asio::as_tuple(asio::use_awaitable));
       if (unlock_ec && o_.common.verbose) say(diag.message);
     }
     co_await finish();
