@@ -86,6 +86,7 @@ class client {
   using ec_sig = void(boost::system::error_code);
   using lock_sig = void(boost::system::error_code, lock);
   using multi_lock_sig = void(boost::system::error_code, multi_lock);
+  using inspect_sig = void(boost::system::error_code, std::vector<node_report>);
 
  public:
   using executor_type = boost::asio::any_io_executor;
@@ -287,10 +288,9 @@ class client {
   /// connect_timeout + node_timeout). Completes with (error_code, one node_report per
   /// node); a node that did not answer says why in its report, not in the error_code.
   /// Errors: invalid_argument (resource too long), cancelled, shut_down.
-  template <typename CompletionToken>
-  auto async_inspect(std::string_view resource, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken,
-                                       void(boost::system::error_code, std::vector<node_report>)>(
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(inspect_sig) CompletionToken = default_token_t>
+  auto async_inspect(std::string_view resource, CompletionToken&& token = default_token_t{}) {
+    return boost::asio::async_initiate<CompletionToken, inspect_sig>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::string r) {
           detail::start_inspect(std::move(s), std::move(r), std::move(handler));
         },

@@ -532,7 +532,7 @@ BOOST_AUTO_TEST_CASE(a_fresh_clients_first_attempt_waits_for_its_handshakes) {
         co_await c.async_try_lock("fresh", {.ttl = 5s}, diag, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(!ec, diag.message);
     got = ec;
-    if (!ec) co_await c.async_unlock(lk, asio::use_awaitable);
+    if (!ec) co_await c.async_unlock(std::move(lk), asio::use_awaitable);
     co_await c.async_shutdown(asio::use_awaitable);
   }());
   BOOST_TEST(!got);
