@@ -14,6 +14,7 @@
 
 #include "process_wait.hpp"
 #include "redis_fleet.hpp"
+#include "wait_until.hpp"
 
 namespace {
 
@@ -106,18 +107,17 @@ struct cli_fixture {
   // Waits (bounded) until every node reports an uptime of at least `seconds`, so that
   // the restart guard of a fresh fleet no longer holds any of them back.
   void wait_until_nodes_are_older_than(int seconds) {
-    for (int i = 0; i < 500; ++i) {
-      bool old_enough = true;
+    auto old_enough = [&] {
       for (std::size_t n = 0; n < fleet.size(); ++n) {
         const auto info = fleet[n].command({"INFO", "server"}).text;
         const auto at = info.find("uptime_in_seconds:");
-        if (at == std::string::npos || std::stoi(info.substr(at + 18)) < seconds)
-          old_enough = false;
+        if (at == std::string::npos || std::stoi(info.substr(at + 18)) < seconds) return false;
       }
-      if (old_enough) return;
-      std::this_thread::sleep_for(10ms);
-    }
-    BOOST_FAIL("the nodes did not get older than " << seconds << " s");
+      return true;
+    };
+    BOOST_TEST_REQUIRE(
+        redlock::test::wait_until(old_enough, std::chrono::seconds{seconds + 5}, 10ms),
+        "the nodes did not get older than " << seconds << " s");
   }
 };
 
@@ -369,8 +369,7 @@ BOOST_AUTO_TEST_CASE(max_hold_stops_renewal_and_the_command_is_treated_as_having
       if (fleet.has_key(i, "capped")) return false;
     return true;
   };
-  for (int i = 0; i < 200 && !gone_everywhere(); ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST(gone_everywhere());
+  BOOST_TEST(redlock::test::wait_until(gone_everywhere, 1s));
 }
 
 BOOST_AUTO_TEST_CASE(a_minority_node_frozen_while_connected_does_not_hold_the_exit_back) {
@@ -399,12 +398,7 @@ BOOST_AUTO_TEST_CASE(a_minority_node_frozen_while_connected_does_not_hold_the_ex
   // The release sent to node 0 waited in its socket: thawed, it carries it out, long
   // before the 3 s TTL would have removed the key.
   fleet[0].thaw();
-  bool released = false;
-  for (int i = 0; i < 100 && !released; ++i) {
-    released = !fleet.has_key(0, "frozen");
-    if (!released) std::this_thread::sleep_for(5ms);
-  }
-  BOOST_TEST(released);
+  BOOST_TEST(redlock::test::wait_until([&] { return !fleet.has_key(0, "frozen"); }, 500ms));
   BOOST_TEST((std::chrono::steady_clock::now() - t0 < 3s));  // not the TTL at work
 }
 
@@ -475,12 +469,8 @@ BOOST_AUTO_TEST_CASE(fair_waiters_run_in_the_order_they_started) {
                                  "echo " + name + " >> " + order},
                                 dir, "fair-" + name, {"REDLOCK_NODES=" + nodes}));
     const auto n = static_cast<long long>(waiters.size());
-    bool ok = false;
-    for (int i = 0; i < 1000 && !ok; ++i) {
-      ok = placed(n);
-      if (!ok) std::this_thread::sleep_for(10ms);  // polls the nodes for the event
-    }
-    BOOST_TEST_REQUIRE(ok, "waiter " << name << " has no place on every node");
+    BOOST_TEST_REQUIRE(redlock::test::wait_until([&] { return placed(n); }, 10s, 10ms),
+                       "waiter " << name << " has no place on every node");
     const auto last = fleet[0].command({"ZRANGE", "redlock:line:queue", "-1", "-1", "WITHSCORES"});
     const long long ticket = std::stoll(last.elements.at(1).text);
     while (std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -508,8 +498,7 @@ BOOST_AUTO_TEST_CASE(an_interrupted_wait_exits_130_and_leaves_nothing_running) {
     const auto list = fleet[0].command({"CLIENT", "LIST"}).text;
     return std::count(list.begin(), list.end(), '\n');
   };
-  for (int i = 0; i < 1000 && clients() < 3; ++i) std::this_thread::sleep_for(5ms);
-  BOOST_TEST_REQUIRE(clients() >= 3);
+  BOOST_TEST_REQUIRE(redlock::test::wait_until([&] { return clients() >= 3; }, 5s));
   ::kill(waiter, SIGINT);
   BOOST_TEST(wait_exit(waiter, 5s) == 130);
   BOOST_TEST(wait_exit(holder) == 0);
