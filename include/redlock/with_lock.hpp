@@ -3,7 +3,9 @@
 /// released on every exit path.
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -82,6 +84,18 @@ keeper keep_for_work(client& c, lock&& lk, const renew_options& opts, diagnostic
 template <typename Work>
 using work_result_t = typename std::invoke_result_t<Work&, keeper&>::value_type;
 
+// async_with_lock's completion signature: co_spawn's for the work's result type.
+template <typename T>
+struct hold_signature {
+  using type = void(std::exception_ptr, T);
+};
+template <>
+struct hold_signature<void> {
+  using type = void(std::exception_ptr);
+};
+template <typename Work>
+using hold_signature_t = typename hold_signature<work_result_t<Work>>::type;
+
 template <typename Work>
 auto run_with_lock(client& c, std::string resource, hold_options opts, diagnostics* given,
                    Work work) -> boost::asio::awaitable<work_result_t<Work>> {
@@ -152,7 +166,8 @@ auto run_with_lock(client& c, std::string resource, hold_options opts, diagnosti
 ///   the same way and with_lock throws error_with_diagnostics(error::shut_down).
 /// - The lock cannot be acquired: the acquisition's error (wait_timeout, no_quorum, ...)
 ///   is thrown as error_with_diagnostics, whose what() names each node's answer, and the
-///   work never runs.
+///   work never runs. Renewal options the keeper refuses: invalid_argument, after which
+///   the lock just taken is released at once.
 /// error_with_diagnostics is a boost::system::system_error: code() is the error.
 template <typename Work>
 auto with_lock(client& c, std::string resource, hold_options opts, Work work)
@@ -169,6 +184,35 @@ template <typename Work>
 auto with_lock(client& c, std::string resource, hold_options opts, diagnostics& diag, Work work)
     -> boost::asio::awaitable<detail::work_result_t<Work>> {
   return detail::run_with_lock(c, std::move(resource), opts, &diag, std::move(work));
+}
+
+/// with_lock for any completion token (callbacks, asio::use_future, asio::deferred, ...),
+/// for code that is not itself a coroutine: runs with_lock as `asio::co_spawn` on the
+/// client's executor and completes as co_spawn does, with (std::exception_ptr, T), or
+/// (std::exception_ptr) for a void work. The pointer is null when the work returned, and
+/// holds what with_lock would have thrown otherwise (error_with_diagnostics for its own
+/// errors, the work's exception as it is). The work itself is still a coroutine
+/// (`work(keeper&)` returning `asio::awaitable<T>`). Cancelling the operation (terminal)
+/// cancels with_lock as above. `c` must outlive the operation.
+template <typename Work,
+          BOOST_ASIO_COMPLETION_TOKEN_FOR(detail::hold_signature_t<Work>) CompletionToken>
+auto async_with_lock(client& c, std::string resource, hold_options opts, Work work,
+                     CompletionToken&& token) {
+  return boost::asio::co_spawn(
+      c.get_executor(),
+      detail::run_with_lock(c, std::move(resource), opts, nullptr, std::move(work)),
+      std::forward<CompletionToken>(token));
+}
+
+/// async_with_lock that also fills `diag` as the with_lock form taking one does; `diag`
+/// must outlive the operation.
+template <typename Work,
+          BOOST_ASIO_COMPLETION_TOKEN_FOR(detail::hold_signature_t<Work>) CompletionToken>
+auto async_with_lock(client& c, std::string resource, hold_options opts, diagnostics& diag,
+                     Work work, CompletionToken&& token) {
+  return boost::asio::co_spawn(
+      c.get_executor(), detail::run_with_lock(c, std::move(resource), opts, &diag, std::move(work)),
+      std::forward<CompletionToken>(token));
 }
 
 }  // namespace redlock

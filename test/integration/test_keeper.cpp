@@ -3,6 +3,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
+#include <optional>
 #include <thread>
 
 #include "async_helpers.hpp"
@@ -443,6 +444,48 @@ BOOST_AUTO_TEST_CASE(with_lock_refuses_bad_renewal_options_with_diagnostics_and_
   // The TTL is 30 s: only the release can make the keys go away this fast.
   for (int i = 0; i < 200 && copies("bad-renewal") > 0; ++i) io.run_for(5ms);
   BOOST_TEST(copies("bad-renewal") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(async_with_lock_completes_a_plain_callback_with_result_or_loss) {
+  auto c = make_client();
+  std::optional<std::uint64_t> got;
+  std::exception_ptr failure = std::make_exception_ptr(std::runtime_error("not completed"));
+  auto read_fence = [](redlock::keeper& k) -> asio::awaitable<std::uint64_t> {
+    co_await sleep_for(10ms);
+    co_return k.fence();
+  };
+  const redlock::hold_options fenced{.ttl = 300ms, .fenced = true};
+  redlock::async_with_lock(c, "callback-job", fenced, read_fence,
+                           [&](std::exception_ptr e, std::uint64_t fence) {
+                             failure = e;
+                             got = fence;
+                           });
+  for (int i = 0; i < 1000 && !got; ++i) io.run_one_for(10ms);
+  BOOST_TEST_REQUIRE(got.has_value());
+  BOOST_TEST(!failure);
+  BOOST_TEST(*got > 0u);
+  BOOST_TEST(copies("callback-job") == 0);
+
+  // A loss reaches the callback as the error with_lock would have thrown.
+  bool done = false;
+  redlock::diagnostics diag;
+  auto lose_it = [&](redlock::keeper&) -> asio::awaitable<void> {
+    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "callback-lost"});
+    for (;;) co_await sleep_for(10ms);  // until cancelled by the loss
+  };
+  redlock::async_with_lock(c, "callback-lost", fenced, diag, lose_it, [&](std::exception_ptr e) {
+    failure = e;
+    done = true;
+  });
+  for (int i = 0; i < 1000 && !done; ++i) io.run_one_for(10ms);
+  BOOST_TEST_REQUIRE(done);
+  BOOST_TEST_REQUIRE(static_cast<bool>(failure));
+  try {
+    std::rethrow_exception(failure);
+  } catch (const redlock::error_with_diagnostics& e) {
+    BOOST_TEST(e.code() == redlock::error::lock_lost, e.what());
+    BOOST_TEST(diag.message.find("\"callback-lost\"") != std::string::npos, diag.message);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -48,6 +48,9 @@ asio::awaitable<void> use_every_operation(redlock::client& locks) {
   std::uint64_t token = co_await redlock::with_lock(
       locks, "r", fenced_hold, hold_diag,
       [](redlock::keeper& k) -> asio::awaitable<std::uint64_t> { co_return k.fence(); });
+  redlock::async_with_lock(
+      locks, "r", fenced_hold, [](redlock::keeper&) -> asio::awaitable<int> { co_return 1; },
+      [](std::exception_ptr, int) {});
 
   std::vector<std::string> names{"a", "b"};
   redlock::multi_lock both = co_await locks.async_lock_all(names, fenced, asio::use_awaitable);
