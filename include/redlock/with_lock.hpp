@@ -16,6 +16,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "redlock/client.hpp"
 #include "redlock/diagnostics.hpp"
@@ -77,6 +78,12 @@ void describe_hold_failure(const keeper& k, std::string_view resource, boost::sy
 /// saying why (the lock is then released in the background).
 keeper keep_for_work(client& c, lock&& lk, const renew_options& opts, diagnostics& diag);
 
+/// Adds to a lost lock's `diag` what each node holds now (from async_inspect of the
+/// resource): whether it still holds `token`, holds another's, lost the key, or did not
+/// answer, in the message and as one node_diagnostic per node.
+void describe_nodes_after_loss(const std::vector<node_report>& nodes, std::string_view token,
+                               diagnostics& diag);
+
 [[noreturn]] inline void throw_with(boost::system::error_code ec, const diagnostics& diag) {
   throw error_with_diagnostics(ec, diag);
 }
@@ -126,6 +133,12 @@ auto run_with_lock(client& c, std::string resource, hold_options opts, diagnosti
                                               ? ec
                                               : boost::system::error_code{error::cancelled};
     describe_hold_failure(k, resource, why, diag);
+    if (given && why == error::lock_lost) {
+      // The caller asked for diagnostics: say what each node holds now.
+      auto [inspect_ec, nodes] =
+          co_await c.async_inspect(resource, asio::as_tuple(asio::use_awaitable));
+      if (!inspect_ec) describe_nodes_after_loss(nodes, k.token(), diag);
+    }
     throw_with(why, diag);
   }
 
@@ -177,9 +190,12 @@ auto with_lock(client& c, std::string resource, hold_options opts, Work work)
 
 /// with_lock that also fills `diag` (which must outlive the returned awaitable) when it
 /// throws one of its own errors: the acquisition's diagnostics (message and each node's
-/// answer), or for a lock lost, cancelled or shut down while the work ran, a message
-/// naming the resource and why (nodes empty: renewal keeps no per-node answers). Cleared
-/// when with_lock starts; an exception of the work's own leaves it empty.
+/// answer); for a lock lost while the work ran, why, and what each node holds once the
+/// work has ended (read with async_inspect, which delays the throw by at most
+/// connect_timeout + node_timeout): `yes` still our token, `held` another's, `refused`
+/// the key is gone, `failed` no answer; for with_lock cancelled or the client shut down,
+/// a message naming the resource (nodes empty). Cleared when with_lock starts; an
+/// exception of the work's own leaves it empty.
 template <typename Work>
 auto with_lock(client& c, std::string resource, hold_options opts, diagnostics& diag, Work work)
     -> boost::asio::awaitable<detail::work_result_t<Work>> {

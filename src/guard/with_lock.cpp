@@ -52,4 +52,34 @@ void describe_hold_failure(const keeper& k, std::string_view resource, boost::sy
         resource);
 }
 
+void describe_nodes_after_loss(const std::vector<node_report>& nodes, std::string_view token,
+                               diagnostics& diag) {
+  diag.nodes.clear();
+  if (nodes.empty()) return;
+  diag.message += "; each node now:";
+  for (const auto& n : nodes) {
+    node_diagnostic d{.node = n.node, .address = n.address};
+    if (n.error) {
+      d.answer = node_answer::failed;
+      d.error = n.error;
+      d.detail = n.problem.empty() ? "no answer" : n.problem;
+    } else if (n.key == node_report::key_state::held) {
+      d.answer = n.holder == token ? node_answer::yes : node_answer::held;
+      d.detail = n.holder == token ? "still holds our token" : "held by another owner";
+    } else if (n.key == node_report::key_state::free) {
+      d.answer = node_answer::refused;
+      d.detail = "the key is gone";
+    } else if (n.key == node_report::key_state::wrong_type) {
+      d.answer = node_answer::failed;
+      d.error = error::wrong_type;
+      d.detail = "a key of another type is in the way";
+    } else {
+      d.detail = "no answer about the key";  // node_answer::no_answer
+    }
+    diag.message += fmt::format(" node {} ({}): {};", d.node, d.address, d.detail);
+    diag.nodes.push_back(std::move(d));
+  }
+  diag.message.pop_back();  // the last ';'
+}
+
 }  // namespace redlock::detail

@@ -364,6 +364,30 @@ asio::awaitable<error_code> hold_with_diagnostics(redlock::client& c, std::strin
   }
   co_return error_code{};
 }
+
+// Runs with_lock's diagnostics form on `resource` (TTL 300 ms) with work that runs until
+// the lock is lost, and calls `disturb(i)` for nodes 0 to 2 once the work runs.
+template <typename Disturb>
+error_code lose_while_working(asio::io_context& io, redlock::client& c, std::string resource,
+                              redlock::diagnostics& diag, Disturb disturb) {
+  bool work_ran = false;
+  const auto ec = run_bounded(
+      io,
+      [&]() -> asio::awaitable<error_code> {
+        auto disturb_majority = [&]() -> asio::awaitable<void> {
+          while (!work_ran) co_await sleep_for(5ms);
+          for (std::size_t i = 0; i < 3; ++i) disturb(i);
+        };
+        using namespace asio::experimental::awaitable_operators;
+        const redlock::hold_options hold{.ttl = 300ms};
+        auto r = co_await (hold_with_diagnostics(c, resource, hold, diag, work_ran) &&
+                           disturb_majority());
+        co_return r;
+      }(),
+      10s);
+  BOOST_TEST(work_ran);
+  return ec;
+}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_holding_the_resource_for_another) {
@@ -410,25 +434,31 @@ BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_when_a_majority_is_fro
 BOOST_AUTO_TEST_CASE(with_lock_diagnostics_say_why_the_lock_was_lost_while_the_work_ran) {
   auto c = make_client();
   redlock::diagnostics diag;
-  bool work_ran = false;
-  const auto ec = run_bounded(
-      io,
-      [&]() -> asio::awaitable<error_code> {
-        auto steal = [&]() -> asio::awaitable<void> {
-          while (!work_ran) co_await sleep_for(5ms);
-          for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "stolen-job"});
-        };
-        using namespace asio::experimental::awaitable_operators;
-        const redlock::hold_options hold{.ttl = 300ms};
-        auto r = co_await (hold_with_diagnostics(c, "stolen-job", hold, diag, work_ran) && steal());
-        co_return r;
-      }(),
-      10s);
-  BOOST_TEST(work_ran);
+  const auto ec = lose_while_working(io, c, "stolen-job", diag, [&](std::size_t i) {
+    fleet[i].command({"DEL", "stolen-job"});
+  });
   BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
-  BOOST_TEST_MESSAGE(diag.message);
   BOOST_TEST(diag.message.find("\"stolen-job\"") != std::string::npos);
   BOOST_TEST(diag.message.find("refused a renewal") != std::string::npos);
+  // What each node holds once the work ended: the three where the key was deleted say so.
+  expect_each_node_named(diag, fleet);
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST((diag.nodes[i].answer == redlock::node_answer::refused), diag.nodes[i].detail);
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_when_a_majority_freezes_under_the_work) {
+  auto c = make_client();
+  redlock::diagnostics diag;
+  const auto ec =
+      lose_while_working(io, c, "frozen-work", diag, [&](std::size_t i) { fleet[i].freeze(); });
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].thaw();
+  BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
+  BOOST_TEST(diag.message.find("deadline came without a confirmed renewal") != std::string::npos);
+  expect_each_node_named(diag, fleet);
+  for (const auto& n : diag.nodes) {
+    const bool answered = n.answer != redlock::node_answer::failed;
+    BOOST_TEST(answered == (n.node >= 3), n.address << ": " << n.detail);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(with_lock_refuses_bad_renewal_options_with_diagnostics_and_releases) {
