@@ -134,10 +134,14 @@ auto run_with_lock(client& c, std::string resource, hold_options opts, diagnosti
                                               : boost::system::error_code{error::cancelled};
     describe_hold_failure(k, resource, why, diag);
     if (given && why == error::lock_lost) {
-      // The caller asked for diagnostics: say what each node holds now.
-      auto [inspect_ec, nodes] =
-          co_await c.async_inspect(resource, asio::as_tuple(asio::use_awaitable));
-      if (!inspect_ec) describe_nodes_after_loss(nodes, k.token(), diag);
+      // The caller asked for diagnostics: say what each node holds now. A cancellation
+      // of with_lock meanwhile only cuts this short: the lock was lost all the same.
+      try {
+        auto [inspect_ec, nodes] =
+            co_await c.async_inspect(resource, asio::as_tuple(asio::use_awaitable));
+        if (!inspect_ec) describe_nodes_after_loss(nodes, k.token(), diag);
+      } catch (const boost::system::system_error&) {
+      }
     }
     throw_with(why, diag);
   }
