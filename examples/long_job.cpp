@@ -34,22 +34,27 @@ int main(int argc, char** argv) {
       [&]() -> asio::awaitable<void> {
         // Each step takes 100 ms; the TTL is 500 ms, so the job outlives many TTLs.
         auto job = [&](redlock::keeper& k) -> asio::awaitable<int> {
-          asio::steady_timer step{co_await asio::this_coro::executor};
+          // GCC 12 mishandles co_await inside braces and braced arguments of a coroutine
+          // call: each co_await here is a statement or initialises a named local.
+          const auto ex = co_await asio::this_coro::executor;
+          asio::steady_timer step{ex};
           for (int i = 1; i <= steps; ++i) {
             step.expires_after(100ms);
             co_await step.async_wait(asio::use_awaitable);  // cancelled here if the lock is lost
-            fmt::print("step {:>3}/{}: lock valid for {} ms more\n", i, steps,
-                       k.validity().count());
+            // The fencing token: what a store would check to refuse a stale holder.
+            fmt::print("step {:>3}/{}: lock valid for {} ms more (fence {})\n", i, steps,
+                       k.validity().count(), k.fence());
             std::fflush(stdout);
           }
           co_return steps;
         };
+        const redlock::hold_options hold{.ttl = 500ms, .fenced = true};
         try {
-          const int done =
-              co_await redlock::with_lock(locks, "report:nightly", {.ttl = 500ms}, job);
+          const int done = co_await redlock::with_lock(locks, "report:nightly", hold, job);
           fmt::print("job finished all {} steps; lock released\n", done);
         } catch (const boost::system::system_error& e) {
-          fmt::print("job stopped: {}\n", e.code().message());
+          // with_lock's errors carry diagnostics: what() names the resource and why.
+          fmt::print("job stopped: {}\n", e.what());
           exit_code = e.code() == redlock::error::lock_lost ? 76 : 1;
         }
         co_await locks.async_shutdown(asio::use_awaitable);

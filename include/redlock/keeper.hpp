@@ -5,6 +5,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -63,6 +64,9 @@ class keeper {
 
   const std::string& resource() const noexcept;
   const std::string& token() const noexcept;
+  /// The lock's fencing token (lock::fence()): zero for a lock taken without fencing or an
+  /// empty keeper. Fixed for the keeper's life; any thread.
+  std::uint64_t fence() const noexcept;
   /// The current validity deadline (moves with each renewal).
   boot_clock::time_point deadline() const noexcept;
   std::chrono::milliseconds validity() const noexcept;

@@ -442,6 +442,9 @@ const std::string& keeper::resource() const noexcept {
 const std::string& keeper::token() const noexcept {
   return entry_ ? entry_->lk.token() : empty_string;
 }
+std::uint64_t keeper::fence() const noexcept {
+  return entry_ ? entry_->lk.fence() : 0;
+}
 boot_clock::time_point keeper::deadline() const noexcept {
   if (!entry_) return {};
   return boot_clock::time_point{

@@ -3,6 +3,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
+#include <optional>
 #include <thread>
 
 #include "async_helpers.hpp"
@@ -304,6 +305,217 @@ BOOST_AUTO_TEST_CASE(stop_hands_the_lock_back_for_unlock) {
     co_await c.async_unlock(std::move(back), asio::use_awaitable);
   }());
   BOOST_TEST(copies("manual") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_with_lock_shows_the_work_a_token_that_grows_across_runs) {
+  auto c = make_client();
+  std::uint64_t first = 0, second = 0, unfenced = 1;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::hold_options fenced{.ttl = 300ms, .fenced = true};
+    auto read_fence = [](redlock::keeper& k) -> asio::awaitable<std::uint64_t> {
+      co_return k.fence();
+    };
+    // Outlives the TTL: the token stays the same while the lock is renewed.
+    auto long_work = [](redlock::keeper& k) -> asio::awaitable<std::uint64_t> {
+      const auto at_start = k.fence();
+      co_await sleep_for(400ms);
+      BOOST_TEST(k.valid());
+      BOOST_TEST(k.fence() == at_start);
+      co_return at_start;
+    };
+    first = co_await redlock::with_lock(c, "fenced-job", fenced, read_fence);
+    second = co_await redlock::with_lock(c, "fenced-job", fenced, long_work);
+    const redlock::hold_options plain{.ttl = 300ms};
+    unfenced = co_await redlock::with_lock(c, "fenced-job", plain, read_fence);
+  }());
+  BOOST_TEST(first > 0u);
+  BOOST_TEST(second > first);
+  BOOST_TEST(unfenced == 0u);
+}
+
+namespace {
+// Checks that `diag` names every node of `fleet`, in its message and in its entries.
+void expect_each_node_named(const redlock::diagnostics& diag,
+                            const redlock::test::redis_fleet& fleet) {
+  BOOST_TEST_MESSAGE(diag.message);
+  BOOST_TEST_REQUIRE(diag.nodes.size() == fleet.size());
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    const auto address = "127.0.0.1:" + std::to_string(fleet[i].port());
+    BOOST_TEST(diag.message.find(address) != std::string::npos, address);
+    BOOST_TEST(diag.nodes[i].address == address);
+  }
+}
+
+// Runs with_lock's diagnostics form on `resource` with `opts`; returns the error it threw
+// (empty if none) and checks that the exception carried the same diagnostics.
+asio::awaitable<error_code> hold_with_diagnostics(redlock::client& c, std::string resource,
+                                                  redlock::hold_options opts,
+                                                  redlock::diagnostics& diag, bool& work_ran) {
+  auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
+    work_ran = true;
+    for (;;) co_await sleep_for(10ms);  // until the lock is lost
+  };
+  try {
+    co_await redlock::with_lock(c, std::move(resource), opts, diag, work);
+  } catch (const redlock::error_with_diagnostics& e) {
+    BOOST_TEST(e.get_diagnostics().message == diag.message);
+    BOOST_TEST(std::string{e.what()}.find(diag.message) != std::string::npos);
+    co_return e.code();
+  }
+  co_return error_code{};
+}
+
+// Runs with_lock's diagnostics form on `resource` (TTL 300 ms) with work that runs until
+// the lock is lost, and calls `disturb(i)` for nodes 0 to 2 once the work runs.
+template <typename Disturb>
+error_code lose_while_working(asio::io_context& io, redlock::client& c, std::string resource,
+                              redlock::diagnostics& diag, Disturb disturb) {
+  bool work_ran = false;
+  const auto ec = run_bounded(
+      io,
+      [&]() -> asio::awaitable<error_code> {
+        auto disturb_majority = [&]() -> asio::awaitable<void> {
+          while (!work_ran) co_await sleep_for(5ms);
+          for (std::size_t i = 0; i < 3; ++i) disturb(i);
+        };
+        using namespace asio::experimental::awaitable_operators;
+        const redlock::hold_options hold{.ttl = 300ms};
+        auto r = co_await (hold_with_diagnostics(c, resource, hold, diag, work_ran) &&
+                           disturb_majority());
+        co_return r;
+      }(),
+      10s);
+  BOOST_TEST(work_ran);
+  return ec;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_holding_the_resource_for_another) {
+  auto c = make_client();
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command({"SET", "taken-job", "someone-else", "PX", "60000"});
+  redlock::diagnostics diag;
+  bool work_ran = false;
+  const redlock::hold_options once{.ttl = 1s, .wait = 0ms};
+  const auto ec = run_bounded(io, hold_with_diagnostics(c, "taken-job", once, diag, work_ran), 10s);
+  BOOST_TEST(ec == redlock::error::wait_timeout, ec.message());
+  BOOST_TEST(!work_ran);
+  expect_each_node_named(diag, fleet);
+  // A majority said "held" (the attempt was decided then, without waiting for the rest).
+  int held = 0;
+  for (const auto& n : diag.nodes) {
+    if (n.answer == redlock::node_answer::held)
+      ++held;
+    else
+      BOOST_TEST((n.answer == redlock::node_answer::no_answer), n.address);
+  }
+  BOOST_TEST(held >= 3);
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_when_a_majority_is_frozen) {
+  auto c = make_client();
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].freeze();
+  redlock::diagnostics diag;
+  bool work_ran = false;
+  const redlock::hold_options briefly{.ttl = 1s, .wait = 300ms};
+  const auto ec =
+      run_bounded(io, hold_with_diagnostics(c, "frozen-start", briefly, diag, work_ran), 10s);
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].thaw();
+  BOOST_TEST(ec == redlock::error::no_quorum, ec.message());
+  BOOST_TEST(!work_ran);
+  expect_each_node_named(diag, fleet);
+  for (const auto& n : diag.nodes) {
+    const bool answered =
+        n.answer != redlock::node_answer::failed && n.answer != redlock::node_answer::no_answer;
+    BOOST_TEST(answered == (n.node >= 3), n.address << ": " << n.detail);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_diagnostics_say_why_the_lock_was_lost_while_the_work_ran) {
+  auto c = make_client();
+  redlock::diagnostics diag;
+  const auto ec = lose_while_working(io, c, "stolen-job", diag, [&](std::size_t i) {
+    fleet[i].command({"DEL", "stolen-job"});
+  });
+  BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
+  BOOST_TEST(diag.message.find("\"stolen-job\"") != std::string::npos);
+  BOOST_TEST(diag.message.find("refused a renewal") != std::string::npos);
+  // What each node holds once the work ended: the three where the key was deleted say so.
+  expect_each_node_named(diag, fleet);
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST((diag.nodes[i].answer == redlock::node_answer::refused), diag.nodes[i].detail);
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_when_a_majority_freezes_under_the_work) {
+  auto c = make_client();
+  redlock::diagnostics diag;
+  const auto ec =
+      lose_while_working(io, c, "frozen-work", diag, [&](std::size_t i) { fleet[i].freeze(); });
+  for (std::size_t i = 0; i < 3; ++i) fleet[i].thaw();
+  BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
+  BOOST_TEST(diag.message.find("deadline came without a confirmed renewal") != std::string::npos);
+  expect_each_node_named(diag, fleet);
+  for (const auto& n : diag.nodes) {
+    const bool answered = n.answer != redlock::node_answer::failed;
+    BOOST_TEST(answered == (n.node >= 3), n.address << ": " << n.detail);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_refuses_bad_renewal_options_with_diagnostics_and_releases) {
+  auto c = make_client();
+  redlock::diagnostics diag;
+  bool work_ran = false;
+  const redlock::hold_options bad{.ttl = 30s, .renew = {.fraction = 2.0}};
+  const auto ec =
+      run_bounded(io, hold_with_diagnostics(c, "bad-renewal", bad, diag, work_ran), 10s);
+  BOOST_TEST(ec == redlock::error::invalid_argument, ec.message());
+  BOOST_TEST(!work_ran);
+  BOOST_TEST(diag.message.find("fraction") != std::string::npos, diag.message);
+  // The TTL is 30 s: only the release can make the keys go away this fast.
+  for (int i = 0; i < 200 && copies("bad-renewal") > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(copies("bad-renewal") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(async_with_lock_completes_a_plain_callback_with_result_or_loss) {
+  auto c = make_client();
+  std::optional<std::uint64_t> got;
+  std::exception_ptr failure = std::make_exception_ptr(std::runtime_error("not completed"));
+  auto read_fence = [](redlock::keeper& k) -> asio::awaitable<std::uint64_t> {
+    co_await sleep_for(10ms);
+    co_return k.fence();
+  };
+  const redlock::hold_options fenced{.ttl = 300ms, .fenced = true};
+  redlock::async_with_lock(c, "callback-job", fenced, read_fence,
+                           [&](std::exception_ptr e, std::uint64_t fence) {
+                             failure = e;
+                             got = fence;
+                           });
+  for (int i = 0; i < 1000 && !got; ++i) io.run_one_for(10ms);
+  BOOST_TEST_REQUIRE(got.has_value());
+  BOOST_TEST(!failure);
+  BOOST_TEST(*got > 0u);
+  BOOST_TEST(copies("callback-job") == 0);
+
+  // A loss reaches the callback as the error with_lock would have thrown.
+  bool done = false;
+  redlock::diagnostics diag;
+  auto lose_it = [&](redlock::keeper&) -> asio::awaitable<void> {
+    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "callback-lost"});
+    for (;;) co_await sleep_for(10ms);  // until cancelled by the loss
+  };
+  redlock::async_with_lock(c, "callback-lost", fenced, diag, lose_it, [&](std::exception_ptr e) {
+    failure = e;
+    done = true;
+  });
+  for (int i = 0; i < 1000 && !done; ++i) io.run_one_for(10ms);
+  BOOST_TEST_REQUIRE(done);
+  BOOST_TEST_REQUIRE(static_cast<bool>(failure));
+  try {
+    std::rethrow_exception(failure);
+  } catch (const redlock::error_with_diagnostics& e) {
+    BOOST_TEST(e.code() == redlock::error::lock_lost, e.what());
+    BOOST_TEST(diag.message.find("\"callback-lost\"") != std::string::npos, diag.message);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

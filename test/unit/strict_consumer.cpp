@@ -43,6 +43,14 @@ asio::awaitable<void> use_every_operation(redlock::client& locks) {
       locks, "r", hold, [](redlock::keeper&) -> asio::awaitable<std::string> { co_return "x"; });
   co_await redlock::with_lock(locks, "r", redlock::hold_options{},
                               [](redlock::keeper&) -> asio::awaitable<void> { co_return; });
+  const redlock::hold_options fenced_hold{.ttl = 2s, .fenced = true};
+  redlock::diagnostics hold_diag;
+  std::uint64_t token = co_await redlock::with_lock(
+      locks, "r", fenced_hold, hold_diag,
+      [](redlock::keeper& k) -> asio::awaitable<std::uint64_t> { co_return k.fence(); });
+  redlock::async_with_lock(
+      locks, "r", fenced_hold, [](redlock::keeper&) -> asio::awaitable<int> { co_return 1; },
+      [](std::exception_ptr, int) {});
 
   std::vector<std::string> names{"a", "b"};
   redlock::multi_lock both = co_await locks.async_lock_all(names, fenced, asio::use_awaitable);
@@ -50,7 +58,7 @@ asio::awaitable<void> use_every_operation(redlock::client& locks) {
 
   redlock::claim_result claim = co_await locks.async_claim("c", 2s, asio::use_awaitable);
   if (claim.won()) co_await locks.async_settle(claim.lock, 1h, asio::use_awaitable);
-  std::cout << result << "\n";
+  std::cout << result << " " << token << "\n";
 }
 
 // The same calls without a token (default_token_t): failures throw error_with_diagnostics.
