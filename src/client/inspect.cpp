@@ -141,12 +141,7 @@ class inspect_op final
 }  // namespace
 
 void start_inspect(std::shared_ptr<client_state> s, std::string resource, inspect_handler h) {
-  if (!s) {
-    // A moved-from client has no strand; the handler still runs on its own executor.
-    return asio::post(
-        asio::system_executor{},
-        asio::append(std::move(h), error_code{error::shut_down}, std::vector<node_report>{}));
-  }
+  if (!s) return complete_without_client(std::move(h), std::vector<node_report>{});
   const auto& strand = s->strand;  // kept alive by the op
   launch_op(new inspect_op(std::move(s), std::move(h)), strand,
             [resource = std::move(resource)](inspect_op& op) { op.start(resource); });

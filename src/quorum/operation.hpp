@@ -17,18 +17,19 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
 
+#include "completion.hpp"
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
@@ -43,9 +44,16 @@ template <typename State, typename... Args>
 class quorum_op<State, void(error_code, Args...)> : public request_sink {
  public:
   using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
+  using completion_type = completion<void(error_code, Args...)>;
 
+  /// Constructed in the initiating call: work on the handler's executor is counted from
+  /// here until the handler is handed over.
   quorum_op(std::shared_ptr<State> s, diagnostics* diag, handler_type h)
-      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
+      : s_(std::move(s)), diag_(diag), handler_(std::move(h), s_->strand.get_inner_executor()) {}
+  /// For a handler taken earlier (a template, so that `{}` means "no handler" above).
+  template <std::same_as<completion_type> C>
+  quorum_op(std::shared_ptr<State> s, diagnostics* diag, C c)
+      : s_(std::move(s)), diag_(diag), handler_(std::move(c)) {}
   virtual ~quorum_op() = default;
 
   /// Runs f (the op's start, or a wake) on the strand: a completion decided inside it is
@@ -173,20 +181,17 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     if (slot_.is_connected()) slot_.clear();
     if (diag_) record_diagnostics(ec);
     if (!handler_) return;  // an op that completes to nobody (renewal, repair, batch)
-    if (initiating_) {
-      // Decided inside the initiating call (every node refused at once): the handler
-      // must not run inside it, or a retry loop would recurse without bound.
-      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
-      return;
-    }
+    // Decided inside the initiating call (every node refused at once): the handler
+    // must not run inside it, or a retry loop would recurse without bound.
+    if (initiating_) return handler_.post(ec, std::move(args)...);
     // On the handler's own executor: inline when this thread already runs it.
-    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
+    handler_.dispatch(ec, std::move(args)...);
   }
 
   /// Connects the handler's cancellation slot; the emitter may run on another executor,
   /// so the op only reacts once on the strand, if still alive.
   void watch_cancellation() {
-    slot_ = asio::get_associated_cancellation_slot(handler_);
+    slot_ = handler_.slot();
     if (!slot_.is_connected()) return;
     slot_.template emplace<cancel_handler>(this);
   }
@@ -294,7 +299,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 
   std::shared_ptr<State> s_;
   diagnostics* diag_;
-  handler_type handler_;
+  completion_type handler_;
   asio::cancellation_slot slot_;
   std::array<request, max_nodes> reqs_{};
   round round_;
