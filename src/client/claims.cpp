@@ -111,7 +111,8 @@ class batch_rounds : public quorum_op<client_state, Signature> {
     if (this->outstanding_ == 0) round_done();
   }
 
-  void on_cancel() final {}  // batches take no cancellation slot
+  // Only a batch with a handler of its own (not coalesced) watches a slot.
+  void on_cancel() override {}
 
   static bool well_formed(const resp::reply& r, std::size_t m) {
     if (r[0].kind != resp::type::array || r[0].size != m || r.size() != m + 1) return false;
@@ -154,6 +155,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   void start() {
     if (s_->closed) return fail_all(error::shut_down);
+    if (!coalesced_) watch_cancellation(cancel_with_effects);
     const std::size_t n = s_->size();
     // Only the first of equal names is sent.
     std::vector<std::uint32_t> unique;
@@ -274,7 +276,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       const claim_verdict v = decide_claim(n, it.votes, in_time);
       r.status = v.status;
       r.error = v.error;
-      if (v.status == claim_status::won) {
+      if (v.status == claim_status::won && !cancelled_) {
         s_->held.emplace(it.token, it.key);
         lock_access::owner(r.lock) = s_;
         lock_access::ttl(r.lock) = ttl_;
@@ -306,6 +308,13 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     deliver({}, std::move(results));
   }
 
+  // Terminal or partial: the caller hears at once; the replies are still read, and what
+  // the batch took is released as a lost claim's would be (finish()).
+  void on_cancel() override {
+    cancelled_ = true;
+    complete_now(error::cancelled, {});
+  }
+
   void fail_all(error_code ec) {
     std::vector<claim_result> results(items_.size());
     for (auto& r : results) r.error = ec;
@@ -329,6 +338,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   std::chrono::milliseconds ttl_;
   std::vector<claim_item> items_;
+  bool cancelled_ = false;  // the caller was told `cancelled`: nothing won is kept
   bool coalesced_;
   node_mask later_ = 0;  // able nodes kept for the second round
   boot_clock::time_point start_{};
@@ -357,6 +367,9 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
         not_ours_(not_ours) {}
 
   void start() {
+    // Terminal only: the settle scripts, once sent, still run, so the claims end settled
+    // or not, which the caller cannot tell.
+    if (!coalesced_) watch_cancellation(asio::cancellation_type::terminal);
     begin_round();
     const std::size_t n = s_->size();
     std::vector<std::vector<std::uint32_t>> per_node(n);
@@ -416,6 +429,8 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
       s_->nodes[i]->submit_detached(std::move(p));
     }
   }
+
+  void on_cancel() override { complete_now(error::cancelled, 0); }
 
   void round_done() override {
     spread_markers();

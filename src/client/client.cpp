@@ -281,7 +281,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
             ? (wait_ ? boot_clock::time_point::max() : now)
             : now + opts_.wait;
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     attempt();
   }
 
@@ -748,7 +748,7 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     lock_access::owner(lk).reset();
     lk = lock{};
     resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
     // The release is queued first on every connection: a local waiter woken now sends
     // its SET after it.

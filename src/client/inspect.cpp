@@ -44,7 +44,7 @@ class inspect_op final
     resp::append_command(config_payload_, "CONFIG", "GET", "appendonly", "appendfsync", "save");
     // A fresh client may still be connecting: its requests wait for the handshake.
     deadline_ = boot_clock::now() + s_->cfg.connect_timeout + s_->cfg.node_timeout;
-    watch_cancellation();
+    watch_cancellation(cancel_any);  // a read: nothing to undo
     send_to_all(payload_, &inspect_script, deadline_);
     on_tally();
   }
@@ -127,7 +127,8 @@ class inspect_op final
     complete({}, std::move(out_));
   }
 
-  void on_cancel() override { complete(error::cancelled, std::move(out_)); }
+  // A copy: late replies still fill out_ (the op lives until they are in).
+  void on_cancel() override { complete(error::cancelled, std::vector<node_report>{out_}); }
 
   std::vector<node_report> out_;
   std::string payload_;

@@ -107,7 +107,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
             ? (wait_ ? boot_clock::time_point::max() : now)
             : now + opts_.wait;
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     attempt();
   }
 
@@ -425,7 +425,7 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
         .arg(std::int64_t(keys_.size()));
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_);
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &multi_release_script, boot_clock::now() + s_->cfg.node_timeout);
     // Queued first on every connection: local waiters woken now send after it.
     for (const auto& k : keys_) s_->wake_waiter(k, token_);

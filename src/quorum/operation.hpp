@@ -37,6 +37,16 @@
 
 namespace redlock::detail {
 
+/// The cancellation types an operation honours (docs/api.md, "Cancel"). Asio's meanings:
+/// terminal, the operation may be left in any state; partial, it may have had side effects
+/// but stops cleanly; total, it had none.
+/// An operation whose commands may already run on the servers: terminal and partial.
+inline constexpr asio::cancellation_type_t cancel_with_effects =
+    asio::cancellation_type::terminal | asio::cancellation_type::partial;
+/// An operation without side effects (reads, waits): all three.
+inline constexpr asio::cancellation_type_t cancel_any =
+    cancel_with_effects | asio::cancellation_type::total;
+
 template <typename State, typename Signature>
 class quorum_op;
 
@@ -81,6 +91,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 
    private:
     quorum_op* op_;
+    asio::cancellation_type_t honoured_;
   };
 
   /// Sends `payload` to every node that should_send(), as request i of node i (a new
@@ -188,12 +199,22 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     handler_.dispatch(ec, std::move(args)...);
   }
 
-  /// Connects the handler's cancellation slot; the emitter may run on another executor,
-  /// so the op only reacts once on the strand, if still alive.
-  void watch_cancellation() {
+  /// Hands the handler `ec` now (posted) while the op carries on to nobody: for a
+  /// cancellation that must not wait for the replies, when the op still has to undo what
+  /// it took once they are in.
+  void complete_now(error_code ec, Args... args) {
+    // Forgotten too: the slot's signal may end with the handler.
+    if (slot_.is_connected()) std::exchange(slot_, {}).clear();
+    if (handler_) handler_.post(ec, std::move(args)...);
+  }
+
+  /// Connects the handler's cancellation slot for the types in `honoured` (the others are
+  /// ignored, as Asio's filters do); the emitter may run on another executor, so the op
+  /// only reacts once on the strand, if still alive.
+  void watch_cancellation(asio::cancellation_type_t honoured) {
     slot_ = handler_.slot();
     if (!slot_.is_connected()) return;
-    slot_.template emplace<cancel_handler>(this);
+    slot_.template emplace<cancel_handler>(this, honoured);
   }
 
   /// Node i's answer in this round, for an observer, with its latency from `round_start`
@@ -343,8 +364,10 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
   }
 
   struct cancel_handler {
-    explicit cancel_handler(quorum_op* op) : op_(op) {}
-    void operator()(asio::cancellation_type_t) {
+    cancel_handler(quorum_op* op, asio::cancellation_type_t honoured)
+        : op_(op), honoured_(honoured) {}
+    void operator()(asio::cancellation_type_t type) {
+      if ((type & honoured_) == asio::cancellation_type::none) return;
       // Cancellation must be emitted from the op's executor or the handler's (as for
       // any Asio operation); hop onto the strand before touching the op. The slot is
       // cleared on completion, so op_ is alive whenever this runs.
@@ -354,6 +377,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
       });
     }
     quorum_op* op_;
+    asio::cancellation_type_t honoured_;
   };
 
   // Calls in progress and handlers not yet run (retry timer, cancellation) that refer

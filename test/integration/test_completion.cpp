@@ -22,15 +22,9 @@ using boost::system::error_code;
 namespace {
 
 struct completion_fleet : redlock::test::fleet_fixture<3> {
-  // Runs `io` until `done` holds, for at most 10 s; `done` may be made true by another
-  // thread after `io` ran out of work.
   template <typename Done>
   bool run_until(Done done) {
-    for (int i = 0; i < 2000 && !done(); ++i) {
-      io.restart();
-      io.run_for(5ms);
-    }
-    return done();
+    return redlock::test::run_until(io, std::move(done));
   }
 
   // Initiates with a handler bound to a second io_context, whose run() starts (and has
