@@ -79,7 +79,10 @@ concept lock_type = std::same_as<T, lock> || std::same_as<T, multi_lock>;
 /// deferred, use_future), constrained by asio::completion_token_for, and defaults to
 /// default_token_t (with_diagnostics(asio::use_awaitable)): `co_await c.async_lock(r,
 /// opts);` throws error_with_diagnostics on failure. Each honours per-operation cancellation
-/// (terminal, partial and total are all treated as "stop now"). Objects passed by
+/// for the types listed in docs/api.md ("Cancel") and ignores the others: lock, unlock,
+/// extend and async_try_claim honour terminal and partial (their commands may already run
+/// on the servers, so never total), async_inspect all three, async_settle of a span
+/// terminal only; async_claim, async_settle of one lock and async_shutdown none. Objects passed by
 /// reference (lock& to extend, diagnostics&) must outlive the operation; async_unlock
 /// takes its lock by value.
 class client {
@@ -183,7 +186,8 @@ class client {
   /// Completes with (error_code, std::vector<claim_result>), one result per name, in
   /// order; a name repeated in the batch is claim_status::duplicate after its first.
   /// The error_code is for the whole call: invalid_argument (more than max_claim_batch
-  /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent) or shut_down. An
+  /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent), shut_down
+  /// or cancelled (terminal or partial: every name the batch took is released). An
   /// empty batch completes at once with no results. Completes within two node_timeouts.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                  std::vector<claim_result>))

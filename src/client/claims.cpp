@@ -58,7 +58,7 @@ class batch_rounds : public quorum_op<client_state, Signature> {
   using base = quorum_op<client_state, Signature>;
 
  protected:
-  batch_rounds(std::shared_ptr<client_state> s, typename base::handler_type h)
+  batch_rounds(std::shared_ptr<client_state> s, typename base::completion_type h)
       : base(std::move(s), nullptr, std::move(h)) {
     this->reports_ = false;
     payloads_.resize(this->s_->size());
@@ -111,7 +111,8 @@ class batch_rounds : public quorum_op<client_state, Signature> {
     if (this->outstanding_ == 0) round_done();
   }
 
-  void on_cancel() final {}  // batches take no cancellation slot
+  // Only a batch with a handler of its own (not coalesced) watches a slot.
+  void on_cancel() override {}
 
   static bool well_formed(const resp::reply& r, std::size_t m) {
     if (r[0].kind != resp::type::array || r[0].size != m || r.size() != m + 1) return false;
@@ -127,10 +128,8 @@ class batch_rounds : public quorum_op<client_state, Signature> {
 
 // ---- claim batches -----------------------------------------------------------------
 
-// Handlers are moved in by construction only: Asio 1.81's any_completion_handler move
-// assignment copies its argument as an lvalue and recurses without end.
 struct claim_item {
-  explicit claim_item(std::string r, claim_handler h = {})
+  explicit claim_item(std::string r, claim_completion h = claim_completion{})
       : resource(std::move(r)), handler(std::move(h)) {}
   std::string resource;
   std::string key;
@@ -139,13 +138,16 @@ struct claim_item {
   node_mask maybe = 0;  // nodes where our SET may have landed (a yes, or no clear answer)
   claim_tally votes;
   bool duplicate = false;
-  claim_handler handler;  // coalesced calls only
+  claim_completion handler;  // coalesced calls only
 };
+
+using claims_completion = completion<void(error_code, std::vector<claim_result>)>;
+using count_completion = completion<void(error_code, std::size_t)>;
 
 class claim_batch_op final : public batch_rounds<void(error_code, std::vector<claim_result>)> {
  public:
   claim_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl,
-                 std::vector<claim_item> items, claims_handler whole, bool coalesced)
+                 std::vector<claim_item> items, claims_completion whole, bool coalesced)
       : batch_rounds(std::move(s), std::move(whole)),
         ttl_(ttl),
         items_(std::move(items)),
@@ -153,6 +155,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   void start() {
     if (s_->closed) return fail_all(error::shut_down);
+    if (!coalesced_) watch_cancellation(cancel_with_effects);
     const std::size_t n = s_->size();
     // Only the first of equal names is sent.
     std::vector<std::uint32_t> unique;
@@ -273,7 +276,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       const claim_verdict v = decide_claim(n, it.votes, in_time);
       r.status = v.status;
       r.error = v.error;
-      if (v.status == claim_status::won) {
+      if (v.status == claim_status::won && !cancelled_) {
         s_->held.emplace(it.token, it.key);
         lock_access::owner(r.lock) = s_;
         lock_access::ttl(r.lock) = ttl_;
@@ -305,6 +308,13 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     deliver({}, std::move(results));
   }
 
+  // Terminal or partial: the caller hears at once; the replies are still read, and what
+  // the batch took is released as a lost claim's would be (finish()).
+  void on_cancel() override {
+    cancelled_ = true;
+    complete_now(error::cancelled, {});
+  }
+
   void fail_all(error_code ec) {
     std::vector<claim_result> results(items_.size());
     for (auto& r : results) r.error = ec;
@@ -316,11 +326,11 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   void deliver(error_code ec, std::vector<claim_result> results) {
     if (!coalesced_) return complete(ec, std::move(results));
     for (std::size_t j = 0; j < items_.size(); ++j) {
-      auto h = std::move(items_[j].handler);
+      auto& h = items_[j].handler;
       if (initiating_)
-        asio::post(s_->strand, asio::append(std::move(h), ec, std::move(results[j])));
+        h.post(ec, std::move(results[j]));
       else
-        asio::dispatch(asio::append(std::move(h), ec, std::move(results[j])));
+        h.dispatch(ec, std::move(results[j]));
     }
     complete(ec, {});
     if (s_->claims) s_->claims->claim_batch_done();
@@ -328,6 +338,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   std::chrono::milliseconds ttl_;
   std::vector<claim_item> items_;
+  bool cancelled_ = false;  // the caller was told `cancelled`: nothing won is kept
   bool coalesced_;
   node_mask later_ = 0;  // able nodes kept for the second round
   boot_clock::time_point start_{};
@@ -341,13 +352,13 @@ struct settle_item {
   std::string token;
   node_mask nodes = 0;
   std::uint8_t yes = 0, no = 0, failed = 0;
-  void_handler handler;  // coalesced calls only
+  void_completion handler;  // coalesced calls only
 };
 
 class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)> {
  public:
   settle_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds keep,
-                  std::vector<settle_item> items, count_handler whole, bool coalesced,
+                  std::vector<settle_item> items, count_completion whole, bool coalesced,
                   std::size_t not_ours = 0)
       : batch_rounds(std::move(s), std::move(whole)),
         keep_(keep),
@@ -356,6 +367,9 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
         not_ours_(not_ours) {}
 
   void start() {
+    // Terminal only: the settle scripts, once sent, still run, so the claims end settled
+    // or not, which the caller cannot tell.
+    if (!coalesced_) watch_cancellation(asio::cancellation_type::terminal);
     begin_round();
     const std::size_t n = s_->size();
     std::vector<std::vector<std::uint32_t>> per_node(n);
@@ -416,17 +430,18 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     }
   }
 
+  void on_cancel() override { complete_now(error::cancelled, 0); }
+
   void round_done() override {
     spread_markers();
     if (coalesced_) {
       // A handler per call, completed as the op's own would be (posted while initiating).
       for (auto& it : items_) {
-        auto h = std::move(it.handler);
         const auto ec = outcome(it);
         if (initiating_)
-          asio::post(s_->strand, asio::append(std::move(h), ec));
+          it.handler.post(ec);
         else
-          asio::dispatch(asio::append(std::move(h), ec));
+          it.handler.dispatch(ec);
       }
       complete({}, 0);
       if (s_->claims) s_->claims->settle_batch_done();
@@ -481,27 +496,18 @@ bool take(client_state& s, lock& lk, settle_item& out) {
   return true;
 }
 
-template <typename Handler, typename... Args>
-void complete_later(const std::shared_ptr<client_state>& s, Handler h, Args... args) {
-  if (s) {
-    asio::post(s->strand, asio::append(std::move(h), std::move(args)...));
-  } else {
-    asio::post(asio::system_executor{}, asio::append(std::move(h), std::move(args)...));
-  }
-}
-
 }  // namespace
 
 // ---- the coalescer -----------------------------------------------------------------
 
 void claim_coalescer::add_claim(std::string resource, std::chrono::milliseconds ttl,
-                                claim_handler h) {
+                                claim_completion h) {
   claims_.push_back(pending_claim{std::move(resource), ttl, std::move(h)});
   schedule();
 }
 
 void claim_coalescer::add_settle(std::string key, std::string token, std::uint16_t nodes,
-                                 std::chrono::milliseconds keep, void_handler h) {
+                                 std::chrono::milliseconds keep, void_completion h) {
   settles_.push_back(pending_settle{std::move(key), std::move(token), nodes, keep, std::move(h)});
   schedule();
 }
@@ -541,7 +547,7 @@ void claim_coalescer::flush() {
     for (auto& p : take_batch(claims_, [](const pending_claim& p) { return p.ttl; }))
       items.emplace_back(std::move(p.resource), std::move(p.handler));
     ++claims_in_flight_;
-    launch_batch(new claim_batch_op(s, ttl, std::move(items), {}, true));
+    launch_batch(new claim_batch_op(s, ttl, std::move(items), claims_completion{}, true));
   }
   while (!settles_.empty() && settles_in_flight_ < batch_slots) {
     const auto keep = settles_.front().keep;
@@ -550,7 +556,7 @@ void claim_coalescer::flush() {
       items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
                                   std::move(p.handler)});
     ++settles_in_flight_;
-    launch_batch(new settle_batch_op(s, keep, std::move(items), {}, true));
+    launch_batch(new settle_batch_op(s, keep, std::move(items), count_completion{}, true));
   }
 }
 
@@ -573,32 +579,26 @@ void claim_coalescer::shutdown() {
   for (auto& p : claims) {
     claim_result r;
     r.error = error::shut_down;
-    asio::post(s->strand,
-               asio::append(std::move(p.handler), error_code{error::shut_down}, std::move(r)));
+    p.handler.post(error_code{error::shut_down}, std::move(r));
   }
-  for (auto& p : settles)
-    asio::post(s->strand, asio::append(std::move(p.handler), error_code{error::shut_down}));
+  for (auto& p : settles) p.handler.post(error_code{error::shut_down});
 }
 
 // ---- entry points ------------------------------------------------------------------
 
 void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
-                     std::chrono::milliseconds ttl, claims_handler h) {
-  if (!s)
-    return complete_later(s, std::move(h), error_code{error::shut_down},
-                          std::vector<claim_result>{});
+                     std::chrono::milliseconds ttl, claims_handler handler) {
+  auto h = take_handler(std::move(handler), s);
+  if (!s) return h.post(error_code{error::shut_down}, std::vector<claim_result>{});
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), resources = std::move(resources), ttl,
                           h = std::move(h)]() mutable {
-    auto fail = [&](error_code ec) {
-      complete_later(s, std::move(h), ec, std::vector<claim_result>{});
-    };
+    auto fail = [&](error_code ec) { h.post(ec, std::vector<claim_result>{}); };
     if (s->closed) return fail(error::shut_down);
     if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() ||
         std::any_of(resources.begin(), resources.end(), bad_name))
       return fail(error::invalid_argument);
-    if (resources.empty())
-      return complete_later(s, std::move(h), error_code{}, std::vector<claim_result>{});
+    if (resources.empty()) return fail(error_code{});
     std::vector<claim_item> items;
     items.reserve(resources.size());
     for (auto& r : resources) items.emplace_back(std::move(r));
@@ -607,33 +607,34 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
 }
 
 void start_claim(std::shared_ptr<client_state> s, std::string resource,
-                 std::chrono::milliseconds ttl, claim_handler h) {
-  auto fail = [](const std::shared_ptr<client_state>& st, claim_handler hh, error_code ec) {
+                 std::chrono::milliseconds ttl, claim_handler handler) {
+  auto fail = [](claim_completion& hh, error_code ec) {
     claim_result r;
     r.error = ec;
-    complete_later(st, std::move(hh), ec, std::move(r));
+    hh.post(ec, std::move(r));
   };
-  if (!s) return fail(s, std::move(h), error::shut_down);
+  auto h = take_handler(std::move(handler), s);
+  if (!s) return fail(h, error::shut_down);
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), resource = std::move(resource), ttl, h = std::move(h),
                           fail]() mutable {
-    if (s->closed) return fail(s, std::move(h), error::shut_down);
+    if (s->closed) return fail(h, error::shut_down);
     if (bad_name(resource) || !check_ttl(ttl, s->cfg).empty())
-      return fail(s, std::move(h), error::invalid_argument);
+      return fail(h, error::invalid_argument);
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
     s->claims->add_claim(std::move(resource), ttl, std::move(h));
   });
 }
 
 void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
-                  std::chrono::milliseconds keep, count_handler h) {
-  if (!s) return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
+                  std::chrono::milliseconds keep, count_handler handler) {
+  auto h = take_handler(std::move(handler), s);
+  if (!s) return h.post(error_code{error::shut_down}, std::size_t{0});
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), claims, keep, h = std::move(h)]() mutable {
-    if (s->closed)
-      return complete_later(s, std::move(h), error_code{error::shut_down}, std::size_t{0});
+    if (s->closed) return h.post(error_code{error::shut_down}, std::size_t{0});
     if (bad_keep(keep) || claims.size() > max_claim_batch)
-      return complete_later(s, std::move(h), error_code{error::invalid_argument}, std::size_t{0});
+      return h.post(error_code{error::invalid_argument}, std::size_t{0});
     std::vector<settle_item> items;
     items.reserve(claims.size());
     std::size_t not_ours = 0;  // empty locks (lost claims, released or moved from)
@@ -645,21 +646,21 @@ void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
         ++not_ours;
     }
     if (items.empty())
-      return complete_later(s, std::move(h), not_ours ? error_code{error::not_held} : error_code{},
-                            std::size_t{0});
+      return h.post(not_ours ? error_code{error::not_held} : error_code{}, std::size_t{0});
     launch_batch(new settle_batch_op(s, keep, std::move(items), std::move(h), false, not_ours));
   });
 }
 
 void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds keep,
-                      void_handler h) {
-  if (!s) return complete_later(s, std::move(h), error_code{error::shut_down});
+                      void_handler handler) {
+  auto h = take_handler(std::move(handler), s);
+  if (!s) return h.post(error_code{error::shut_down});
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), &lk, keep, h = std::move(h)]() mutable {
-    if (s->closed) return complete_later(s, std::move(h), error_code{error::shut_down});
-    if (bad_keep(keep)) return complete_later(s, std::move(h), error_code{error::invalid_argument});
+    if (s->closed) return h.post(error_code{error::shut_down});
+    if (bad_keep(keep)) return h.post(error_code{error::invalid_argument});
     settle_item it;
-    if (!take(*s, lk, it)) return complete_later(s, std::move(h), error_code{error::not_held});
+    if (!take(*s, lk, it)) return h.post(error_code{error::not_held});
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
     s->claims->add_settle(std::move(it.key), std::move(it.token), it.nodes, keep, std::move(h));
   });

@@ -13,13 +13,15 @@
 
 namespace redlock::detail {
 
+using claim_completion = completion<void(error_code, claim_result)>;
+
 class claim_coalescer {
  public:
   explicit claim_coalescer(client_state& s) : s_(s) {}
 
-  void add_claim(std::string resource, std::chrono::milliseconds ttl, claim_handler h);
+  void add_claim(std::string resource, std::chrono::milliseconds ttl, claim_completion h);
   void add_settle(std::string key, std::string token, std::uint16_t nodes,
-                  std::chrono::milliseconds keep, void_handler h);
+                  std::chrono::milliseconds keep, void_completion h);
   /// A batch this coalescer started has completed: its slot is free.
   void claim_batch_done();
   void settle_batch_done();
@@ -30,14 +32,14 @@ class claim_coalescer {
   struct pending_claim {
     std::string resource;
     std::chrono::milliseconds ttl;
-    claim_handler handler;
+    claim_completion handler;
   };
   struct pending_settle {
     std::string key;
     std::string token;
     std::uint16_t nodes;
     std::chrono::milliseconds keep;
-    void_handler handler;
+    void_completion handler;
   };
 
   void schedule();

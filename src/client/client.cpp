@@ -281,7 +281,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
             ? (wait_ ? boot_clock::time_point::max() : now)
             : now + opts_.wait;
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     attempt();
   }
 
@@ -748,7 +748,7 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     lock_access::owner(lk).reset();
     lk = lock{};
     resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
     // The release is queued first on every connection: a local waiter woken now sends
     // its SET after it.
@@ -804,13 +804,6 @@ class extend_op final : public extend_op_base<lock, lock_access> {
   }
 };
 
-template <typename Handler, typename... Args>
-void complete_without_client(Handler h, Args... args) {
-  // A moved-from client has no strand; the handler still runs on its own executor.
-  asio::post(asio::system_executor{},
-             asio::append(std::move(h), error_code{error::shut_down}, std::move(args)...));
-}
-
 }  // namespace
 
 void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
@@ -837,18 +830,17 @@ void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::millis
             [&lk, ttl](extend_op& op) { op.start(lk, ttl); });
 }
 
-void start_shutdown(std::shared_ptr<client_state> s, void_handler h) {
-  if (!s) return complete_without_client(std::move(h));
+void start_shutdown(std::shared_ptr<client_state> s, void_handler handler) {
+  if (!s) return complete_without_client(std::move(handler));
+  auto h = take_handler(std::move(handler), s);
   // Held locks stop being valid now, before any release can reach a node.
   s->mark_shut();
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), h = std::move(h)]() mutable {
     auto* state = s.get();
     // std::function needs a copyable target; the handler is move-only.
-    auto handler = std::make_shared<void_handler>(std::move(h));
-    state->close_all_gracefully([s = std::move(s), handler] {
-      asio::post(s->strand, asio::append(std::move(*handler), error_code{}));
-    });
+    auto done = std::make_shared<void_completion>(std::move(h));
+    state->close_all_gracefully([done] { done->post(error_code{}); });
   });
 }
 

@@ -15,6 +15,7 @@
 
 #include "client/scripts.hpp"
 #include "client/token.hpp"
+#include "completion.hpp"
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
@@ -191,5 +192,23 @@ struct lock_access {
   static std::uint64_t& fence(lock& l) { return l.fence_; }
   static std::uint16_t& nodes(lock& l) { return l.nodes_; }
 };
+
+using void_completion = completion<void(error_code)>;
+
+/// Takes a handler at initiation: it completes on its associated executor, or on the
+/// client's (the system executor's for a moved-from client, which has no state).
+template <typename Signature>
+completion<Signature> take_handler(asio::any_completion_handler<Signature> h,
+                                   const std::shared_ptr<client_state>& s) {
+  if (s) return {std::move(h), s->strand.get_inner_executor()};
+  return {std::move(h), asio::any_io_executor{asio::system_executor{}}};
+}
+
+/// Completes `h` with error::shut_down (and `args`) for a moved-from client: on the
+/// handler's own executor, never inline.
+template <typename Signature, typename... Args>
+void complete_without_client(asio::any_completion_handler<Signature> h, Args... args) {
+  take_handler(std::move(h), nullptr).post(error_code{error::shut_down}, std::move(args)...);
+}
 
 }  // namespace redlock::detail

@@ -54,7 +54,7 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   /// Sends payload_ (a call of `lua`) to every node; no node may take longer than the
   /// lock's validity left.
   void send(const script& lua) {
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &lua, std::min(start_ + s_->cfg.node_timeout, old_deadline_));
     on_tally();
   }

@@ -44,7 +44,7 @@ class inspect_op final
     resp::append_command(config_payload_, "CONFIG", "GET", "appendonly", "appendfsync", "save");
     // A fresh client may still be connecting: its requests wait for the handshake.
     deadline_ = boot_clock::now() + s_->cfg.connect_timeout + s_->cfg.node_timeout;
-    watch_cancellation();
+    watch_cancellation(cancel_any);  // a read: nothing to undo
     send_to_all(payload_, &inspect_script, deadline_);
     on_tally();
   }
@@ -127,7 +127,8 @@ class inspect_op final
     complete({}, std::move(out_));
   }
 
-  void on_cancel() override { complete(error::cancelled, std::move(out_)); }
+  // A copy: late replies still fill out_ (the op lives until they are in).
+  void on_cancel() override { complete(error::cancelled, std::vector<node_report>{out_}); }
 
   std::vector<node_report> out_;
   std::string payload_;
@@ -141,12 +142,7 @@ class inspect_op final
 }  // namespace
 
 void start_inspect(std::shared_ptr<client_state> s, std::string resource, inspect_handler h) {
-  if (!s) {
-    // A moved-from client has no strand; the handler still runs on its own executor.
-    return asio::post(
-        asio::system_executor{},
-        asio::append(std::move(h), error_code{error::shut_down}, std::vector<node_report>{}));
-  }
+  if (!s) return complete_without_client(std::move(h), std::vector<node_report>{});
   const auto& strand = s->strand;  // kept alive by the op
   launch_op(new inspect_op(std::move(s), std::move(h)), strand,
             [resource = std::move(resource)](inspect_op& op) { op.start(resource); });

@@ -107,7 +107,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
             ? (wait_ ? boot_clock::time_point::max() : now)
             : now + opts_.wait;
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     attempt();
   }
 
@@ -425,7 +425,7 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
         .arg(std::int64_t(keys_.size()));
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_);
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &multi_release_script, boot_clock::now() + s_->cfg.node_timeout);
     // Queued first on every connection: local waiters woken now send after it.
     for (const auto& k : keys_) s_->wake_waiter(k, token_);
@@ -487,11 +487,6 @@ class extend_all_op final : public extend_op_base<multi_lock, multi_lock_access>
   }
 };
 
-template <typename Handler>
-void complete_without_client(Handler h) {
-  asio::post(asio::system_executor{}, asio::append(std::move(h), error_code{error::shut_down}));
-}
-
 // Creates the op and runs `start` on the strand.
 template <typename Op, typename Handler, typename Start>
 void launch(std::shared_ptr<client_state> s, diagnostics* diag, Handler h, Start start) {
@@ -503,9 +498,7 @@ void launch(std::shared_ptr<client_state> s, diagnostics* diag, Handler h, Start
 
 void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> resources,
                     lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h) {
-  if (!s)
-    return asio::post(asio::system_executor{},
-                      asio::append(std::move(h), error_code{error::shut_down}, multi_lock{}));
+  if (!s) return complete_without_client(std::move(h), multi_lock{});
   const auto& strand = s->strand;  // kept alive by the op
   launch_op(new lock_all_op(std::move(s), std::move(resources), opts, wait, diag, std::move(h)),
             strand, [](lock_all_op& op) { op.start(); });

@@ -203,8 +203,7 @@ void renewal_scheduler::lose(renewal_entry& e, error_code why) {
   e.waiters.clear();
   // Posted, not dispatched: a waiter's handler (the work's cancellation) must not run
   // inside the scheduler's loops.
-  for (auto& [id, h] : waiters)
-    asio::post(s_.strand, asio::append(std::move(h), error_code{error::lock_lost}));
+  for (auto& [id, h] : waiters) h.post(error_code{error::lock_lost});
 }
 
 void renewal_scheduler::reschedule() {
@@ -268,8 +267,7 @@ void renewal_scheduler::shutdown() {
     e->stopped = true;
     auto waiters = std::move(e->waiters);
     e->waiters.clear();
-    for (auto& [id, h] : waiters)
-      asio::post(s_.strand, asio::append(std::move(h), error_code{error::shut_down}));
+    for (auto& [id, h] : waiters) h.post(error_code{error::shut_down});
   }
 }
 
@@ -284,22 +282,17 @@ renewal_scheduler& scheduler_of(client_state& s) {
 
 // ---- keeper's compiled operations --------------------------------------------------
 
-void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h) {
-  if (!e) {
-    asio::post(asio::system_executor{}, asio::append(std::move(h), error_code{error::cancelled}));
-    return;
-  }
+void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler handler) {
+  auto h = take_handler(std::move(handler), e ? e->state : nullptr);
+  if (!e) return h.post(error_code{error::cancelled});
   auto strand = e->state->strand;
   asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
     auto& s = *e->state;
-    if (e->lost)
-      return asio::post(s.strand, asio::append(std::move(h), error_code{error::lock_lost}));
-    if (s.shut.load())
-      return asio::post(s.strand, asio::append(std::move(h), error_code{error::shut_down}));
-    if (e->stopped)
-      return asio::post(s.strand, asio::append(std::move(h), error_code{error::cancelled}));
+    if (e->lost) return h.post(error_code{error::lock_lost});
+    if (s.shut.load()) return h.post(error_code{error::shut_down});
+    if (e->stopped) return h.post(error_code{error::cancelled});
     const auto id = e->next_waiter_id++;
-    auto slot = asio::get_associated_cancellation_slot(h);
+    auto slot = h.slot();
     if (slot.is_connected()) {
       slot.assign([w = std::weak_ptr<renewal_entry>(e), id](asio::cancellation_type_t) {
         auto e = w.lock();
@@ -311,8 +304,7 @@ void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h) {
           if (it == e->waiters.end()) return;
           auto handler = std::move(it->second);
           e->waiters.erase(it);
-          asio::dispatch(e->state->strand,
-                         asio::append(std::move(handler), error_code{error::cancelled}));
+          handler.dispatch(error_code{error::cancelled});
         });
       });
     }
@@ -327,17 +319,13 @@ void stop_entry(renewal_entry& e) {
   if (e.state->renewals) e.state->renewals->remove(&e);
   auto waiters = std::move(e.waiters);
   e.waiters.clear();
-  for (auto& [id, h] : waiters)
-    asio::post(e.state->strand, asio::append(std::move(h), error_code{error::cancelled}));
+  for (auto& [id, h] : waiters) h.post(error_code{error::cancelled});
 }
 }  // namespace
 
-void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h) {
-  if (!e) {
-    asio::post(asio::system_executor{},
-               asio::append(std::move(h), error_code{error::not_held}, lock{}));
-    return;
-  }
+void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler handler) {
+  auto h = take_handler(std::move(handler), e ? e->state : nullptr);
+  if (!e) return h.post(error_code{error::not_held}, lock{});
   auto strand = e->state->strand;
   asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
     const bool was_lost = e->lost;
@@ -351,10 +339,9 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h) {
     }
     if (was_lost) {
       lock_access::token(e->lk).clear();  // nothing to release: it is not ours any more
-      return asio::post(s->strand,
-                        asio::append(std::move(h), error_code{error::lock_lost}, lock{}));
+      return h.post(error_code{error::lock_lost}, lock{});
     }
-    asio::post(s->strand, asio::append(std::move(h), error_code{}, std::move(e->lk)));
+    h.post(error_code{}, std::move(e->lk));
   });
 }
 

@@ -30,7 +30,7 @@ struct renewal_entry {
   boot_clock::time_point renew_start{};  // when the renewal in flight was enqueued
   bool stopped = false;
   bool lost = false;
-  std::vector<std::pair<std::uint64_t, void_handler>> waiters;
+  std::vector<std::pair<std::uint64_t, void_completion>> waiters;
   std::uint64_t next_waiter_id = 0;
   std::size_t slot = static_cast<std::size_t>(-1);  // index in the scheduler's entries
 

@@ -17,24 +17,35 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
 
+#include "completion.hpp"
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
 #include "redlock/observer.hpp"
 
 namespace redlock::detail {
+
+/// The cancellation types an operation honours (docs/api.md, "Cancel"). Asio's meanings:
+/// terminal, the operation may be left in any state; partial, it may have had side effects
+/// but stops cleanly; total, it had none.
+/// An operation whose commands may already run on the servers: terminal and partial.
+inline constexpr asio::cancellation_type_t cancel_with_effects =
+    asio::cancellation_type::terminal | asio::cancellation_type::partial;
+/// An operation without side effects (reads, waits): all three.
+inline constexpr asio::cancellation_type_t cancel_any =
+    cancel_with_effects | asio::cancellation_type::total;
 
 template <typename State, typename Signature>
 class quorum_op;
@@ -43,9 +54,16 @@ template <typename State, typename... Args>
 class quorum_op<State, void(error_code, Args...)> : public request_sink {
  public:
   using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
+  using completion_type = completion<void(error_code, Args...)>;
 
+  /// Constructed in the initiating call: work on the handler's executor is counted from
+  /// here until the handler is handed over.
   quorum_op(std::shared_ptr<State> s, diagnostics* diag, handler_type h)
-      : s_(std::move(s)), diag_(diag), handler_(std::move(h)) {}
+      : s_(std::move(s)), diag_(diag), handler_(std::move(h), s_->strand.get_inner_executor()) {}
+  /// For a handler taken earlier (a template, so that `{}` means "no handler" above).
+  template <std::same_as<completion_type> C>
+  quorum_op(std::shared_ptr<State> s, diagnostics* diag, C c)
+      : s_(std::move(s)), diag_(diag), handler_(std::move(c)) {}
   virtual ~quorum_op() = default;
 
   /// Runs f (the op's start, or a wake) on the strand: a completion decided inside it is
@@ -73,6 +91,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 
    private:
     quorum_op* op_;
+    asio::cancellation_type_t honoured_;
   };
 
   /// Sends `payload` to every node that should_send(), as request i of node i (a new
@@ -173,22 +192,29 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
     if (slot_.is_connected()) slot_.clear();
     if (diag_) record_diagnostics(ec);
     if (!handler_) return;  // an op that completes to nobody (renewal, repair, batch)
-    if (initiating_) {
-      // Decided inside the initiating call (every node refused at once): the handler
-      // must not run inside it, or a retry loop would recurse without bound.
-      asio::post(s_->strand, asio::append(std::move(handler_), ec, std::move(args)...));
-      return;
-    }
+    // Decided inside the initiating call (every node refused at once): the handler
+    // must not run inside it, or a retry loop would recurse without bound.
+    if (initiating_) return handler_.post(ec, std::move(args)...);
     // On the handler's own executor: inline when this thread already runs it.
-    asio::dispatch(asio::append(std::move(handler_), ec, std::move(args)...));
+    handler_.dispatch(ec, std::move(args)...);
   }
 
-  /// Connects the handler's cancellation slot; the emitter may run on another executor,
-  /// so the op only reacts once on the strand, if still alive.
-  void watch_cancellation() {
-    slot_ = asio::get_associated_cancellation_slot(handler_);
+  /// Hands the handler `ec` now (posted) while the op carries on to nobody: for a
+  /// cancellation that must not wait for the replies, when the op still has to undo what
+  /// it took once they are in.
+  void complete_now(error_code ec, Args... args) {
+    // Forgotten too: the slot's signal may end with the handler.
+    if (slot_.is_connected()) std::exchange(slot_, {}).clear();
+    if (handler_) handler_.post(ec, std::move(args)...);
+  }
+
+  /// Connects the handler's cancellation slot for the types in `honoured` (the others are
+  /// ignored, as Asio's filters do); the emitter may run on another executor, so the op
+  /// only reacts once on the strand, if still alive.
+  void watch_cancellation(asio::cancellation_type_t honoured) {
+    slot_ = handler_.slot();
     if (!slot_.is_connected()) return;
-    slot_.template emplace<cancel_handler>(this);
+    slot_.template emplace<cancel_handler>(this, honoured);
   }
 
   /// Node i's answer in this round, for an observer, with its latency from `round_start`
@@ -294,7 +320,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 
   std::shared_ptr<State> s_;
   diagnostics* diag_;
-  handler_type handler_;
+  completion_type handler_;
   asio::cancellation_slot slot_;
   std::array<request, max_nodes> reqs_{};
   round round_;
@@ -338,8 +364,10 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
   }
 
   struct cancel_handler {
-    explicit cancel_handler(quorum_op* op) : op_(op) {}
-    void operator()(asio::cancellation_type_t) {
+    cancel_handler(quorum_op* op, asio::cancellation_type_t honoured)
+        : op_(op), honoured_(honoured) {}
+    void operator()(asio::cancellation_type_t type) {
+      if ((type & honoured_) == asio::cancellation_type::none) return;
       // Cancellation must be emitted from the op's executor or the handler's (as for
       // any Asio operation); hop onto the strand before touching the op. The slot is
       // cleared on completion, so op_ is alive whenever this runs.
@@ -349,6 +377,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
       });
     }
     quorum_op* op_;
+    asio::cancellation_type_t honoured_;
   };
 
   // Calls in progress and handlers not yet run (retry timer, cancellation) that refer

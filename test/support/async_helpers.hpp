@@ -42,6 +42,19 @@ T run_bounded(boost::asio::io_context& io, boost::asio::awaitable<T> a,
   return fut.get();
 }
 
+/// Runs `io` in slices of 5 ms until `done()` holds or `limit` passes; returns whether it
+/// held. `done` may be made true by another thread after `io` ran out of work.
+template <typename Done>
+bool run_until(boost::asio::io_context& io, Done done,
+               std::chrono::milliseconds limit = std::chrono::seconds{10}) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < end) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds{5});
+  }
+  return done();
+}
+
 /// Waits, polling every millisecond, until `done()` holds or `limit` passes; returns
 /// whether it held. For conditions that another thread or process makes true (a fake
 /// server counting what it read), where there is no completion to await.
