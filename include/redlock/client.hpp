@@ -243,7 +243,8 @@ class client {
   }
 
   /// async_settle for one lock, batched with concurrent calls like async_claim.
-  /// Completes with error_code: success, not_held, no_quorum, invalid_argument, shut_down.
+  /// Completes with error_code: success, not_held, no_quorum, invalid_argument, shut_down,
+  /// no_lock (the lock object holds none: empty, moved from or already settled).
   /// `claim` is emptied when the call starts and must outlive it.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(ec_sig) CompletionToken = default_token_t>
   auto async_settle(lock& claim, std::chrono::milliseconds keep_for,

@@ -660,6 +660,8 @@ void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::mi
     if (s->closed) return h.post(error_code{error::shut_down});
     if (bad_keep(keep)) return h.post(error_code{error::invalid_argument});
     settle_item it;
+    // An empty lock (default-made, moved from, already settled) is not "taken by another".
+    if (lock_access::token(lk).empty()) return h.post(error_code{error::no_lock});
     if (!take(*s, lk, it)) return h.post(error_code{error::not_held});
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
     s->claims->add_settle(std::move(it.key), std::move(it.token), it.nodes, keep, std::move(h));
