@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <future>
 #include <string>
 #include <thread>
 #include <utility>
@@ -33,18 +34,19 @@ struct completion_fleet : redlock::test::fleet_fixture<3> {
   template <typename Initiate>
   void completes_on_second_context(Initiate initiate) {
     asio::io_context io2;
-    std::atomic<bool> ran{false}, ran_on_it{false}, started{false};
+    std::atomic<bool> ran{false}, ran_on_it{false};
     initiate(asio::bind_executor(io2, [&](error_code, auto&&...) {
       ran_on_it = io2.get_executor().running_in_this_thread();
       ran = true;
     }));
-    asio::post(io2, [&] { started = true; });
+    std::promise<void> io2_running;
+    asio::post(io2, [&] { io2_running.set_value(); });
     std::atomic<bool> ran_at_return{false};
     std::thread runner([&] {
       io2.run();
       ran_at_return = ran.load();
     });
-    for (int i = 0; i < 10000 && !started; ++i) std::this_thread::sleep_for(1ms);
+    BOOST_TEST_REQUIRE((io2_running.get_future().wait_for(10s) == std::future_status::ready));
     run_until([&] { return ran.load(); });
     if (!ran) io2.stop();  // do not hang the test when the handler is lost
     runner.join();
@@ -61,11 +63,14 @@ struct completion_fleet : redlock::test::fleet_fixture<3> {
     io.restart();
     std::thread runner([&] { io.run(); });
     std::atomic<bool> ran{false}, in_io{false};
+    std::promise<void> done;
+    auto finished = done.get_future();
     initiate([&](error_code, auto&&...) {
       in_io = io.get_executor().running_in_this_thread();
       ran = true;
+      done.set_value();
     });
-    for (int i = 0; i < 10000 && !ran; ++i) std::this_thread::sleep_for(1ms);
+    finished.wait_for(10s);  // the handler's own signal; the assertion below fails on timeout
     work.reset();
     io.stop();
     runner.join();

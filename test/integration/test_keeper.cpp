@@ -38,6 +38,12 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await t.async_wait(asio::use_awaitable);
 }
 
+// Waits until cancelled (a lock's loss cancels the work that awaits this): no polling.
+asio::awaitable<void> until_cancelled() {
+  asio::steady_timer t{co_await asio::this_coro::executor, asio::steady_timer::time_point::max()};
+  co_await t.async_wait(asio::use_awaitable);
+}
+
 // Expects `a` to throw system_error with `code`.
 template <typename T>
 asio::awaitable<error_code> error_of(asio::awaitable<T> a) {
@@ -350,10 +356,12 @@ void expect_each_node_named(const redlock::diagnostics& diag,
 // (empty if none) and checks that the exception carried the same diagnostics.
 asio::awaitable<error_code> hold_with_diagnostics(redlock::client& c, std::string resource,
                                                   redlock::hold_options opts,
-                                                  redlock::diagnostics& diag, bool& work_ran) {
+                                                  redlock::diagnostics& diag, bool& work_ran,
+                                                  asio::steady_timer* started = nullptr) {
   auto work = [&](redlock::keeper&) -> asio::awaitable<void> {
     work_ran = true;
-    for (;;) co_await sleep_for(10ms);  // until the lock is lost
+    if (started) started->cancel();  // wakes whoever waits for the work to start
+    co_await until_cancelled();      // until the lock is lost
   };
   try {
     co_await redlock::with_lock(c, std::move(resource), opts, diag, work);
@@ -371,16 +379,17 @@ template <typename Disturb>
 error_code lose_while_working(asio::io_context& io, redlock::client& c, std::string resource,
                               redlock::diagnostics& diag, Disturb disturb) {
   bool work_ran = false;
+  asio::steady_timer started{io, asio::steady_timer::time_point::max()};
   const auto ec = run_bounded(
       io,
       [&]() -> asio::awaitable<error_code> {
         auto disturb_majority = [&]() -> asio::awaitable<void> {
-          while (!work_ran) co_await sleep_for(5ms);
+          co_await started.async_wait(asio::as_tuple(asio::use_awaitable));  // the work runs
           for (std::size_t i = 0; i < 3; ++i) disturb(i);
         };
         using namespace asio::experimental::awaitable_operators;
         const redlock::hold_options hold{.ttl = 300ms};
-        auto r = co_await (hold_with_diagnostics(c, resource, hold, diag, work_ran) &&
+        auto r = co_await (hold_with_diagnostics(c, resource, hold, diag, work_ran, &started) &&
                            disturb_majority());
         co_return r;
       }(),
@@ -501,7 +510,7 @@ BOOST_AUTO_TEST_CASE(async_with_lock_completes_a_plain_callback_with_result_or_l
   redlock::diagnostics diag;
   auto lose_it = [&](redlock::keeper&) -> asio::awaitable<void> {
     for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "callback-lost"});
-    for (;;) co_await sleep_for(10ms);  // until cancelled by the loss
+    co_await until_cancelled();  // the loss cancels it
   };
   redlock::async_with_lock(c, "callback-lost", fenced, diag, lose_it, [&](std::exception_ptr e) {
     failure = e;
