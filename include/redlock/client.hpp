@@ -80,9 +80,9 @@ concept lock_type = std::same_as<T, lock> || std::same_as<T, multi_lock>;
 /// default_token_t (with_diagnostics(asio::use_awaitable)): `co_await c.async_lock(r,
 /// opts);` throws error_with_diagnostics on failure. Each honours per-operation cancellation
 /// for the types listed in docs/api.md ("Cancel") and ignores the others: lock, unlock,
-/// extend and async_try_claim honour terminal and partial (their commands may already run
-/// on the servers, so never total), async_inspect all three, async_settle of a span
-/// terminal only; async_claim, async_settle of one lock and async_shutdown none. Objects passed by
+/// extend, async_try_claim and async_claim honour terminal and partial (their commands may
+/// already run on the servers, so never total), async_inspect all three, async_settle
+/// terminal only, async_shutdown none. Objects passed by
 /// reference (lock& to extend, diagnostics&) must outlive the operation; async_unlock
 /// takes its lock by value.
 class client {

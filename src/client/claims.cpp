@@ -129,8 +129,8 @@ class batch_rounds : public quorum_op<client_state, Signature> {
 // ---- claim batches -----------------------------------------------------------------
 
 struct claim_item {
-  explicit claim_item(std::string r, claim_completion h = claim_completion{})
-      : resource(std::move(r)), handler(std::move(h)) {}
+  explicit claim_item(std::string r, claim_completion h = claim_completion{}, std::uint64_t i = 0)
+      : resource(std::move(r)), handler(std::move(h)), id(i) {}
   std::string resource;
   std::string key;
   std::string token;
@@ -138,13 +138,23 @@ struct claim_item {
   node_mask maybe = 0;  // nodes where our SET may have landed (a yes, or no clear answer)
   claim_tally votes;
   bool duplicate = false;
-  claim_completion handler;  // coalesced calls only
+  claim_completion handler;  // coalesced calls only; emptied once completed
+  std::uint64_t id = 0;      // a coalesced call with a cancellation slot
+  bool cancelled = false;    // its caller was told `cancelled`: nothing won is kept
 };
+
+// Completes a coalesced call `cancelled` ahead of its batch.
+void complete_cancelled(claim_completion& h) {
+  claim_result r;
+  r.error = error::cancelled;
+  h.post(error_code{error::cancelled}, std::move(r));
+}
 
 using claims_completion = completion<void(error_code, std::vector<claim_result>)>;
 using count_completion = completion<void(error_code, std::size_t)>;
 
-class claim_batch_op final : public batch_rounds<void(error_code, std::vector<claim_result>)> {
+class claim_batch_op final : public batch_rounds<void(error_code, std::vector<claim_result>)>,
+                             public coalesced_batch {
  public:
   claim_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl,
                  std::vector<claim_item> items, claims_completion whole, bool coalesced)
@@ -276,7 +286,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       const claim_verdict v = decide_claim(n, it.votes, in_time);
       r.status = v.status;
       r.error = v.error;
-      if (v.status == claim_status::won && !cancelled_) {
+      if (v.status == claim_status::won && !cancelled_ && !it.cancelled) {
         s_->held.emplace(it.token, it.key);
         lock_access::owner(r.lock) = s_;
         lock_access::ttl(r.lock) = ttl_;
@@ -315,6 +325,19 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     complete_now(error::cancelled, {});
   }
 
+  // The same for one coalesced call: its handler now, its name released if won.
+  bool cancel_call(std::uint64_t id) override {
+    for (auto& it : items_) {
+      if (it.id != id) continue;
+      if (it.handler && !done_) {
+        it.cancelled = true;
+        complete_cancelled(it.handler);
+      }
+      return true;
+    }
+    return false;
+  }
+
   void fail_all(error_code ec) {
     std::vector<claim_result> results(items_.size());
     for (auto& r : results) r.error = ec;
@@ -327,13 +350,15 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     if (!coalesced_) return complete(ec, std::move(results));
     for (std::size_t j = 0; j < items_.size(); ++j) {
       auto& h = items_[j].handler;
+      if (!h) continue;  // cancelled already
+      if (items_[j].id != 0) h.slot().clear();
       if (initiating_)
         h.post(ec, std::move(results[j]));
       else
         h.dispatch(ec, std::move(results[j]));
     }
     complete(ec, {});
-    if (s_->claims) s_->claims->claim_batch_done();
+    if (s_->claims) s_->claims->claim_batch_done(this);
   }
 
   std::chrono::milliseconds ttl_;
@@ -352,10 +377,12 @@ struct settle_item {
   std::string token;
   node_mask nodes = 0;
   std::uint8_t yes = 0, no = 0, failed = 0;
-  void_completion handler;  // coalesced calls only
+  void_completion handler;  // coalesced calls only; emptied once completed
+  std::uint64_t id = 0;     // a coalesced call with a cancellation slot
 };
 
-class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)> {
+class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>,
+                              public coalesced_batch {
  public:
   settle_batch_op(std::shared_ptr<client_state> s, std::chrono::milliseconds keep,
                   std::vector<settle_item> items, count_completion whole, bool coalesced,
@@ -432,11 +459,23 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
 
   void on_cancel() override { complete_now(error::cancelled, 0); }
 
+  // Terminal, for one coalesced call: its caller hears now, its settle still runs.
+  bool cancel_call(std::uint64_t id) override {
+    for (auto& it : items_) {
+      if (it.id != id) continue;
+      if (it.handler && !done_) it.handler.post(error_code{error::cancelled});
+      return true;
+    }
+    return false;
+  }
+
   void round_done() override {
     spread_markers();
     if (coalesced_) {
       // A handler per call, completed as the op's own would be (posted while initiating).
       for (auto& it : items_) {
+        if (!it.handler) continue;  // cancelled already
+        if (it.id != 0) it.handler.slot().clear();
         const auto ec = outcome(it);
         if (initiating_)
           it.handler.post(ec);
@@ -444,7 +483,7 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
           it.handler.dispatch(ec);
       }
       complete({}, 0);
-      if (s_->claims) s_->claims->settle_batch_done();
+      if (s_->claims) s_->claims->settle_batch_done(this);
       return;
     }
     error_code first = not_ours_ ? error_code{error::not_held} : error_code{};
@@ -500,16 +539,73 @@ bool take(client_state& s, lock& lk, settle_item& out) {
 
 // ---- the coalescer -----------------------------------------------------------------
 
+namespace {
+
+// A coalesced call's cancellation slot handler. It may be emitted from another executor:
+// it hops onto the strand and finds the call by id, which outlives nothing (a call that
+// has completed is simply not found).
+struct coalesced_cancel {
+  std::weak_ptr<client_state> state;
+  strand_type strand;
+  std::uint64_t id;
+  asio::cancellation_type_t honoured;
+
+  void operator()(asio::cancellation_type_t type) const {
+    if ((type & honoured) == asio::cancellation_type::none) return;
+    asio::dispatch(strand, [w = state, id = id] {
+      if (auto s = w.lock(); s && s->claims) s->claims->cancel(id);
+    });
+  }
+};
+
+}  // namespace
+
+template <typename Handler>
+std::uint64_t claim_coalescer::watch(Handler& h, asio::cancellation_type_t honoured) {
+  auto slot = h.slot();
+  if (!slot.is_connected()) return 0;
+  const std::uint64_t id = ++next_id_;
+  slot.template emplace<coalesced_cancel>(s_.weak_from_this(), s_.strand, id, honoured);
+  return id;
+}
+
 void claim_coalescer::add_claim(std::string resource, std::chrono::milliseconds ttl,
                                 claim_completion h) {
-  claims_.push_back(pending_claim{std::move(resource), ttl, std::move(h)});
+  // As async_try_claim: the call may have taken its name, which is then released.
+  const auto id = watch(h, cancel_with_effects);
+  claims_.push_back(pending_claim{std::move(resource), ttl, std::move(h), id});
   schedule();
 }
 
 void claim_coalescer::add_settle(std::string key, std::string token, std::uint16_t nodes,
                                  std::chrono::milliseconds keep, void_completion h) {
-  settles_.push_back(pending_settle{std::move(key), std::move(token), nodes, keep, std::move(h)});
+  // Terminal only, as a settle of a span: the settle is sent all the same.
+  const auto id = watch(h, asio::cancellation_type::terminal);
+  settles_.push_back(
+      pending_settle{std::move(key), std::move(token), nodes, keep, std::move(h), id});
   schedule();
+}
+
+void claim_coalescer::cancel(std::uint64_t id) {
+  // A queued claim was never sent: it is dropped. A queued settle stays queued (the
+  // claim is out of its lock object already) and settles to nobody.
+  for (auto p = claims_.begin(); p != claims_.end(); ++p) {
+    if (p->id != id) continue;
+    auto h = std::move(p->handler);
+    claims_.erase(p);
+    return complete_cancelled(h);
+  }
+  for (auto& p : settles_) {
+    if (p.id != id) continue;
+    if (p.handler) std::exchange(p.handler, {}).post(error_code{error::cancelled});
+    return;
+  }
+  for (auto* b : batches_)
+    if (b->cancel_call(id)) return;
+}
+
+void claim_coalescer::remove_batch(coalesced_batch* b) {
+  batches_.erase(std::remove(batches_.begin(), batches_.end(), b), batches_.end());
 }
 
 void claim_coalescer::schedule() {
@@ -545,27 +641,33 @@ void claim_coalescer::flush() {
     const auto ttl = claims_.front().ttl;
     std::vector<claim_item> items;
     for (auto& p : take_batch(claims_, [](const pending_claim& p) { return p.ttl; }))
-      items.emplace_back(std::move(p.resource), std::move(p.handler));
+      items.emplace_back(std::move(p.resource), std::move(p.handler), p.id);
     ++claims_in_flight_;
-    launch_batch(new claim_batch_op(s, ttl, std::move(items), claims_completion{}, true));
+    auto* op = new claim_batch_op(s, ttl, std::move(items), claims_completion{}, true);
+    batch_started(op);
+    launch_batch(op);
   }
   while (!settles_.empty() && settles_in_flight_ < batch_slots) {
     const auto keep = settles_.front().keep;
     std::vector<settle_item> items;
     for (auto& p : take_batch(settles_, [](const pending_settle& p) { return p.keep; }))
       items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
-                                  std::move(p.handler)});
+                                  std::move(p.handler), p.id});
     ++settles_in_flight_;
-    launch_batch(new settle_batch_op(s, keep, std::move(items), count_completion{}, true));
+    auto* op = new settle_batch_op(s, keep, std::move(items), count_completion{}, true);
+    batch_started(op);
+    launch_batch(op);
   }
 }
 
-void claim_coalescer::claim_batch_done() {
+void claim_coalescer::claim_batch_done(coalesced_batch* b) {
+  remove_batch(b);
   --claims_in_flight_;
   if (!claims_.empty()) schedule();
 }
 
-void claim_coalescer::settle_batch_done() {
+void claim_coalescer::settle_batch_done(coalesced_batch* b) {
+  remove_batch(b);
   --settles_in_flight_;
   if (!settles_.empty()) schedule();
 }

@@ -155,6 +155,51 @@ BOOST_AUTO_TEST_CASE(a_settle_honours_terminal_only) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_coalesced_claim_honours_terminal_and_partial_not_total) {
+  int round = 0;
+  honours(with_effects, [&](redlock::client& c, auto h) {
+    c.async_claim("cancel:one:" + std::to_string(++round), 5s, std::move(h));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_coalesced_claim_keeps_nothing_it_took) {
+  auto c = ready_client();
+  const error_code ec =
+      outcome(type::partial, [&](auto h) { c.async_claim("cancel:one:kept", 10s, std::move(h)); });
+  BOOST_TEST(ec == redlock::error::cancelled);
+  BOOST_TEST(run_until([&] { return copies("cancel:one:kept") == 0; }));
+  shut(c);
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_cancelled_while_queued_behind_full_batches_keeps_nothing) {
+  auto c = ready_client();
+  // Four calls with different TTLs fill the four batch slots; the fifth waits in the queue.
+  int finished = 0;
+  for (int k = 0; k < 4; ++k)
+    c.async_claim("cancel:busy:" + std::to_string(k), std::chrono::seconds{5 + k},
+                  [&](error_code, redlock::claim_result) { ++finished; });
+  const error_code ec =
+      outcome(type::terminal, [&](auto h) { c.async_claim("cancel:queued", 10s, std::move(h)); });
+  BOOST_TEST(ec == redlock::error::cancelled);
+  BOOST_TEST(finished == 0);  // it did not wait for the batches ahead of it
+  BOOST_TEST(run_until([&] { return finished == 4; }));
+  // A claim made after the busy batches completed has been answered: anything the
+  // cancelled call sent would have been answered before it.
+  auto after = run_bounded(io, c.async_claim("cancel:after", 10s, asio::use_awaitable));
+  BOOST_TEST(redlock::to_string(after.status) == std::string{"won"});
+  BOOST_TEST(copies("cancel:queued") == 0);
+  shut(c);
+}
+
+BOOST_AUTO_TEST_CASE(a_coalesced_settle_honours_terminal_only) {
+  std::optional<redlock::lock> lk;
+  int round = 0;
+  honours(type::terminal, [&](redlock::client& c, auto h) {
+    lk = take_while_frozen(c, "cancel:settle:one:" + std::to_string(++round));
+    c.async_settle(*lk, 10s, std::move(h));
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_keeper_wait_honours_every_type) {
   for (type t : all_types) {
     auto c = ready_client();
