@@ -15,7 +15,7 @@
 
 #include "client/scripts.hpp"
 #include "client/token.hpp"
-#include "completion.hpp"
+#include "quorum/completion.hpp"
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"

@@ -29,7 +29,7 @@
 #include <string>
 #include <utility>
 
-#include "completion.hpp"
+#include "quorum/completion.hpp"
 #include "connection/connection.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
