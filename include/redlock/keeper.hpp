@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "redlock/client.hpp"
 #include "redlock/clock.hpp"
@@ -62,8 +63,10 @@ class keeper {
   keeper(const keeper&) = delete;
   keeper& operator=(const keeper&) = delete;
 
-  const std::string& resource() const noexcept;
-  const std::string& token() const noexcept;
+  /// The resource and token of the lock kept (empty once it was handed back or for a
+  /// moved-from keeper); views valid while the keeper keeps the lock.
+  std::string_view resource() const noexcept;
+  std::string_view token() const noexcept;
   /// The lock's fencing token (lock::fence()): zero for a lock taken without fencing or an
   /// empty keeper. Fixed for the keeper's life; any thread.
   std::uint64_t fence() const noexcept;

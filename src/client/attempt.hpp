@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "client/client_state.hpp"
@@ -39,14 +40,15 @@ inline std::chrono::nanoseconds delay_within(std::chrono::nanoseconds delay,
 /// wait_then.
 class retry_loop {
  protected:
-  explicit retry_loop(const strand_type& strand) : retry_timer_(strand) {}
+  explicit retry_loop(const strand_type& strand) : strand_(&strand) {}
 
   /// Calls `retry` after `delay`, unless a later wait or a wake made this one stale.
   template <typename Keep, typename Retry>
   void wait_then(std::chrono::nanoseconds delay, Keep keep, Retry retry) {
-    retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([this, keep = std::move(keep), retry = std::move(retry),
-                             gen = ++timer_gen_](error_code ec) {
+    if (!retry_timer_) retry_timer_.emplace(*strand_);
+    retry_timer_->expires_after(delay);
+    retry_timer_->async_wait([this, keep = std::move(keep), retry = std::move(retry),
+                              gen = ++timer_gen_](error_code ec) {
       // A wait that expired just as a wake tried at once is stale too.
       if (!ec && gen == timer_gen_) retry();
     });
@@ -75,7 +77,7 @@ class retry_loop {
       return false;
     }
     ++timer_gen_;
-    retry_timer_.cancel();
+    cancel_retry();
     return slots_free(outstanding);
   }
 
@@ -116,6 +118,11 @@ class retry_loop {
     return v;
   }
 
+  /// Calls off a waiting retry, if any.
+  void cancel_retry() {
+    if (retry_timer_) retry_timer_->cancel();
+  }
+
   /// Cancelled: nothing is in flight or due any more.
   void settle() {
     decided_ = true;
@@ -123,7 +130,10 @@ class retry_loop {
     retry_when_idle_ = false;
   }
 
-  boot_timer retry_timer_;
+  // Made on the first wait: a call that never retries (every try, most waits) does not
+  // pay for a timer on the strand (two allocations).
+  const strand_type* strand_;  // the client state's, which the op keeps alive
+  std::optional<boot_timer> retry_timer_;
   bool decided_ = false;
   bool second_round_ = false;  // a fenced write-back round is out
   bool retry_when_idle_ = false;

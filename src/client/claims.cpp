@@ -287,14 +287,13 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       r.status = v.status;
       r.error = v.error;
       if (v.status == claim_status::won && !cancelled_ && !it.cancelled) {
-        s_->held.emplace(it.token, it.key);
-        lock_access::owner(r.lock) = s_;
-        lock_access::ttl(r.lock) = ttl_;
-        lock_access::deadline(r.lock) = valid_until_;
-        lock_access::nodes(r.lock) = it.asked;
-        lock_access::resource(r.lock) = std::move(it.resource);
-        lock_access::key(r.lock) = std::move(it.key);
-        lock_access::token(r.lock) = std::move(it.token);
+        lock_data& d = lock_access::make(r.lock);
+        d.owner = s_;
+        d.assign(it.key, it.key.size() - it.resource.size(), it.token);
+        d.ttl = ttl_;
+        d.deadline = valid_until_;
+        d.nodes = it.asked;
+        s_->hold(d);
         continue;
       }
       for (std::size_t i = 0; i < n; ++i)
@@ -525,13 +524,12 @@ bool bad_keep(std::chrono::milliseconds keep) {
 // Takes a won claim out of `lk` (emptied, as async_unlock does) into a settle item.
 bool take(client_state& s, lock& lk, settle_item& out) {
   if (!lk.owns()) return false;
-  out.key = std::move(lock_access::key(lk));
-  out.token = std::move(lock_access::token(lk));
-  out.nodes = lock_access::nodes(lk) & static_cast<node_mask>((1u << s.size()) - 1);
-  lock_access::token(lk).clear();  // emptied: its destructor must not release it again
-  lock_access::owner(lk).reset();
-  s.held.erase(out.token);
-  lk = lock{};
+  // Emptied: its destructor must not release it again.
+  const lock_ptr d = lock_access::take(lk);
+  s.unhold(*d);
+  out.key = d->key();
+  out.token = d->token();
+  out.nodes = d->nodes & static_cast<node_mask>((1u << s.size()) - 1);
   return true;
 }
 

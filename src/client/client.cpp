@@ -195,8 +195,11 @@ void client_state::close_all_gracefully(std::function<void()> done) {
   if (claims) claims->shutdown();
   if (wakes) wakes->shutdown();
   end_waits();
-  for (auto& [token, key] : held) release_detached(key, token);
-  held.clear();
+  while (held) {
+    lock_data& d = *held;
+    unhold(d);
+    release_detached(d.key(), d.token());
+  }
   for (auto& [token, keys] : held_sets) release_set_detached(keys, token);
   held_sets.clear();
   auto left = std::make_shared<std::size_t>(nodes.size());
@@ -492,16 +495,15 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       report_attempt({}, fence);
       report_call({}, fence);  // while resource_ still names the lock
     }
-    leave_line();                    // while key_ still names the line
-    s_->held.emplace(token_, key_);  // released by async_shutdown if still held then
+    leave_line();  // while key_ still names the line
     lock lk;
-    lock_access::owner(lk) = s_;
-    lock_access::resource(lk) = std::move(resource_);
-    lock_access::key(lk) = std::move(key_);
-    lock_access::token(lk) = std::move(token_);
-    lock_access::ttl(lk) = opts_.ttl;
-    lock_access::deadline(lk) = valid_until_;
-    lock_access::fence(lk) = fence;
+    lock_data& d = lock_access::make(lk);
+    d.owner = s_;
+    d.assign(key_, key_.size() - resource_.size(), token_);
+    d.ttl = opts_.ttl;
+    d.deadline = valid_until_;
+    d.fence = fence;
+    s_->hold(d);  // released by async_shutdown if still held then
     complete({}, std::move(lk));
   }
 
@@ -613,7 +615,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (wait_deadline_ - now < delay)
       delay = std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::max(wait_deadline_ - now, boot_clock::duration::zero()));
-    retry_timer_.cancel();
+    cancel_retry();
     retry_after(delay);
   }
 
@@ -673,7 +675,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void on_cancel() override {
-    retry_timer_.cancel();
+    cancel_retry();
     if ((!decided_ || second_round_) && sent_) {
       if (s_->obs) report_attempt(error::cancelled, 0);
       release_attempt();
@@ -714,7 +716,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
 }  // namespace
 
-void client_state::wake_waiter(const std::string& key, std::string_view token) {
+void client_state::wake_waiter(std::string_view key, std::string_view token) {
   // The nodes' announcements of this release must not wake the next head again.
   if (wakes && !token.empty()) wakes->heard(key, token);
   auto it = waiters.find(key);
@@ -741,12 +743,10 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     if (lock_access::token(lk).empty()) return complete(error::no_lock);
     if (!lk.owns()) return complete(error::not_held);
     // The lock object is emptied now: its destructor must not release it again.
-    key_ = std::move(lock_access::key(lk));
-    token_ = std::move(lock_access::token(lk));
-    lock_access::token(lk).clear();
-    s_->held.erase(token_);
-    lock_access::owner(lk).reset();
-    lk = lock{};
+    data_ = lock_access::take(lk);
+    s_->unhold(*data_);
+    key_ = data_->key();
+    token_ = data_->token();
     resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
     watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
@@ -778,8 +778,8 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     s_->release_detached(key_, token_, &only);
   }
 
-  std::string key_;
-  std::string token_;
+  lock_ptr data_;  // the released lock's, freed with the op
+  std::string_view key_, token_;
   std::string payload_;
 };
 

@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "client/scripts.hpp"
+#include "client/string_map.hpp"
 #include "client/token.hpp"
-#include "quorum/completion.hpp"
 #include "connection/connection.hpp"
+#include "quorum/completion.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/config.hpp"
@@ -24,6 +25,9 @@
 #include "redlock/observer.hpp"
 
 namespace redlock::detail {
+
+/// A new lock_data from this thread's pool (src/client/lock.cpp).
+lock_ptr make_lock_data();
 
 using redlock::max_nodes;           // redlock/config.hpp: shared with the CLI
 using redlock::max_resource_bytes;  // likewise
@@ -99,10 +103,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
   std::string repair_problem;
   /// Local waiters per key, in arrival order (the head polls; releases wake it).
-  std::unordered_map<std::string, std::deque<waiter*>> waiters;
+  string_map<std::deque<waiter*>> waiters;
   /// Wakes the first local waiter for `key` (after a local release of `token`, "" if
   /// unknown). On the strand.
-  void wake_waiter(const std::string& key, std::string_view token = {});
+  void wake_waiter(std::string_view key, std::string_view token = {});
   /// Release announcements from the nodes (pub/sub), for keys with a local line; created
   /// by the first line (src/client/wake.cpp).
   std::unique_ptr<wake_hub> wakes;
@@ -112,12 +116,12 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void line_gone(const std::string& key);
   /// Multi-resource lock calls waiting for a release, per key: a release of the key (local
   /// or announced) wakes every one of them once (src/client/wake.cpp). On the strand.
-  std::unordered_map<std::string, std::vector<set_waiter*>> waiting_sets;
+  string_map<std::vector<set_waiter*>> waiting_sets;
   /// `w` starts / stops waiting on every key of `keys` (and listening for their releases).
   void set_waits(set_waiter& w, const std::vector<std::string>& keys);
   void set_stops(set_waiter& w, const std::vector<std::string>& keys);
   /// Wakes every set waiting on `key` (a release of `token`, "" if unknown).
-  void wake_sets(const std::string& key, std::string_view token);
+  void wake_sets(std::string_view key, std::string_view token);
   /// At shutdown: wakes every waiting call and set, which then completes with shut_down (a
   /// call parked in a line would otherwise sleep until its wait ended). On the strand.
   void end_waits();
@@ -152,8 +156,24 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// As close_all(), after releasing every lock still held and letting the connections
   /// send what is queued (releases included), for at most node_timeout. Calls `done`.
   void close_all_gracefully(std::function<void()> done);
-  /// Locks handed out and not yet released: token -> key (released at shutdown).
-  std::unordered_map<std::string, std::string> held;
+  /// Locks handed out and not yet released (released at shutdown): a list through their
+  /// lock_data, which their lock objects own. A lock dropped or released leaves it on the
+  /// strand before its data is freed; one that outlives this state is simply forgotten.
+  lock_data* held = nullptr;
+  void hold(lock_data& d) noexcept {
+    d.prev = nullptr;
+    d.next = held;
+    if (held) held->prev = &d;
+    held = &d;
+    d.linked = true;
+  }
+  void unhold(lock_data& d) noexcept {
+    if (!d.linked) return;
+    (d.prev ? d.prev->next : held) = d.next;
+    if (d.next) d.next->prev = d.prev;
+    d.prev = d.next = nullptr;
+    d.linked = false;
+  }
   /// Queues a compare-and-delete of (key, token) on every node (or those in `only`),
   /// reply ignored; `announce`: publish the release to waiters (not for the clean-up of
   /// a failed attempt). On the strand.
@@ -182,15 +202,20 @@ std::vector<node_uri> validate(const config& c);
 
 /// Grants the ops access to lock's private members.
 struct lock_access {
-  static std::weak_ptr<client_state>& owner(lock& l) { return l.owner_; }
-  static std::string& resource(lock& l) { return l.resource_; }
-  static std::string& key(lock& l) { return l.key_; }
-  static std::string& token(lock& l) { return l.token_; }
-  static std::chrono::milliseconds& ttl(lock& l) { return l.ttl_; }
-  static boot_clock::time_point& deadline(lock& l) { return l.deadline_; }
-  static bool& lost(lock& l) { return l.lost_; }
-  static std::uint64_t& fence(lock& l) { return l.fence_; }
-  static std::uint16_t& nodes(lock& l) { return l.nodes_; }
+  /// The lock's data, made (from the pool) if it has none.
+  static lock_data& make(lock& l) {
+    if (!l.d_) l.d_ = make_lock_data();
+    return *l.d_;
+  }
+  /// The data of a lock that has some (not empty: check token() first).
+  static lock_data& data(lock& l) { return *l.d_; }
+  /// Takes the data out: the lock is left empty, with nothing to release.
+  static lock_ptr take(lock& l) { return std::move(l.d_); }
+  static std::string_view token(const lock& l) { return l.token(); }
+  static std::string_view key(const lock& l) { return l.key(); }
+  static std::chrono::milliseconds& ttl(lock& l) { return l.d_->ttl; }
+  static boot_clock::time_point& deadline(lock& l) { return l.d_->deadline; }
+  static bool& lost(lock& l) { return l.d_->lost; }
 };
 
 using void_completion = completion<void(error_code)>;

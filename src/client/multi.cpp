@@ -373,7 +373,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
   void on_cancel() override {
-    retry_timer_.cancel();
+    cancel_retry();
     if (!decided_ || second_round_) release_attempt();
     settle();
     complete(error::cancelled, multi_lock{});

@@ -33,7 +33,7 @@ void client_state::set_stops(set_waiter& w, const std::vector<std::string>& keys
   }
 }
 
-void client_state::wake_sets(const std::string& key, std::string_view token) {
+void client_state::wake_sets(std::string_view key, std::string_view token) {
   auto it = waiting_sets.find(key);
   if (it == waiting_sets.end()) return;
   // Copied: a woken set may finish (and stop waiting) at once.
@@ -88,14 +88,14 @@ void wake_hub::unwatch(const std::string& key) {
     if (up_[i]) send(i, "UNSUBSCRIBE", key);
 }
 
-bool wake_hub::heard(const std::string& key, std::string_view token) {
+bool wake_hub::heard(std::string_view key, std::string_view token) {
   auto it = watched_.find(key);
   if (it == watched_.end() || it->second.last_token == token) return false;
   it->second.last_token.assign(token);
   return true;
 }
 
-bool wake_hub::released(const std::string& key, std::string_view token) const {
+bool wake_hub::released(std::string_view key, std::string_view token) const {
   auto it = watched_.find(key);
   return it != watched_.end() && !token.empty() && it->second.last_token == token;
 }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/string_map.hpp"
 #include "connection/connection.hpp"
 
 namespace redlock::detail {
@@ -34,10 +35,10 @@ class wake_hub {
   void unwatch(const std::string& key);
   /// A release of `token` on `key` is known (a local one, or announced by a node).
   /// Returns false if it was already known: its waiter is awake.
-  bool heard(const std::string& key, std::string_view token);
+  bool heard(std::string_view key, std::string_view token);
   /// Whether `token`'s release on `key` has been heard (the latest one): a node that
   /// still answers "held by token" has not run that release yet.
-  bool released(const std::string& key, std::string_view token) const;
+  bool released(std::string_view key, std::string_view token) const;
   /// Closes the subscriber connections for good.
   void shutdown();
 
@@ -55,7 +56,7 @@ class wake_hub {
   client_state& s_;
   std::vector<std::shared_ptr<connection>> subscribers_;
   std::vector<bool> up_;  // subscriber i is connected (SUBSCRIBE now, or at connect)
-  std::unordered_map<std::string, watched> watched_;
+  string_map<watched> watched_;
   bool closed_ = false;
 };
 

@@ -338,7 +338,8 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler handler) {
       deadline = std::min(deadline, validity_deadline(e->renew_start, e->ttl, s->cfg.drift_factor));
     }
     if (was_lost) {
-      lock_access::token(e->lk).clear();  // nothing to release: it is not ours any more
+      // Nothing to release: it is not ours any more.
+      if (!lock_access::token(e->lk).empty()) s->unhold(*lock_access::take(e->lk));
       return h.post(error_code{error::lock_lost}, lock{});
     }
     h.post(error_code{}, std::move(e->lk));
@@ -419,15 +420,11 @@ void keeper::stop_in_background() noexcept {
   entry_.reset();
 }
 
-namespace {
-const std::string empty_string;
+std::string_view keeper::resource() const noexcept {
+  return entry_ ? entry_->lk.resource() : std::string_view{};
 }
-
-const std::string& keeper::resource() const noexcept {
-  return entry_ ? entry_->lk.resource() : empty_string;
-}
-const std::string& keeper::token() const noexcept {
-  return entry_ ? entry_->lk.token() : empty_string;
+std::string_view keeper::token() const noexcept {
+  return entry_ ? entry_->lk.token() : std::string_view{};
 }
 std::uint64_t keeper::fence() const noexcept {
   return entry_ ? entry_->lk.fence() : 0;

@@ -29,8 +29,8 @@
 #include <string>
 #include <utility>
 
-#include "quorum/completion.hpp"
 #include "connection/connection.hpp"
+#include "quorum/completion.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
 #include "redlock/observer.hpp"

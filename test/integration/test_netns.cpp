@@ -80,9 +80,9 @@ struct node_view {
 
 node_view look(const redlock::test::netns_fleet& fleet, std::size_t i, const redlock::lock& lk) {
   node_view v;
-  if (fleet.command(i, {"GET", lk.key()}).text != lk.token()) return v;
+  if (fleet.command(i, {"GET", std::string{lk.key()}}).text != lk.token()) return v;
   v.asked = boot_clock::now();
-  const auto pttl = fleet.command(i, {"PTTL", lk.key()});
+  const auto pttl = fleet.command(i, {"PTTL", std::string{lk.key()}});
   v.answered = boot_clock::now();
   v.holds = pttl.integer > 0;
   v.pttl = std::chrono::milliseconds{pttl.integer};
