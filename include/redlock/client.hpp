@@ -17,6 +17,7 @@
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
 #include "redlock/diagnostics.hpp"
+#include "redlock/erased_handler.hpp"
 #include "redlock/error.hpp"
 #include "redlock/inspect.hpp"
 #include "redlock/lock.hpp"
@@ -28,8 +29,9 @@ namespace redlock {
 class keeper;
 
 namespace detail {
-using lock_handler = boost::asio::any_completion_handler<void(boost::system::error_code, lock)>;
-using void_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
+
+using lock_handler = erased_handler<void(boost::system::error_code, lock)>;
+using void_handler = erased_handler<void(boost::system::error_code)>;
 
 void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
                 diagnostics* diag, lock_handler h);
@@ -37,16 +39,12 @@ void start_unlock(std::shared_ptr<client_state> s, lock lk, diagnostics* diag, v
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
                   diagnostics* diag, void_handler h);
 void start_shutdown(std::shared_ptr<client_state> s, void_handler h);
-using inspect_handler =
-    boost::asio::any_completion_handler<void(boost::system::error_code, std::vector<node_report>)>;
+using inspect_handler = erased_handler<void(boost::system::error_code, std::vector<node_report>)>;
 void start_inspect(std::shared_ptr<client_state> s, std::string resource, inspect_handler h);
 
-using claims_handler =
-    boost::asio::any_completion_handler<void(boost::system::error_code, std::vector<claim_result>)>;
-using claim_handler =
-    boost::asio::any_completion_handler<void(boost::system::error_code, claim_result)>;
-using count_handler =
-    boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
+using claims_handler = erased_handler<void(boost::system::error_code, std::vector<claim_result>)>;
+using claim_handler = erased_handler<void(boost::system::error_code, claim_result)>;
+using count_handler = erased_handler<void(boost::system::error_code, std::size_t)>;
 void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
                      std::chrono::milliseconds ttl, claims_handler h);
 void start_claim(std::shared_ptr<client_state> s, std::string resource,
@@ -56,8 +54,7 @@ void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
 void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds keep,
                       void_handler h);
 
-using multi_lock_handler =
-    boost::asio::any_completion_handler<void(boost::system::error_code, multi_lock)>;
+using multi_lock_handler = erased_handler<void(boost::system::error_code, multi_lock)>;
 void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> resources,
                     lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h);
 void start_unlock_all(std::shared_ptr<client_state> s, multi_lock lk, diagnostics* diag,

@@ -223,7 +223,7 @@ using void_completion = completion<void(error_code)>;
 /// Takes a handler at initiation: it completes on its associated executor, or on the
 /// client's (the system executor's for a moved-from client, which has no state).
 template <typename Signature>
-completion<Signature> take_handler(asio::any_completion_handler<Signature> h,
+completion<Signature> take_handler(erased_handler<Signature> h,
                                    const std::shared_ptr<client_state>& s) {
   if (s) return {std::move(h), s->strand.get_inner_executor()};
   return {std::move(h), asio::any_io_executor{asio::system_executor{}}};
@@ -232,7 +232,7 @@ completion<Signature> take_handler(asio::any_completion_handler<Signature> h,
 /// Completes `h` with error::shut_down (and `args`) for a moved-from client: on the
 /// handler's own executor, never inline.
 template <typename Signature, typename... Args>
-void complete_without_client(asio::any_completion_handler<Signature> h, Args... args) {
+void complete_without_client(erased_handler<Signature> h, Args... args) {
   take_handler(std::move(h), nullptr).post(error_code{error::shut_down}, std::move(args)...);
 }
 

@@ -26,6 +26,8 @@
 #include <utility>
 #include <variant>
 
+#include "redlock/erased_handler.hpp"
+
 namespace redlock::detail {
 
 template <typename Signature>
@@ -37,15 +39,22 @@ template <typename... Args>
 class completion<void(Args...)> {
  public:
   using handler_type = boost::asio::any_completion_handler<void(Args...)>;
+  using erased_type = erased_handler<void(Args...)>;
 
   completion() = default;
 
   /// Takes `h` and starts counting work on its associated executor, or on `fallback`
   /// (the client's executor) when it has none.
-  completion(handler_type h, const boost::asio::any_io_executor& fallback)
-      : handler_(std::move(h)) {
+  completion(erased_type h, const boost::asio::any_io_executor& fallback)
+      : handler_(std::move(static_cast<handler_type&>(h))) {
     if (!handler_) return;
     namespace asio = boost::asio;
+    // An io_context executor named at initiation (a coroutine's, most often) is used as
+    // it is: no type-erased conversion.
+    if (const auto* io = h.executor_hint().template target<io_executor>()) {
+      work_.template emplace<io_work>(asio::prefer(*io, asio::execution::outstanding_work.tracked));
+      return;
+    }
     // A concrete candidate keeps a plain callback's executor in the small buffer.
     const asio::any_completion_executor ex =
         fallback.target<io_executor>() != nullptr

@@ -53,7 +53,7 @@ class quorum_op;
 template <typename State, typename... Args>
 class quorum_op<State, void(error_code, Args...)> : public request_sink {
  public:
-  using handler_type = asio::any_completion_handler<void(error_code, Args...)>;
+  using handler_type = erased_handler<void(error_code, Args...)>;
   using completion_type = completion<void(error_code, Args...)>;
 
   /// Constructed in the initiating call: work on the handler's executor is counted from
