@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "redlock/buffer.hpp"
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
 #include "redlock/diagnostics.hpp"
@@ -33,7 +34,7 @@ namespace detail {
 using lock_handler = erased_handler<void(boost::system::error_code, lock)>;
 using void_handler = erased_handler<void(boost::system::error_code)>;
 
-void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
+void start_lock(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
                 diagnostics* diag, lock_handler h);
 void start_unlock(std::shared_ptr<client_state> s, lock lk, diagnostics* diag, void_handler h);
 void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
@@ -323,11 +324,11 @@ class client {
   auto initiate_lock(std::string_view resource, lock_options opts, bool wait, diagnostics* diag,
                      CompletionToken& token) {
     return boost::asio::async_initiate<CompletionToken, lock_sig>(
-        [](auto handler, std::shared_ptr<detail::client_state> s, std::string r, lock_options o,
+        [](auto handler, std::shared_ptr<detail::client_state> s, detail::buffer r, lock_options o,
            bool w, diagnostics* d) {
           detail::start_lock(std::move(s), std::move(r), o, w, d, std::move(handler));
         },
-        token, state_, std::string{resource}, opts, wait, diag);
+        token, state_, detail::buffer{resource}, opts, wait, diag);
   }
 
   template <typename CompletionToken>

@@ -234,7 +234,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                          public waiter,
                          private retry_loop {
  public:
-  acquire_op(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
+  acquire_op(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
              diagnostics* diag, lock_handler h)
       : quorum_op(std::move(s), diag, std::move(h)),
         retry_loop(s_->strand),
@@ -268,7 +268,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       extra_ = ": the wait must not be negative (0 means one attempt)";
       return complete(error::invalid_argument, lock{});
     }
-    key_ = s_->cfg.key_prefix + resource_;
+    key_.assign(s_->cfg.key_prefix);
+    key_.append(resource_);
     if (opts_.fenced) field_ = s_->fence_field(resource_);
     if (opts_.fair) {
       line_key_ = s_->cfg.key_prefix + "redlock:line:" + resource_;
@@ -684,16 +685,16 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     complete(error::cancelled, lock{});
   }
 
-  std::string resource_;
-  std::string key_;
+  buffer resource_;
+  buffer key_;
   std::string field_;
   lock_options opts_;
   bool wait_;
   boot_clock::time_point wait_deadline_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
-  std::string token_;
-  std::string payload_;
+  buffer token_;
+  buffer payload_;
   std::string payload2_;
   error_code last_reason_;
   boot_clock::time_point call_start_{};
@@ -780,7 +781,7 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
 
   lock_ptr data_;  // the released lock's, freed with the op
   std::string_view key_, token_;
-  std::string payload_;
+  buffer payload_;
 };
 
 // ---- extend ------------------------------------------------------------------------
@@ -806,7 +807,7 @@ class extend_op final : public extend_op_base<lock, lock_access> {
 
 }  // namespace
 
-void start_lock(std::shared_ptr<client_state> s, std::string resource, lock_options opts, bool wait,
+void start_lock(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
                 diagnostics* diag, lock_handler h) {
   if (!s) return complete_without_client(std::move(h), lock{});
   const auto& strand = s->strand;  // kept alive by the op

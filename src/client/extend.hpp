@@ -63,7 +63,7 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   bool was_lost_ = false;  // before this call: an observer hears of a loss it found
   std::chrono::milliseconds ttl_{};
   boot_clock::time_point start_{};
-  std::string payload_;
+  buffer payload_;
 
  private:
   bool counts(std::size_t i) override { return voter(i, ttl_); }

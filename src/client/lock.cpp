@@ -17,37 +17,41 @@ namespace {
 // Recycled lock_data, per thread: taken where a lock is made, given back where it ends
 // (often another thread's pool, which is fine). Bounded, so that a burst of locks
 // released at once does not stay allocated.
+thread_local bool pool_gone = false;  // this thread's pool was destroyed (thread exit)
+
 struct lock_pool {
   static constexpr std::size_t keep = 256;
   std::vector<lock_data*> free;
   ~lock_pool() {
+    pool_gone = true;
     for (auto* d : free) delete d;
   }
 };
 
-lock_pool& pool() {
+lock_pool* pool() {
+  if (pool_gone) return nullptr;
   thread_local lock_pool p;
-  return p;
+  return &p;
 }
 
 }  // namespace
 
 lock_ptr make_lock_data() {
-  auto& p = pool();
-  if (p.free.empty()) return lock_ptr{new lock_data};
-  lock_data* d = p.free.back();
-  p.free.pop_back();
+  auto* p = pool();
+  if (p == nullptr || p->free.empty()) return lock_ptr{new lock_data};
+  lock_data* d = p->free.back();
+  p->free.pop_back();
   return lock_ptr{d};
 }
 
 void lock_data_recycler::operator()(lock_data* d) const noexcept {
-  auto& p = pool();
-  if (p.free.size() >= lock_pool::keep || d->text.capacity() > 256) {
+  auto* p = pool();
+  if (p == nullptr || p->free.size() >= lock_pool::keep || d->text.capacity() > 256) {
     delete d;
     return;
   }
   try {
-    p.free.reserve(lock_pool::keep);
+    p->free.reserve(lock_pool::keep);
   } catch (...) {
     delete d;
     return;
@@ -62,7 +66,7 @@ void lock_data_recycler::operator()(lock_data* d) const noexcept {
   d->lost = false;
   d->prev = d->next = nullptr;
   d->linked = false;
-  p.free.push_back(d);
+  p->free.push_back(d);
 }
 
 void lock_data::assign(std::string_view key, std::size_t resource_at_, std::string_view token_) {

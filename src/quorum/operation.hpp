@@ -18,6 +18,7 @@
 #include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -31,6 +32,7 @@
 
 #include "connection/connection.hpp"
 #include "quorum/completion.hpp"
+#include "quorum/pool.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
 #include "redlock/observer.hpp"
@@ -51,7 +53,7 @@ template <typename State, typename Signature>
 class quorum_op;
 
 template <typename State, typename... Args>
-class quorum_op<State, void(error_code, Args...)> : public request_sink {
+class quorum_op<State, void(error_code, Args...)> : public request_sink, public pooled {
  public:
   using handler_type = erased_handler<void(error_code, Args...)>;
   using completion_type = completion<void(error_code, Args...)>;
@@ -390,8 +392,11 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink {
 /// state keeps it).
 template <typename Op, typename Start>
 void launch_op(Op* op, const strand_type& strand, Start start) {
-  asio::dispatch(
-      strand, [op, start = std::move(start)]() mutable { op->run_guarded([&] { start(*op); }); });
+  // The hop onto the strand is allocated from the pool too.
+  asio::dispatch(strand, asio::bind_allocator(pool_allocator<void>{},
+                                              [op, start = std::move(start)]() mutable {
+                                                op->run_guarded([&] { start(*op); });
+                                              }));
 }
 
 }  // namespace redlock::detail

@@ -1,0 +1,103 @@
+// The per-thread pools of pool.hpp and buffer.hpp.
+
+#include "quorum/pool.hpp"
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "redlock/buffer.hpp"
+
+namespace redlock::detail {
+
+namespace {
+
+constexpr std::size_t step = 64;         // size classes: 64, 128, ... bytes
+constexpr std::size_t classes = 256;  // up to 16 KiB; larger blocks are not pooled
+constexpr std::size_t keep_blocks = 64;  // per class and thread
+constexpr std::size_t keep_buffers = 256;
+constexpr std::size_t largest_buffer = 1024;
+
+// Set when this thread's pools are destroyed (thread exit): what is freed later, from
+// other thread-local or static destructors, goes straight to the heap.
+thread_local bool pools_gone = false;
+
+struct block_pool {
+  std::array<std::vector<void*>, classes> free;
+  ~block_pool() {
+    pools_gone = true;
+    for (auto& list : free)
+      for (void* p : list) ::operator delete(p);
+  }
+};
+
+block_pool* blocks() {
+  if (pools_gone) return nullptr;
+  thread_local block_pool p;
+  return &p;
+}
+
+struct buffer_pool {
+  std::vector<std::string> free;
+  ~buffer_pool() { pools_gone = true; }
+};
+
+buffer_pool* buffers() {
+  if (pools_gone) return nullptr;
+  thread_local buffer_pool p;
+  return &p;
+}
+
+}  // namespace
+
+void* pool_allocate(std::size_t bytes) {
+  const std::size_t c = (bytes + step - 1) / step;
+  auto* pool = blocks();
+  if (c == 0 || c > classes || pool == nullptr)
+    return ::operator new(c* step > bytes ? c * step : bytes);
+  auto& list = pool->free[c - 1];
+  if (list.empty()) return ::operator new(c* step);
+  void* p = list.back();
+  list.pop_back();
+  return p;
+}
+
+void pool_deallocate(void* p, std::size_t bytes) noexcept {
+  const std::size_t c = (bytes + step - 1) / step;
+  auto* pool = blocks();
+  if (c == 0 || c > classes || pool == nullptr) return ::operator delete(p);
+  auto& list = pool->free[c - 1];
+  if (list.size() < keep_blocks) {
+    try {
+      list.reserve(keep_blocks);
+      list.push_back(p);
+      return;
+    } catch (...) {
+    }
+  }
+  ::operator delete(p);
+}
+
+std::string take_buffer() noexcept {
+  auto* pool = buffers();
+  if (pool == nullptr || pool->free.empty()) return {};
+  auto& f = pool->free;
+  std::string s = std::move(f.back());
+  f.pop_back();
+  return s;
+}
+
+void give_buffer(std::string&& s) noexcept {
+  if (s.capacity() <= 15 || s.capacity() > largest_buffer) return;
+  auto* pool = buffers();
+  if (pool == nullptr || pool->free.size() >= keep_buffers) return;
+  auto& f = pool->free;
+  try {
+    f.reserve(keep_buffers);
+    s.clear();
+    f.push_back(std::move(s));
+  } catch (...) {
+  }
+}
+
+}  // namespace redlock::detail
