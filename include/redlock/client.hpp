@@ -199,7 +199,8 @@ class client {
   }
 
   /// async_try_claim with the done marker the won claims become when settled with a keep
-  /// time (claim_mode; the overload without it is claim_mode::spread_marker).
+  /// time (claim_mode; the overload without it is claim_mode::spread_marker). A value
+  /// outside claim_mode is invalid_argument.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                  std::vector<claim_result>))
                 CompletionToken = default_token_t>
@@ -228,7 +229,8 @@ class client {
   }
 
   /// async_claim with the done marker the claim becomes when settled with a keep time
-  /// (claim_mode). Calls of both modes share batches.
+  /// (claim_mode; a value outside it is invalid_argument). Calls of both modes share
+  /// batches.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, claim_result))
                 CompletionToken = default_token_t>
   auto async_claim(std::string_view resource, std::chrono::milliseconds ttl, claim_mode mode,
@@ -248,8 +250,8 @@ class client {
   /// claims of that name then answer claim_status::done. Which marker is the claim's
   /// claim_mode: "done", also written in the background on the nodes the claim never
   /// went to (spread_marker, and any lock not taken as a claim), or the claim's own key
-  /// with its state byte flipped, on the claim's nodes only (own_marker). The locks are emptied
-  /// when the call starts and must outlive it. Completes with (error_code, settled):
+  /// with its state byte flipped, on the claim's nodes only (own_marker). The locks are
+  /// emptied when the call starts and must outlive it. Completes with (error_code, settled):
   /// settled counts the locks done; the error_code is the first failure: not_held (a
   /// lock was empty, or its key had expired or been taken), no_quorum (a done marker did
   /// not reach a majority, or too few nodes answered a release), invalid_argument.

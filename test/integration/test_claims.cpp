@@ -332,6 +332,13 @@ BOOST_AUTO_TEST_CASE(bad_batches_get_clear_answers_before_any_traffic) {
     std::vector<std::string> with_long{"ok", too_long};
     auto [e9, r9] = co_await c.async_try_claim(with_long, 5s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e9 == redlock::error::invalid_argument);
+    const auto no_mode = static_cast<redlock::claim_mode>(7);
+    auto [e10, r10] =
+        co_await c.async_try_claim(ok, 5s, no_mode, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e10 == redlock::error::invalid_argument);
+    auto [e11, r11] =
+        co_await c.async_claim("ok", 5s, no_mode, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e11 == redlock::error::invalid_argument);
     redlock::lock empty;
     auto [e5] = co_await c.async_settle(empty, 1s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e5 == redlock::error::no_lock);  // holds none: not "taken by another"
