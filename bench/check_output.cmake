@@ -28,8 +28,8 @@ set(extra_raw ceiling_cycles_per_s w1_vs_raw w1_vs_ceiling)
 set(extra_fenced_w2 first_round_p50_us write_back_p50_us write_back_p99_us fence_checks
     fence_violations acquire_p50_vs_unfenced ops_per_s_vs_unfenced)
 set(extra_fenced_w1 ${extra_fenced_w2})
-set(extra_claims batch effective_batch won failures script_calls_per_claim client_us_per_claim
-    server_us_per_claim ceiling_claims_per_s vs_ceiling)
+set(extra_claims batch effective_batch won failures script_calls_per_claim eval_calls_per_claim
+    client_us_per_claim server_us_per_claim ceiling_claims_per_s vs_ceiling)
 set(extra_multi resources_per_lock failures)
 set(extra_extend renew_p50_us renew_p99_us held_locks renewal_cycles evalsha_per_cycle_per_node
     lost)

@@ -1,8 +1,9 @@
 // claims: the save-once gate's cost. Each round claims fresh names (async_try_claim with
 // batches of 1, 16 and 128; and single async_claim calls from many coroutines, batched
-// by the client), then settles the won ones as done markers. Claims per second, what
-// the client and the servers spend on each, and the servers' ceiling for the same
-// script calls (redis-benchmark).
+// by the client), then settles the won ones as done markers, in both claim modes (the
+// "done" marker spread to every node, and the claim that is its own marker). Claims per
+// second, what the client and the servers spend on each, and the servers' ceiling for
+// the same script calls (redis-benchmark).
 
 #include "client/claims.hpp"
 
@@ -33,6 +34,7 @@ struct claim_config {
   std::size_t batch;      // names per call
   std::size_t in_flight;  // calls in flight
   bool batch_given;       // false: the client forms batches from single calls
+  claim_mode marker = claim_mode::spread_marker;  // what a settled claim becomes
 };
 
 struct claim_run {
@@ -57,7 +59,7 @@ struct claim_run {
 };
 
 asio::awaitable<void> batch_worker(redlock::client& c, claim_run& run, std::size_t batch,
-                                   std::chrono::milliseconds ttl) {
+                                   std::chrono::milliseconds ttl, claim_mode marker) {
   std::vector<redlock::lock> won;
   for (;;) {
     const auto t0 = bench_clock::now();
@@ -66,8 +68,8 @@ asio::awaitable<void> batch_worker(redlock::client& c, claim_run& run, std::size
     std::vector<std::string> names;
     names.reserve(batch);
     for (std::size_t i = 0; i < batch; ++i) names.push_back(run.fresh_name());
-    std::tuple<error_code, std::vector<claim_result>> got =
-        co_await c.async_try_claim(std::move(names), ttl, asio::as_tuple(asio::use_awaitable));
+    std::tuple<error_code, std::vector<claim_result>> got = co_await c.async_try_claim(
+        std::move(names), ttl, marker, asio::as_tuple(asio::use_awaitable));
     const auto t1 = bench_clock::now();
     if (std::get<0>(got)) {
       run.note(std::get<0>(got), "claim");
@@ -91,13 +93,13 @@ asio::awaitable<void> batch_worker(redlock::client& c, claim_run& run, std::size
 }
 
 asio::awaitable<void> single_worker(redlock::client& c, claim_run& run,
-                                    std::chrono::milliseconds ttl) {
+                                    std::chrono::milliseconds ttl, claim_mode marker) {
   for (;;) {
     const auto t0 = bench_clock::now();
     if (run.window.over(t0)) break;
     const bool measured = run.window.enter(t0);
     std::tuple<error_code, claim_result> got =
-        co_await c.async_claim(run.fresh_name(), ttl, asio::as_tuple(asio::use_awaitable));
+        co_await c.async_claim(run.fresh_name(), ttl, marker, asio::as_tuple(asio::use_awaitable));
     const auto t1 = bench_clock::now();
     if (std::get<0>(got)) {
       run.note(std::get<0>(got), "claim");
@@ -149,12 +151,14 @@ void run_claims(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
   asio::io_context admin_io{1};
   node_links links{admin_io, uris, ctx.client_config(uris)};
+  constexpr auto own = claim_mode::own_marker;
   const std::vector<claim_config> configs =
-      o.quick ? std::vector<claim_config>{{"single", 1, 64, false}}
-              : std::vector<claim_config>{{"batch", 1, 64, true},
-                                          {"batch", 16, 16, true},
-                                          {"batch", 128, 4, true},
-                                          {"single", 1, 512, false}};
+      o.quick
+          ? std::vector<claim_config>{{"single", 1, 64, false}, {"single", 1, 64, false, own}}
+          : std::vector<claim_config>{{"batch", 1, 64, true},       {"batch", 16, 16, true},
+                                      {"batch", 128, 4, true},      {"single", 1, 512, false},
+                                      {"batch", 1, 64, true, own},  {"batch", 16, 16, true, own},
+                                      {"batch", 128, 4, true, own}, {"single", 1, 512, false, own}};
   // The ceilings run after every measurement: redis-benchmark leaves millions of keys
   // behind whose expiry would slow the next configuration's servers.
   std::vector<json_line> lines;
@@ -167,17 +171,20 @@ void run_claims(bench_context& ctx) {
     run.claim.reserve(1u << 16);
     run.settle.reserve(1u << 16);
     const auto calls_before = evalsha_stats(links);
+    const auto evals_before = eval_stats(links);
     const auto cpu_before = server_cpu_seconds(links);
     const auto client_before = thread_cpu_time();
     const bool single = std::string_view{cc.mode} == "single";
     run_workers(io, cc.in_flight, [&]() -> asio::awaitable<void> {
-      return single ? single_worker(c, run, o.ttl) : batch_worker(c, run, cc.batch, o.ttl);
+      return single ? single_worker(c, run, o.ttl, cc.marker)
+                    : batch_worker(c, run, cc.batch, o.ttl, cc.marker);
     });
     // Warm-up included in the CPU figures, as in the other workloads' per-op costs: the
     // counts below are divided by every claim made, measured or not.
     const auto client_cpu = thread_cpu_time() - client_before;
     const auto cpu_after = server_cpu_seconds(links);
     const auto calls_after = evalsha_stats(links);
+    const auto evals_after = eval_stats(links);
     shut_down(io, c);
 
     double server_cpu = 0;
@@ -186,6 +193,7 @@ void run_claims(bench_context& ctx) {
     const seconds_f seconds = run.window.seconds();
     json_line l = base_line("claims", uris.size(), cc.in_flight, run.claims, seconds);
     l.add("mode", cc.mode);
+    l.add("marker", to_string(cc.marker));
     l.add("batch", cc.batch);
     // The contract's phases: acquire is the claim call, release the settle call.
     l.add_latency("acquire", run.claim);
@@ -194,6 +202,9 @@ void run_claims(bench_context& ctx) {
     l.add("failures", static_cast<std::size_t>(run.failures));
     l.add("script_calls_per_claim",
           ratio(static_cast<double>(calls_after.calls - calls_before.calls), all_claims));
+    // EVAL: the calls sent without reading the reply (the spread of done markers, undos).
+    l.add("eval_calls_per_claim",
+          ratio(static_cast<double>(evals_after.calls - evals_before.calls), all_claims));
     l.add("client_us_per_claim", ratio(client_cpu.count() * 1e6, all_claims));
     l.add("server_us_per_claim", ratio(server_cpu * 1e6, all_claims));
     lines.push_back(std::move(l));
@@ -218,14 +229,14 @@ void run_claims(bench_context& ctx) {
     const auto won = l.number("won").value_or(0);
     const auto ops = l.number("ops").value_or(0);
     const std::string human = fmt::format(
-        "claims {} x{} with {} in flight: {:.0f} claims/s ({:.0f}% won), claim p50/p99 "
+        "claims {} x{} ({}) with {} in flight: {:.0f} claims/s ({:.0f}% won), claim p50/p99 "
         "{:.0f}/{:.0f} us; client {:.2f} us and servers {:.2f} us per claim; {:.2f} script "
-        "calls per claim; ceiling {:.0f}/s{}{}",
-        cc.mode, cc.batch, cc.in_flight, l.number("ops_per_s").value_or(0),
+        "calls per claim (+{:.3f} EVAL); ceiling {:.0f}/s{}{}",
+        cc.mode, cc.batch, to_string(cc.marker), cc.in_flight, l.number("ops_per_s").value_or(0),
         ops > 0 ? 100.0 * won / ops : 0.0, l.number("acquire_p50_us").value_or(0),
         l.number("acquire_p99_us").value_or(0), l.number("client_us_per_claim").value_or(0),
         l.number("server_us_per_claim").value_or(0), l.number("script_calls_per_claim").value_or(0),
-        ceiling.value_or(0),
+        l.number("eval_calls_per_claim").value_or(0), ceiling.value_or(0),
         l.number("failures").value_or(0) > 0
             ? fmt::format("; {:.0f} failures, first: {}", l.number("failures").value_or(0),
                           first_errors[k])

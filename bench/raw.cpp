@@ -10,6 +10,7 @@
 #include <charconv>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 
 #include "client/client_state.hpp"
 #include "redlock/error.hpp"
@@ -115,12 +116,15 @@ std::optional<double> info_real(std::string_view info, std::string_view field) {
   return v;
 }
 
-script_stats evalsha_stats(node_links& links) {
+namespace {
+
+// `stat` is the INFO commandstats line's name with its colon, e.g. "cmdstat_evalsha:".
+script_stats command_stats(node_links& links, std::string_view stat) {
   std::string info;
   resp::append_command(info, "INFO", "commandstats");
   script_stats s;
   for (const auto& text : links.ask_all(info)) {
-    const auto at = text.find("cmdstat_evalsha:");
+    const auto at = text.find(stat);
     if (at == std::string::npos) continue;  // none yet
     const std::string_view line = std::string_view{text}.substr(at, text.find('\n', at) - at);
     const auto failed = info_number(line, "failed_calls=").value_or(0);
@@ -129,6 +133,16 @@ script_stats evalsha_stats(node_links& links) {
     s.usec += info_number(line, ",usec=").value_or(0);
   }
   return s;
+}
+
+}  // namespace
+
+script_stats evalsha_stats(node_links& links) {
+  return command_stats(links, "cmdstat_evalsha:");
+}
+
+script_stats eval_stats(node_links& links) {
+  return command_stats(links, "cmdstat_eval:");
 }
 
 std::vector<double> server_cpu_seconds(node_links& links) {

@@ -113,5 +113,8 @@ struct script_stats {
   std::int64_t usec = 0;
 };
 script_stats evalsha_stats(node_links& links);
+/// The same for EVAL (the calls the client sends without reading their reply: a claim's
+/// undo, a done marker's spread).
+script_stats eval_stats(node_links& links);
 
 }  // namespace redlock::bench

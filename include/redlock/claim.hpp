@@ -23,6 +23,22 @@ enum class claim_status : std::uint8_t {
               ///< wrong_type)
 };
 
+/// What a won claim becomes when async_settle keeps it as done (chosen when claiming; a
+/// release with a zero keep time is the same in both modes). docs/claims.md compares them.
+enum class claim_mode : std::uint8_t {
+  /// The claim's keys are replaced by the value "done" on the nodes that hold the claim (a
+  /// majority), and the marker is then also written, in the background, on every node the
+  /// claim never went to, so that it survives one node restarting empty.
+  spread_marker,
+  /// The claim is its own done marker: the claim's value carries a state byte ("C" while
+  /// held), and the settle turns that byte into "D" and sets the keep time in the same
+  /// compare-and-set, on the nodes that hold the claim only. No call beyond the claim's
+  /// majority: a won and settled claim costs one claim and one settle call per node of a
+  /// majority per batch. The marker lasts as the claim's keys do: a node restarted empty
+  /// loses its copy (docs/claims.md, "What a done marker survives").
+  own_marker,
+};
+
 /// The outcome for one resource.
 struct claim_result {
   claim_status status = claim_status::failed;
@@ -42,5 +58,8 @@ inline constexpr std::size_t max_claim_batch = 256;
 
 /// Human-readable name of a status ("won", "held", ...).
 const char* to_string(claim_status s) noexcept;
+
+/// Human-readable name of a mode ("spread_marker", "own_marker").
+const char* to_string(claim_mode m) noexcept;
 
 }  // namespace redlock

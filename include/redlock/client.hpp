@@ -47,9 +47,9 @@ using claims_handler = erased_handler<void(boost::system::error_code, std::vecto
 using claim_handler = erased_handler<void(boost::system::error_code, claim_result)>;
 using count_handler = erased_handler<void(boost::system::error_code, std::size_t)>;
 void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
-                     std::chrono::milliseconds ttl, claims_handler h);
+                     std::chrono::milliseconds ttl, claim_mode mode, claims_handler h);
 void start_claim(std::shared_ptr<client_state> s, std::string resource,
-                 std::chrono::milliseconds ttl, claim_handler h);
+                 std::chrono::milliseconds ttl, claim_mode mode, claim_handler h);
 void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
                   std::chrono::milliseconds keep, count_handler h);
 void start_settle_one(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds keep,
@@ -192,13 +192,25 @@ class client {
                 CompletionToken = default_token_t>
   auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
                        CompletionToken&& token = default_token_t{}) {
+    return async_try_claim(std::move(resources), ttl, claim_mode::spread_marker,
+                           std::forward<CompletionToken>(token));
+  }
+
+  /// async_try_claim with the done marker the won claims become when settled with a keep
+  /// time (claim_mode; the overload without it is claim_mode::spread_marker). A value
+  /// outside claim_mode is invalid_argument.
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                 std::vector<claim_result>))
+                CompletionToken = default_token_t>
+  auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
+                       claim_mode mode, CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, std::vector<claim_result>)>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::vector<std::string> r,
-           std::chrono::milliseconds t) {
-          detail::start_try_claim(std::move(s), std::move(r), t, std::move(handler));
+           std::chrono::milliseconds t, claim_mode m) {
+          detail::start_try_claim(std::move(s), std::move(r), t, m, std::move(handler));
         },
-        token, state_, std::move(resources), ttl);
+        token, state_, std::move(resources), ttl, mode);
   }
 
   /// One claim, batched for you: concurrent calls of this client (from any number of
@@ -210,20 +222,34 @@ class client {
                 CompletionToken = default_token_t>
   auto async_claim(std::string_view resource, std::chrono::milliseconds ttl,
                    CompletionToken&& token = default_token_t{}) {
+    return async_claim(resource, ttl, claim_mode::spread_marker,
+                       std::forward<CompletionToken>(token));
+  }
+
+  /// async_claim with the done marker the claim becomes when settled with a keep time
+  /// (claim_mode; a value outside it is invalid_argument). Calls of both modes share
+  /// batches.
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, claim_result))
+                CompletionToken = default_token_t>
+  auto async_claim(std::string_view resource, std::chrono::milliseconds ttl, claim_mode mode,
+                   CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, claim_result)>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::string r,
-           std::chrono::milliseconds t) {
-          detail::start_claim(std::move(s), std::move(r), t, std::move(handler));
+           std::chrono::milliseconds t, claim_mode m) {
+          detail::start_claim(std::move(s), std::move(r), t, m, std::move(handler));
         },
-        token, state_, std::string{resource}, ttl);
+        token, state_, std::string{resource}, ttl, mode);
   }
 
   /// Ends won claims (or any locks of this client) in one script call per node: with
-  /// `keep_for` zero each is released (compare-and-delete); otherwise each is replaced,
-  /// where it still holds our token, by a "done" marker that lives `keep_for` (up to 30
-  /// days), and claims of that name then answer claim_status::done. The locks are emptied
-  /// when the call starts and must outlive it. Completes with (error_code, settled):
+  /// `keep_for` zero each is released (compare-and-delete); otherwise each becomes, where
+  /// it still holds our token, a done marker that lives `keep_for` (up to 30 days), and
+  /// claims of that name then answer claim_status::done. Which marker is the claim's
+  /// claim_mode: "done", also written in the background on the nodes the claim never
+  /// went to (spread_marker, and any lock not taken as a claim), or the claim's own key
+  /// with its state byte flipped, on the claim's nodes only (own_marker). The locks are
+  /// emptied when the call starts and must outlive it. Completes with (error_code, settled):
   /// settled counts the locks done; the error_code is the first failure: not_held (a
   /// lock was empty, or its key had expired or been taken), no_quorum (a done marker did
   /// not reach a majority, or too few nodes answered a release), invalid_argument.

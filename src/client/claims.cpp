@@ -12,8 +12,10 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <string_view>
 #include <unordered_map>
 
+#include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/client.hpp"
@@ -36,6 +38,16 @@ const char* to_string(claim_status s) noexcept {
   return "unknown";
 }
 
+const char* to_string(claim_mode m) noexcept {
+  switch (m) {
+    case claim_mode::spread_marker:
+      return "spread_marker";
+    case claim_mode::own_marker:
+      return "own_marker";
+  }
+  return "unknown";
+}
+
 namespace detail {
 
 namespace {
@@ -47,6 +59,12 @@ constexpr int batch_slots = 4;
 using node_mask = std::uint16_t;
 constexpr node_mask bit(std::size_t i) {
   return static_cast<node_mask>(1u << i);
+}
+
+// Whether a settled token becomes its own done marker (claim_mode::own_marker): lock tokens
+// are lowercase hex, so only such a claim's token starts with the state byte.
+bool own_marker(std::string_view token) {
+  return !token.empty() && token.front() == own_marker_held;
 }
 
 // A quorum_op whose round sends each node one script call for a list of item indexes
@@ -129,9 +147,11 @@ class batch_rounds : public quorum_op<client_state, Signature> {
 // ---- claim batches -----------------------------------------------------------------
 
 struct claim_item {
-  explicit claim_item(std::string r, claim_completion h = claim_completion{}, std::uint64_t i = 0)
-      : resource(std::move(r)), handler(std::move(h)), id(i) {}
+  explicit claim_item(std::string r, claim_mode m, claim_completion h = claim_completion{},
+                      std::uint64_t i = 0)
+      : resource(std::move(r)), mode(m), handler(std::move(h)), id(i) {}
   std::string resource;
+  claim_mode mode;
   std::string key;
   std::string token;
   node_mask asked = 0;  // nodes the SET went to
@@ -181,6 +201,9 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
           continue;
         }
         s_->tokens.next(it.token);
+        // An own marker's state byte leads its token: the token is the key's whole value,
+        // so unlock, extend and the undo compare it as they compare any other.
+        if (it.mode == claim_mode::own_marker) it.token.insert(it.token.begin(), own_marker_held);
         unique.push_back(j);
       }
     }
@@ -435,13 +458,14 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
   // Done markers settled on a majority also go to the nodes the claim never went to, onto
   // the free name only (settle_script with an empty token), reply ignored but kept across
   // reconnects: a marker on every node that answers survives the restart of one of them.
+  // Own markers stay where the claim is (claim_mode::own_marker): no call beyond them.
   void spread_markers() {
     if (keep_.count() == 0 || s_->closed) return;
     const std::size_t n = s_->size();
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<const settle_item*> rest;
       for (const auto& it : items_)
-        if (!(it.nodes & bit(i)) && !outcome(it)) rest.push_back(&it);
+        if (!(it.nodes & bit(i)) && !own_marker(it.token) && !outcome(it)) rest.push_back(&it);
       if (rest.empty()) continue;
       std::string p;
       resp::command_writer w{p};
@@ -521,6 +545,10 @@ bool bad_keep(std::chrono::milliseconds keep) {
   return keep < std::chrono::milliseconds{0} || keep > longest_keep;
 }
 
+bool bad_mode(claim_mode m) {
+  return m != claim_mode::spread_marker && m != claim_mode::own_marker;
+}
+
 // Takes a won claim out of `lk` (emptied, as async_unlock does) into a settle item.
 bool take(client_state& s, lock& lk, settle_item& out) {
   if (!lk.owns()) return false;
@@ -568,10 +596,10 @@ std::uint64_t claim_coalescer::watch(Handler& h, asio::cancellation_type_t honou
 }
 
 void claim_coalescer::add_claim(std::string resource, std::chrono::milliseconds ttl,
-                                claim_completion h) {
+                                claim_mode mode, claim_completion h) {
   // As async_try_claim: the call may have taken its name, which is then released.
   const auto id = watch(h, cancel_with_effects);
-  claims_.push_back(pending_claim{std::move(resource), ttl, std::move(h), id});
+  claims_.push_back(pending_claim{std::move(resource), ttl, mode, std::move(h), id});
   schedule();
 }
 
@@ -639,7 +667,7 @@ void claim_coalescer::flush() {
     const auto ttl = claims_.front().ttl;
     std::vector<claim_item> items;
     for (auto& p : take_batch(claims_, [](const pending_claim& p) { return p.ttl; }))
-      items.emplace_back(std::move(p.resource), std::move(p.handler), p.id);
+      items.emplace_back(std::move(p.resource), p.mode, std::move(p.handler), p.id);
     ++claims_in_flight_;
     auto* op = new claim_batch_op(s, ttl, std::move(items), claims_completion{}, true);
     batch_started(op);
@@ -687,27 +715,27 @@ void claim_coalescer::shutdown() {
 // ---- entry points ------------------------------------------------------------------
 
 void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> resources,
-                     std::chrono::milliseconds ttl, claims_handler handler) {
+                     std::chrono::milliseconds ttl, claim_mode mode, claims_handler handler) {
   auto h = take_handler(std::move(handler), s);
   if (!s) return h.post(error_code{error::shut_down}, std::vector<claim_result>{});
   auto strand = s->strand;
-  asio::dispatch(strand, [s = std::move(s), resources = std::move(resources), ttl,
+  asio::dispatch(strand, [s = std::move(s), resources = std::move(resources), ttl, mode,
                           h = std::move(h)]() mutable {
     auto fail = [&](error_code ec) { h.post(ec, std::vector<claim_result>{}); };
     if (s->closed) return fail(error::shut_down);
-    if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() ||
+    if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() || bad_mode(mode) ||
         std::any_of(resources.begin(), resources.end(), bad_name))
       return fail(error::invalid_argument);
     if (resources.empty()) return fail(error_code{});
     std::vector<claim_item> items;
     items.reserve(resources.size());
-    for (auto& r : resources) items.emplace_back(std::move(r));
+    for (auto& r : resources) items.emplace_back(std::move(r), mode);
     launch_batch(new claim_batch_op(s, ttl, std::move(items), std::move(h), false));
   });
 }
 
 void start_claim(std::shared_ptr<client_state> s, std::string resource,
-                 std::chrono::milliseconds ttl, claim_handler handler) {
+                 std::chrono::milliseconds ttl, claim_mode mode, claim_handler handler) {
   auto fail = [](claim_completion& hh, error_code ec) {
     claim_result r;
     r.error = ec;
@@ -716,13 +744,13 @@ void start_claim(std::shared_ptr<client_state> s, std::string resource,
   auto h = take_handler(std::move(handler), s);
   if (!s) return fail(h, error::shut_down);
   auto strand = s->strand;
-  asio::dispatch(strand, [s = std::move(s), resource = std::move(resource), ttl, h = std::move(h),
-                          fail]() mutable {
+  asio::dispatch(strand, [s = std::move(s), resource = std::move(resource), ttl, mode,
+                          h = std::move(h), fail]() mutable {
     if (s->closed) return fail(h, error::shut_down);
-    if (bad_name(resource) || !check_ttl(ttl, s->cfg).empty())
+    if (bad_name(resource) || !check_ttl(ttl, s->cfg).empty() || bad_mode(mode))
       return fail(h, error::invalid_argument);
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
-    s->claims->add_claim(std::move(resource), ttl, std::move(h));
+    s->claims->add_claim(std::move(resource), ttl, mode, std::move(h));
   });
 }
 

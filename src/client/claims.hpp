@@ -30,7 +30,8 @@ class claim_coalescer {
  public:
   explicit claim_coalescer(client_state& s) : s_(s) {}
 
-  void add_claim(std::string resource, std::chrono::milliseconds ttl, claim_completion h);
+  void add_claim(std::string resource, std::chrono::milliseconds ttl, claim_mode mode,
+                 claim_completion h);
   void add_settle(std::string key, std::string token, std::uint16_t nodes,
                   std::chrono::milliseconds keep, void_completion h);
   /// A batch this coalescer started has begun or completed (its slot is then free).
@@ -47,6 +48,7 @@ class claim_coalescer {
   struct pending_claim {
     std::string resource;
     std::chrono::milliseconds ttl;
+    claim_mode mode;
     claim_completion handler;
     std::uint64_t id;  // 0: the handler has no cancellation slot
   };

@@ -281,7 +281,10 @@ return n
 
 // KEYS: names; ARGV: TTL, then one token per name. Per name: 1 set by us, 0 held by another owner,
 // 2 a done marker, 3 a key of another type. SET NX GET answers "who is there" in the same command;
-// pcall keeps one odd key from failing the whole batch.
+// pcall keeps one odd key from failing the whole batch. A done marker is the value "done" (a
+// spread marker) or a value starting with "D" (an own marker: a settled claim_mode::own_marker
+// claim, see own_marker_done); tokens are lowercase hex, so no holder's token looks done. 68 is
+// "D".
 const script claim_script{.body = R"lua(
 local r = {}
 for i = 1, #KEYS do
@@ -290,7 +293,7 @@ for i = 1, #KEYS do
     r[i] = 1
   elseif type(v) == "table" then
     r[i] = 3
-  elseif v == "done" then
+  elseif v == "done" or string.byte(v) == 68 then
     r[i] = 2
   else
     r[i] = 0
@@ -298,14 +301,17 @@ for i = 1, #KEYS do
 end
 return r
 )lua",
-                          .sha = "1b434350111e43f614818a115d436654ee8137aa"};
+                          .sha = "90a4695f4a2c91cccaa948a90609bee46200862a"};
 
 // KEYS: names; ARGV: keep (ms, "0" to delete), then one token per name. Where our token is still
-// there: delete it, or replace it by a done marker living `keep` ms (kept a string: a Lua number
-// would be formatted anew for every key); 1 settled, 0 not ours. An empty token marks a node the
-// claim never went to: the marker is written there only onto a free or already-done name, never
-// over another owner's claim, and answers 2 (not a vote), so that a done marker is on every node
-// that answers and survives the restart of one of them.
+// there: delete it, or turn it into a done marker living `keep` ms (kept a string: a Lua number
+// would be formatted anew for every key); 1 settled, 0 not ours. The marker is "done", or, for an
+// own-marker claim (a token starting with "C", 67), the claim's own value with its first byte
+// made "D": one SET, which also sets the TTL (SETRANGE and PEXPIRE would be two commands, and
+// SETRANGE copies a short string anyway). An empty token marks a node the claim never went to:
+// the marker is written there only onto a free or already-done name, never over another owner's
+// claim, and answers 2 (not a vote), so that a done marker is on every node that answers and
+// survives the restart of one of them.
 const script settle_script{.body = R"lua(
 local keep = ARGV[1]
 local r = {}
@@ -319,10 +325,12 @@ for i = 1, #KEYS do
       r[i] = 0
     end
   elseif v == ARGV[i + 1] then
-    if keep ~= "0" then
-      redis.call("set", KEYS[i], "done", "PX", keep)
-    else
+    if keep == "0" then
       redis.call("del", KEYS[i])
+    elseif string.byte(v) == 67 then
+      redis.call("set", KEYS[i], "D" .. string.sub(v, 2), "PX", keep)
+    else
+      redis.call("set", KEYS[i], "done", "PX", keep)
     end
     r[i] = 1
   else
@@ -331,7 +339,7 @@ for i = 1, #KEYS do
 end
 return r
 )lua",
-                           .sha = "c12398c53ae9d61ac7d7a341a19984fc0919e42f"};
+                           .sha = "cb1f8bcc625c14b25a47670486e947995ce02df6"};
 
 // ---- inspection ----------------------------------------------------------------------------
 

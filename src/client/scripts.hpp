@@ -37,6 +37,11 @@ extern const script quiet_multi_release_script;
 // Claims
 extern const script claim_script;
 extern const script settle_script;
+/// The first byte of a claim_mode::own_marker claim's value while it is held (its token is this
+/// byte, then the lowercase hex of any token), and of the done marker it becomes when settled
+/// with a keep time. claim_script and settle_script test these bytes by value (67, 68).
+inline constexpr char own_marker_held = 'C';
+inline constexpr char own_marker_done = 'D';
 
 // Inspection
 extern const script inspect_script;
