@@ -13,7 +13,7 @@ namespace redlock::detail {
 namespace {
 
 constexpr std::size_t step = 64;         // size classes: 64, 128, ... bytes
-constexpr std::size_t classes = 256;  // up to 16 KiB; larger blocks are not pooled
+constexpr std::size_t classes = 256;     // up to 16 KiB; larger blocks are not pooled
 constexpr std::size_t keep_blocks = 64;  // per class and thread
 constexpr std::size_t keep_buffers = 256;
 constexpr std::size_t largest_buffer = 1024;
