@@ -37,8 +37,10 @@ block_pool* blocks() {
   return &p;
 }
 
+// A stack of spare buffers in place: taking and giving one moves a string, nothing more.
 struct buffer_pool {
-  std::vector<std::string> free;
+  std::array<std::string, keep_buffers> free;
+  std::size_t count = 0;
   ~buffer_pool() { pools_gone = true; }
 };
 
@@ -80,24 +82,16 @@ void pool_deallocate(void* p, std::size_t bytes) noexcept {
 
 std::string take_buffer() noexcept {
   auto* pool = buffers();
-  if (pool == nullptr || pool->free.empty()) return {};
-  auto& f = pool->free;
-  std::string s = std::move(f.back());
-  f.pop_back();
-  return s;
+  if (pool == nullptr || pool->count == 0) return {};
+  return std::move(pool->free[--pool->count]);
 }
 
 void give_buffer(std::string&& s) noexcept {
   if (s.capacity() <= 15 || s.capacity() > largest_buffer) return;
   auto* pool = buffers();
-  if (pool == nullptr || pool->free.size() >= keep_buffers) return;
-  auto& f = pool->free;
-  try {
-    f.reserve(keep_buffers);
-    s.clear();
-    f.push_back(std::move(s));
-  } catch (...) {
-  }
+  if (pool == nullptr || pool->count == keep_buffers) return;
+  s.clear();
+  pool->free[pool->count++] = std::move(s);
 }
 
 }  // namespace redlock::detail

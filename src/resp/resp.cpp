@@ -46,8 +46,36 @@ constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
 }  // namespace
 
+namespace {
+
+// The replies a lock cycle gets most, read without the general loop and with its result:
+// an integer (":1\r\n") or a nil bulk string ("$-1\r\n") at the top level. Anything
+// else, or anything unusual about these, is left to the loop (false).
+bool parse_short(std::string_view data, reply& out, const limits& lim, parse_result& r) {
+  if (data.size() < 4 || (data[0] != ':' && data[0] != '$') || lim.max_nodes < 1) return false;
+  std::size_t cr = 1;
+  while (cr < data.size() && cr < 24 && data[cr] != '\r') ++cr;
+  if (cr == 1 || cr + 1 >= data.size() || data[cr] != '\r' || data[cr + 1] != '\n') return false;
+  if (cr + 2 > lim.max_reply) return false;
+  const std::string_view line = data.substr(1, cr - 1);
+  node n;
+  if (data[0] == ':') {
+    if (!parse_int(line, n.integer)) return false;
+    n.kind = type::integer;
+  } else {
+    if (line != "-1") return false;
+    n.kind = type::null;
+  }
+  out.push_back(n);
+  r = parse_result{parse_status::complete, cr + 2, 0};
+  return true;
+}
+
+}  // namespace
+
 parse_result parse(std::string_view data, reply& out, const limits& lim) {
   out.clear();
+  if (parse_result r; parse_short(data, out, lim, r)) return r;
   std::array<frame, hard_max_depth> stack;
   std::uint32_t depth = 0;
   const std::uint32_t max_depth = std::min(lim.max_depth, hard_max_depth);
@@ -278,15 +306,44 @@ namespace {
 // "<mark><n>\r\n" appended in one piece.
 void append_header(std::string& out, char mark, std::size_t n) {
   char tmp[24];
-  tmp[0] = mark;
-  auto [p, ec] = std::to_chars(tmp + 1, tmp + sizeof tmp - 2, n);
-  (void)ec;
-  *p++ = '\r';
-  *p++ = '\n';
-  out.append(tmp, p);
+  out.append(tmp, detail::put_header(tmp, mark, n));
 }
 
 }  // namespace
+
+namespace detail {
+
+char* put_header(char* p, char mark, std::size_t n) noexcept {
+  *p++ = mark;
+  if (n < 10) {
+    *p++ = static_cast<char>('0' + n);
+  } else if (n < 100) {
+    *p++ = static_cast<char>('0' + n / 10);
+    *p++ = static_cast<char>('0' + n % 10);
+  } else {
+    p = std::to_chars(p, p + 20, n).ptr;
+  }
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+char* put_arg(char* p, std::string_view a) noexcept {
+  p = put_header(p, '$', a.size());
+  if (!a.empty()) std::memcpy(p, a.data(), a.size());
+  p += a.size();
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+char* put_arg(char* p, std::int64_t v) noexcept {
+  char tmp[24];
+  const char* end = std::to_chars(tmp, tmp + sizeof tmp, v).ptr;
+  return put_arg(p, std::string_view{tmp, static_cast<std::size_t>(end - tmp)});
+}
+
+}  // namespace detail
 
 command_writer& command_writer::begin(std::size_t argc) {
   append_header(out_, '*', argc);

@@ -143,13 +143,23 @@ inline std::size_t encoded_bound(std::int64_t) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Write "<mark><n>\r\n" / one argument at `p`, which has room for it (encoded_bound);
+/// return the end.
+char* put_header(char* p, char mark, std::size_t n) noexcept;
+char* put_arg(char* p, std::string_view a) noexcept;
+char* put_arg(char* p, std::int64_t v) noexcept;
+}  // namespace detail
+
 template <typename... Args>
 void append_command(std::string& out, const Args&... args) {
-  // One allocation at most: the whole command is sized before it is written.
-  out.reserve(out.size() + 24 + (detail::encoded_bound(args) + ... + 0));
-  command_writer w{out};
-  w.begin(sizeof...(Args));
-  (w.arg(args), ...);
+  // Sized once, written in place, then trimmed: one allocation at most and no
+  // per-argument appends.
+  const std::size_t old = out.size();
+  out.resize(old + 24 + (detail::encoded_bound(args) + ... + 0));
+  char* p = detail::put_header(out.data() + old, '*', sizeof...(Args));
+  ((p = detail::put_arg(p, args)), ...);
+  out.resize(static_cast<std::size_t>(p - out.data()));
 }
 
 }  // namespace redlock::resp

@@ -1,5 +1,6 @@
 // The RESP codec: every type, replies split at every byte, limits and malformed input.
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <string>
 
 #include "resp/resp.hpp"
@@ -174,6 +175,58 @@ BOOST_AUTO_TEST_CASE(encoder_writes_resp_arrays_of_bulk_strings) {
   reply r;
   BOOST_TEST_REQUIRE(is(parse(out, r).status, parse_status::complete));
   BOOST_TEST((r[0].size == 4 && r[3].text == "a\r\nb" && r[4].text == "-15"));
+}
+
+BOOST_AUTO_TEST_CASE(the_encoder_counts_and_sizes_every_argument_of_a_long_command) {
+  // Twelve arguments (a two-digit count), an empty one, a 100-byte one (three-digit
+  // length) and the extreme integers, appended after what the buffer already held.
+  std::string out = "x";
+  const std::string big(100, 'b');
+  append_command(out, "EVALSHA", "", big, std::int64_t{0}, std::int64_t{INT64_MIN},
+                 std::int64_t{INT64_MAX}, "a", "b", "c", "d", "e", "f");
+  BOOST_TEST(out.substr(0, 5) == "x*12\r");
+  reply r;
+  const auto res = parse(std::string_view{out}.substr(1), r);
+  BOOST_TEST_REQUIRE(is(res.status, parse_status::complete));
+  BOOST_TEST(res.consumed == out.size() - 1);
+  BOOST_TEST_REQUIRE(r.size() == 13u);
+  BOOST_TEST(r[2].text == "");
+  BOOST_TEST(r[3].text == big);
+  BOOST_TEST(r[5].text == "-9223372036854775808");
+  BOOST_TEST(r[6].text == "9223372036854775807");
+  BOOST_TEST(r[12].text == "f");
+}
+
+BOOST_AUTO_TEST_CASE(short_integer_and_nil_replies_read_as_the_general_grammar_says) {
+  // The short replies have a fast path: it must agree with the grammar on every edge.
+  reply r;
+  auto res = parse(":1\r\n:2\r\n", r);
+  BOOST_TEST_REQUIRE(is(res.status, parse_status::complete));
+  BOOST_TEST(res.consumed == 4u);
+  BOOST_TEST((r.size() == 1 && r[0].kind == type::integer && r[0].integer == 1));
+  res = parse("$-1\r\n", r);
+  BOOST_TEST_REQUIRE(is(res.status, parse_status::complete));
+  BOOST_TEST((r.size() == 1 && r[0].kind == type::null && res.consumed == 5u));
+  BOOST_TEST(parse(":+7\r\n", r).consumed == 5u);
+  BOOST_TEST(r[0].integer == 7);
+  BOOST_TEST(parse(":-9223372036854775808\r\n", r).consumed == 23u);
+  BOOST_TEST(r[0].integer == INT64_MIN);
+  BOOST_TEST(is(status_of(":1\r5\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of(":\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of(":x\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("$-2\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of(":99999999999999999999\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(status_of("$-1\r"), parse_status::incomplete));
+  BOOST_TEST(is(status_of(":12"), parse_status::incomplete));
+  limits tiny;
+  tiny.max_reply = 3;
+  BOOST_TEST(is(status_of(":1\r\n", tiny), parse_status::too_large));
+  tiny = {};
+  tiny.max_nodes = 0;
+  BOOST_TEST(is(status_of(":1\r\n", tiny), parse_status::too_large));
+  // The general grammar's answer for a bulk of length 0, which is not a short reply.
+  res = parse("$0\r\n\r\n", r);
+  BOOST_TEST((is(res.status, parse_status::complete) && r[0].kind == type::bulk_string));
 }
 
 BOOST_AUTO_TEST_CASE(an_incomplete_reply_says_how_many_bytes_it_needs_at_least) {
