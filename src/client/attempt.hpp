@@ -92,8 +92,9 @@ class retry_loop {
     const auto deadline = std::min(boot_clock::now() + s.cfg.node_timeout, valid_until);
     std::size_t sent = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
-      reqs2_[i] = request{payload, lua, deadline, sink, max_nodes + i, false};
-      if (s.nodes[i]->submit(reqs2_[i]))
+      if (!reqs2_) reqs2_ = std::make_unique<std::array<request, max_nodes>>();
+      (*reqs2_)[i] = request{payload, lua, deadline, sink, max_nodes + i, false};
+      if (s.nodes[i]->submit((*reqs2_)[i]))
         ++refusals_;
       else
         ++sent;
@@ -141,7 +142,9 @@ class retry_loop {
   std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
 
  private:
-  std::array<request, max_nodes> reqs2_{};  // the write-back round's requests
+  // The write-back round's requests, made for a fenced acquisition's first write-back
+  // only: an unfenced op does not pay for initialising them.
+  std::unique_ptr<std::array<request, max_nodes>> reqs2_;
   std::size_t acks_ = 0, refusals_ = 0;
 };
 

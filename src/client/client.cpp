@@ -720,8 +720,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 void client_state::wake_waiter(std::string_view key, std::string_view token) {
   // The nodes' announcements of this release must not wake the next head again.
   if (wakes && !token.empty()) wakes->heard(key, token);
-  auto it = waiters.find(key);
-  if (it != waiters.end() && !it->second.empty()) it->second.front()->wake();
+  if (!waiters.empty()) {  // no hashing of the key on the common path
+    auto it = waiters.find(key);
+    if (it != waiters.end() && !it->second.empty()) it->second.front()->wake();
+  }
   wake_sets(key, token);
 }
 

@@ -34,6 +34,7 @@ void client_state::set_stops(set_waiter& w, const std::vector<std::string>& keys
 }
 
 void client_state::wake_sets(std::string_view key, std::string_view token) {
+  if (waiting_sets.empty()) return;  // no hashing of the key on the common path
   auto it = waiting_sets.find(key);
   if (it == waiting_sets.end()) return;
   // Copied: a woken set may finish (and stop waiting) at once.
