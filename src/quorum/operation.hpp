@@ -32,10 +32,10 @@
 
 #include "connection/connection.hpp"
 #include "quorum/completion.hpp"
-#include "quorum/pool.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
 #include "redlock/observer.hpp"
+#include "util/pool.hpp"
 
 namespace redlock::detail {
 

@@ -1,6 +1,6 @@
 // The per-thread pools of pool.hpp and buffer.hpp.
 
-#include "quorum/pool.hpp"
+#include "util/pool.hpp"
 
 #include <array>
 #include <string>
