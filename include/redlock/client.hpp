@@ -368,7 +368,7 @@ class client {
         token, state_, std::move(resources), opts, wait, diag);
   }
 
-  // The lock is moved only where it must be (a lock is three strings): the initiation
+  // The lock is moved only where it must be: the initiation
   // receives it as an rvalue from every token, and start_unlock takes it over.
   template <typename Lock, typename CompletionToken>
   auto initiate_unlock(Lock&& lk, diagnostics* diag, CompletionToken& token) {
