@@ -286,10 +286,26 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
             ? (wait_ ? boot_clock::time_point::max() : now)
             : now + opts_.wait;
     watch_cancellation(cancel_with_effects);
+    if (queue_behind_yield()) return;
     attempt();
   }
 
  private:
+  // A release of this resource was just left to its announcement, so that other clients'
+  // waiters get their turn (wake_hub::hand_off_locally): a new call of this client joins
+  // the back of its line instead of racing them, and waits to be woken as its head.
+  bool queue_behind_yield() {
+    if (!wait_ || opts_.fair || !s_->wakes || !s_->wakes->yielding(key_)) return false;
+    auto it = s_->waiters.find(key_);
+    if (it == s_->waiters.end() || it->second.empty()) return false;
+    decided_ = true;  // no attempt in flight: a wake tries at once
+    join_local_line(it->second);
+    const auto now = boot_clock::now();
+    const auto park = std::min(wait_deadline_, now + std::chrono::hours{24}) - now;
+    retry_after(std::chrono::duration_cast<std::chrono::nanoseconds>(park));
+    return true;
+  }
+
   void attempt() {
     if (s_->closed) {
       // Shut down while waiting (client_state::end_waits woke us): stop here.
@@ -607,6 +623,16 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     run_guarded([this] { attempt(); });
   }
 
+  void wake_after(std::chrono::nanoseconds delay) override {
+    if (done_) return;
+    if (!decided_ || second_round_) {
+      woken_ = true;  // right after the attempt in flight
+      return;
+    }
+    cancel_retry();
+    retry_after(delay_within(delay, boot_clock::now(), wait_deadline_));
+  }
+
   /// Moved to the head of the line: start polling (a local release still wakes it).
   void promote() override {
     if (done_ || !decided_ || second_round_) return;
@@ -717,13 +743,28 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
 }  // namespace
 
-void client_state::wake_waiter(std::string_view key, std::string_view token) {
-  // The nodes' announcements of this release must not wake the next head again.
-  if (wakes && !token.empty()) wakes->heard(key, token);
-  if (!waiters.empty()) {  // no hashing of the key on the common path
-    auto it = waiters.find(key);
-    if (it != waiters.end() && !it->second.empty()) it->second.front()->wake();
+void client_state::wake_waiter_after(std::string_view key, boot_clock::duration delay) {
+  auto it = waiters.find(key);
+  if (it != waiters.end() && !it->second.empty())
+    it->second.front()->wake_after(std::chrono::duration_cast<std::chrono::nanoseconds>(delay));
+}
+
+void client_state::wake_waiter(std::string_view key, std::string_view token, bool announced) {
+  // No hashing of the key on the common path, where nobody waits.
+  auto it = waiters.empty() ? waiters.end() : waiters.find(key);
+  const bool line = it != waiters.end() && !it->second.empty();
+  if (!announced && wakes && !token.empty()) {
+    // A local hand-off wins every race (the woken SET leaves in the same write as the
+    // release): after a run of them, this release is left to its announcement, which
+    // reaches this line's head and every other client's at about the same time.
+    if (line && !wakes->hand_off_locally(key, token)) {
+      wake_sets(key, token);
+      return;
+    }
+    // The nodes' announcements of this release must not wake the next head again.
+    wakes->heard(key, token);
   }
+  if (line) it->second.front()->wake();
   wake_sets(key, token);
 }
 

@@ -50,6 +50,10 @@ class waiter {
   virtual void wake() = 0;
   /// Now first in line: start polling.
   virtual void promote() = 0;
+  /// The announcement of this client's own release that was left to other clients'
+  /// waiters came back: try after `delay` (or right after the attempt in flight), so
+  /// that theirs, woken by the same announcement, arrive first.
+  virtual void wake_after(std::chrono::nanoseconds delay) = 0;
 
   /// Fair mode (non-empty line_id): the call's place in the nodes' line, by which the
   /// local line is ordered too, so that its head is this client's first on the nodes.
@@ -104,9 +108,13 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::string repair_problem;
   /// Local waiters per key, in arrival order (the head polls; releases wake it).
   string_map<std::deque<waiter*>> waiters;
-  /// Wakes the first local waiter for `key` (after a local release of `token`, "" if
-  /// unknown). On the strand.
-  void wake_waiter(std::string_view key, std::string_view token = {});
+  /// Wakes the first local waiter for `key` after a release of `token` ("" if unknown):
+  /// a local one (`announced` false) or one a node announced. A local release hands the
+  /// lock over at once, but at most local_handoff_budget times in a row while other
+  /// clients listen (wake_hub::hand_off_locally). On the strand.
+  void wake_waiter(std::string_view key, std::string_view token = {}, bool announced = false);
+  /// Wakes the first local waiter for `key` after `delay` (see waiter::wake_after).
+  void wake_waiter_after(std::string_view key, boot_clock::duration delay);
   /// Release announcements from the nodes (pub/sub), for keys with a local line; created
   /// by the first line (src/client/wake.cpp).
   std::unique_ptr<wake_hub> wakes;

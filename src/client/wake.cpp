@@ -91,14 +91,36 @@ void wake_hub::unwatch(const std::string& key) {
 
 bool wake_hub::heard(std::string_view key, std::string_view token) {
   auto it = watched_.find(key);
-  if (it == watched_.end() || it->second.last_token == token) return false;
-  it->second.last_token.assign(token);
+  if (it == watched_.end()) return false;
+  watched& w = it->second;
+  if (std::find(w.recent.begin(), w.recent.end(), token) != w.recent.end()) return false;
+  w.recent[w.next].assign(token);
+  w.next = (w.next + 1) % w.recent.size();
   return true;
+}
+
+bool wake_hub::hand_off_locally(std::string_view key, std::string_view token) {
+  auto it = watched_.find(key);
+  if (it == watched_.end() || !it->second.confirmed) return true;  // no announcement comes
+  watched& w = it->second;
+  w.yielded = ++w.local_handoffs > local_handoff_budget;
+  if (!w.yielded) return true;
+  w.local_handoffs = 0;
+  w.yielded_token.assign(token);
+  w.yielded_at = boot_clock::now();
+  return false;
+}
+
+bool wake_hub::yielding(std::string_view key) const {
+  auto it = watched_.find(key);
+  return it != watched_.end() && it->second.yielded;
 }
 
 bool wake_hub::released(std::string_view key, std::string_view token) const {
   auto it = watched_.find(key);
-  return it != watched_.end() && !token.empty() && it->second.last_token == token;
+  return it != watched_.end() && !token.empty() &&
+         std::find(it->second.recent.begin(), it->second.recent.end(), token) !=
+             it->second.recent.end();
 }
 
 void wake_hub::send(std::size_t node, std::string_view command, const std::string& key) {
@@ -132,8 +154,20 @@ void wake_hub::on_message(const resp::reply& r) {
     return;  // the same release, announced by another node (or heard locally)
   } else {
     token = r[3].text;  // a set waits on several keys: the same release on another is no news
+    watched& w = it->second;
+    if (!w.yielded_token.empty() && token == w.yielded_token) {
+      // Our own release, left to the others: every client hears it now. The local head
+      // tries after as long again as the announcement took to come back (another
+      // client's waiter needs about that to be scheduled and to send its SET).
+      w.yielded_token.clear();
+      s_.wake_waiter_after(key, boot_clock::now() - w.yielded_at);
+      s_.wake_sets(key, token);
+      return;
+    }
+    w.local_handoffs = 0;
+    w.yielded = false;
   }
-  s_.wake_waiter(key, token);
+  s_.wake_waiter(key, token, true);
 }
 
 void wake_hub::shutdown() {

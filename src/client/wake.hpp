@@ -1,6 +1,7 @@
 #pragma once
 // Cross-client wake-up: releases announce themselves by pub/sub, waiters listen.
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -25,6 +26,10 @@ struct client_state;
 /// runs on the client's strand.
 class wake_hub {
  public:
+  /// Local hand-offs of one key in a row before a release is left to its announcement:
+  /// bounds how long the lock can circle inside one client while others wait.
+  static constexpr unsigned local_handoff_budget = 3;
+
   explicit wake_hub(client_state& s) : s_(s) {}
   wake_hub(const wake_hub&) = delete;
   wake_hub& operator=(const wake_hub&) = delete;
@@ -36,7 +41,16 @@ class wake_hub {
   /// A release of `token` on `key` is known (a local one, or announced by a node).
   /// Returns false if it was already known: its waiter is awake.
   bool heard(std::string_view key, std::string_view token);
-  /// Whether `token`'s release on `key` has been heard (the latest one): a node that
+  /// A local release of `key` with a local waiter: whether to hand the lock to that
+  /// waiter at once. Yes, except after local_handoff_budget such hand-offs in a row while
+  /// a node confirms the subscription (so the announcement will come): then no, and the
+  /// head waits for the announcement like every other client's. A release announced
+  /// by a node (another client's, or one left to its announcement) starts a new run.
+  bool hand_off_locally(std::string_view key, std::string_view token);
+  /// Whether the last local release of `key` was left to its announcement and no release
+  /// has been announced since: a new call of this client then queues instead of racing.
+  bool yielding(std::string_view key) const;
+  /// Whether `token`'s release on `key` has been heard (one of the latest): a node that
   /// still answers "held by token" has not run that release yet.
   bool released(std::string_view key, std::string_view token) const;
   /// Closes the subscriber connections for good.
@@ -44,8 +58,15 @@ class wake_hub {
 
  private:
   struct watched {
-    std::string last_token;  // the latest release heard, to wake once per release
-    bool confirmed = false;  // a node confirmed the subscription
+    // The latest releases heard, to wake once per release: the nodes' announcements of
+    // one release can come after the next local release, when the lock is held again.
+    std::array<std::string, 4> recent;
+    std::size_t next = 0;                 // where the next release heard goes in `recent`
+    bool confirmed = false;               // a node confirmed the subscription
+    unsigned local_handoffs = 0;          // local releases handed to a local waiter in a row
+    bool yielded = false;                 // the last local release was left to its announcement
+    std::string yielded_token;            // that release's token, until its announcement comes
+    boot_clock::time_point yielded_at{};  // when that release was sent
     std::size_t watchers = 0;
   };
   void open();

@@ -93,9 +93,68 @@ asio::awaitable<void> three_nodes::hand_over(redlock::client& holder, redlock::c
   co_await holder.async_shutdown(asio::use_awaitable);
 }
 
+// One of a client's workers passing a lock around: takes `resource`, lets a turn of the
+// event loop pass, releases it, and again, until `stop`; counts its acquisitions in
+// `taken`.
+asio::awaitable<void> circle(redlock::client& c, std::string resource, const bool& stop,
+                             std::size_t& taken) {
+  const auto ex = co_await asio::this_coro::executor;
+  const redlock::lock_options opts{.ttl = 20s, .wait = 20s};
+  while (!stop) {
+    auto [ec, lk] = co_await c.async_lock(resource, opts, asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;  // shut down
+    ++taken;
+    co_await asio::post(ex, asio::use_awaitable);
+    auto [released] = co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+    if (released) co_return;
+  }
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(wake, three_nodes)
+
+BOOST_AUTO_TEST_CASE(a_lock_circling_inside_one_client_reaches_another_clients_waiter) {
+  // Three workers of `busy` hand the lock to one another. A local hand-off's SET leaves in
+  // the same write as the release and beats any other client's, so without a bound the
+  // lock never leaves `busy`. Counted in hand-offs: neither client ever polls (30 s).
+  auto busy = make_client(cfg(never));
+  auto other = make_client(cfg(never));
+  constexpr std::size_t workers = 3, limit = 400;
+  bool stop = false;
+  std::size_t taken = 0, running = workers;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // Both clients queue while the lock is held: the other client's waiter is in its line
+    // (refused once, subscribed), not a newcomer that finds the lock free by chance.
+    const redlock::lock_options held{.ttl = 20s};
+    auto first = co_await busy.async_lock("circling", held, asio::use_awaitable);
+    for (std::size_t i = 0; i < workers; ++i)
+      asio::co_spawn(io, circle(busy, "circling", stop, taken),
+                     [&running](std::exception_ptr) { --running; });
+    asio::co_spawn(io, take(other, "circling", second, second_lock), asio::detached);
+    const bool queued = co_await eventually([&] { return subscribed_everywhere("circling", 2); });
+    BOOST_TEST_REQUIRE(queued);
+    co_await answered_everywhere(busy);
+    co_await answered_everywhere(other);
+    co_await busy.async_unlock(std::move(first), asio::use_awaitable);
+    const std::size_t from = taken;
+    const bool ended = co_await eventually([&] { return second || taken - from > limit; });
+    BOOST_TEST_REQUIRE(ended);
+    BOOST_TEST(second.has_value(), "the other client still waits after "
+                                       << taken - from << " hand-offs inside the busy one");
+    BOOST_TEST_MESSAGE("the other client's waiter got the lock after " << taken - from
+                                                                       << " hand-offs");
+    stop = true;
+    if (second) {
+      BOOST_TEST(!*second, second->message());
+      co_await other.async_unlock(std::move(second_lock), asio::use_awaitable);
+    }
+    co_await other.async_shutdown(asio::use_awaitable);
+    co_await busy.async_shutdown(asio::use_awaitable);
+    const bool finished = co_await eventually([&] { return running == 0; });
+    BOOST_TEST(finished);
+  }());
+}
 
 BOOST_AUTO_TEST_CASE(a_waiter_in_another_client_takes_the_lock_at_its_release) {
   auto holder = make_client(cfg(10ms));
