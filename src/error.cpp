@@ -62,6 +62,9 @@ class category_impl final : public boost::system::error_category {
       case error::no_lock:
         return "the lock object holds no lock: it is empty, was moved from, or was already "
                "released";
+      case error::unsupported:
+        return "not supported on this fleet: a node is a Redis Cluster, where fenced and fair "
+               "locks, lock sets and claims are not available yet";
     }
     return "unknown redlock error";
   }

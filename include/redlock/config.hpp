@@ -188,13 +188,24 @@ struct node_uri {
   std::string password{};  ///< empty: no AUTH
   int db = 0;
   bool tls = false;  ///< rediss://
+  /// redis+cluster:// or rediss+cluster://: the node is a Redis Cluster, reached through
+  /// `seeds` (host and port above are the first seed).
+  bool cluster = false;
+  struct endpoint {
+    std::string host;
+    std::uint16_t port = 6379;
+  };
+  std::vector<endpoint> seeds{};  ///< a cluster's seed addresses, in the URI's order
 
-  /// "host:port", never the credentials: safe to print.
+  /// "host:port" (a cluster: "cluster host:port,host:port"), never the credentials: safe
+  /// to print.
   std::string display() const;
 };
 
 /// Parses `redis://[user:password@]host:port[/db]` or the same with `rediss://` (TLS);
-/// host may be `[v6addr]`.
+/// host may be `[v6addr]`. A node that is a Redis Cluster:
+/// `redis+cluster://[user:password@]host:port,host:port,...` (or `rediss+cluster://`), the
+/// addresses of some of its servers (any of them gives the slot map); database 0 only.
 /// Returns false and sets `why` to a message (without the password) on error.
 bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why);
 

@@ -34,8 +34,10 @@ enum class error {
   invalid_argument,  ///< an argument is invalid (empty resource, TTL out of range, ...)
   shut_down,         ///< the client was shut down
   // Added later (values are stable)
-  tls_failed,  ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
-  no_lock,     ///< unlock/extend of a lock object that holds none (empty, moved from, released)
+  tls_failed,   ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
+  no_lock,      ///< unlock/extend of a lock object that holds none (empty, moved from, released)
+  unsupported,  ///< not available with this fleet (a kind of lock a Redis Cluster node cannot take
+                ///< yet)
 };
 
 /// The "redlock" error category.

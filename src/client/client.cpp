@@ -168,9 +168,16 @@ client_state::client_state(asio::any_io_executor ex, config c)
     tls = make_tls_settings(cfg.tls, why);
     if (!tls) bad_config(why);
   }
-  for (std::size_t i = 0; i < uris.size(); ++i)
-    nodes.push_back(
-        std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload, tls));
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    if (uris[i].cluster) {
+      has_cluster = true;
+      nodes.push_back(
+          std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &preload, tls));
+    } else {
+      nodes.push_back(
+          std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload, tls));
+    }
+  }
 }
 
 void client_state::release_detached(std::string_view key, std::string_view token,
@@ -267,6 +274,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (wait_ && opts_.wait < std::chrono::milliseconds::zero()) {
       extra_ = ": the wait must not be negative (0 means one attempt)";
       return complete(error::invalid_argument, lock{});
+    }
+    if (s_->has_cluster && (opts_.fenced || opts_.fair)) {
+      extra_ = opts_.fenced ? ": fencing counters are not laid out for a Redis Cluster node yet"
+                            : ": fair mode's lines are not laid out for a Redis Cluster node yet";
+      return complete(error::unsupported, lock{});
     }
     key_.assign(s_->cfg.key_prefix);
     key_.append(resource_);

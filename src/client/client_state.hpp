@@ -16,6 +16,7 @@
 #include "client/scripts.hpp"
 #include "client/string_map.hpp"
 #include "client/token.hpp"
+#include "connection/cluster.hpp"
 #include "connection/connection.hpp"
 #include "quorum/completion.hpp"
 #include "quorum/round.hpp"
@@ -82,7 +83,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
 
   strand_type strand;
   config cfg;
-  std::vector<std::shared_ptr<connection>> nodes;
+  std::vector<std::shared_ptr<node>> nodes;
+  /// Some node is a Redis Cluster: calls whose scripts touch keys of several slots
+  /// (fenced and fair locks, lock sets, claims) are refused with error::unsupported.
+  bool has_cluster = false;
   /// cfg.observer, or null: every event is built only after checking it.
   redlock::observer* obs = nullptr;
   /// Each node's uri().display(), for observer events.
@@ -142,7 +146,7 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// Connects each connection's events to this state (after construction: needs
   /// weak_from_this).
   void wire_events();
-  void on_node_event(connection& c, node_event::kind k, const std::string& message);
+  void on_node_event(node& c, node_event::kind k, const std::string& message);
   /// Hands a node event to config::on_event and the observer.
   void report(const node_event& e);
   /// The restart guard's period for a lock of `ttl`.

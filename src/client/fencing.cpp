@@ -36,13 +36,13 @@ void client_state::wire_events() {
   fence_marker_key = cfg.key_prefix + "redlock:fence:marker";
   std::weak_ptr<client_state> self = weak_from_this();
   for (auto& n : nodes) {
-    n->on_event = [self](connection& c, node_event::kind k, const std::string& msg) {
+    n->on_event = [self](node& c, node_event::kind k, const std::string& msg) {
       if (auto s = self.lock()) s->on_node_event(c, k, msg);
     };
   }
 }
 
-void client_state::on_node_event(connection& c, node_event::kind k, const std::string& message) {
+void client_state::on_node_event(node& c, node_event::kind k, const std::string& message) {
   if (k == node_event::kind::connected) {
     // One server listed under two names must count once: the later name stays out.
     const std::size_t i = c.id();

@@ -96,6 +96,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       return complete(error::invalid_argument, multi_lock{});
     }
     if (diag_) subject_ = join_names(resources_);
+    if (s_->has_cluster) {
+      extra_ = ": a lock set's keys would span a Redis Cluster node's slots";
+      return complete(error::unsupported, multi_lock{});
+    }
     keys_.reserve(resources_.size());
     for (const auto& r : resources_) {
       keys_.push_back(s_->cfg.key_prefix + r);

@@ -58,12 +58,17 @@ void wake_hub::open() {
   // The callbacks hold the state weakly: the hub (and its connections) belong to it.
   std::weak_ptr<client_state> weak = s_.weak_from_this();
   for (std::size_t i = 0; i < s_.nodes.size(); ++i) {
-    const connection& node = *s_.nodes[i];
-    auto sub = std::make_shared<connection>(s_.strand, node.uri(), s_.cfg, i, nullptr, node.tls());
+    const node& n = *s_.nodes[i];
+    // A cluster publishes to every server in it: one subscriber, on its first seed, hears
+    // every release.
+    node_uri u = n.uri();
+    u.cluster = false;
+    u.seeds.clear();
+    auto sub = std::make_shared<connection>(s_.strand, std::move(u), s_.cfg, i, nullptr, n.tls());
     sub->make_subscriber([weak](const resp::reply& r) {
       if (auto s = weak.lock(); s && s->wakes) s->wakes->on_message(r);
     });
-    sub->on_event = [weak, i](connection&, node_event::kind k, const std::string&) {
+    sub->on_event = [weak, i](node&, node_event::kind k, const std::string&) {
       if (auto s = weak.lock(); s && s->wakes) s->wakes->on_event(i, k);
     };
     subscribers_.push_back(std::move(sub));

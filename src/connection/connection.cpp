@@ -128,10 +128,9 @@ std::shared_ptr<tls_settings> tls_settings_or_throw(const tls_options& opts) {
 
 connection::connection(strand_type strand, node_uri uri, const config& cfg, std::size_t id,
                        const std::vector<const script*>* preload, std::shared_ptr<tls_settings> tls)
-    : strand_(std::move(strand)),
-      uri_(std::move(uri)),
+    : node(std::move(uri), id),
+      strand_(std::move(strand)),
       cfg_(cfg),
-      id_(id),
       preload_(preload),
       resolver_(strand_),
       socket_(strand_),
@@ -286,7 +285,10 @@ void connection::on_connected() {
     resp::append_command(handshake_payload_, "SELECT", std::int64_t{uri_.db});
     handshake_steps_.push_back(step::select);
   }
-  resp::append_command(handshake_payload_, "INFO", "server");
+  if (on_redirect_)
+    resp::append_command(handshake_payload_, "INFO", "server", "replication");
+  else
+    resp::append_command(handshake_payload_, "INFO", "server");
   handshake_steps_.push_back(step::info);
   resp::append_command(handshake_payload_, "ROLE");
   handshake_steps_.push_back(step::role);
@@ -389,6 +391,11 @@ void connection::on_handshake_reply(const resp::reply& r) {
       // arithmetic cannot overflow.
       uptime = std::clamp<std::int64_t>(uptime - 1, 0, max_uptime_s);
       pending_status_.started_at = now - std::chrono::seconds{uptime};
+      // A primary that was a replica once keeps its old replication id as the second
+      // one (-1 offset: never promoted).
+      if (const auto second = info_field(top.text, "second_repl_offset"); !second.empty())
+        std::from_chars(second.data(), second.data() + second.size(),
+                        pending_status_.second_repl_offset);
       break;
     }
     case step::role:
@@ -706,6 +713,14 @@ void connection::dispatch_reply(const resp::reply& r) {
     }
     case kind::detached:
       if (!on_message_) {
+        // A cluster shard's redirection: the command did not run here; its owner sends it
+        // where the key lives now.
+        if (on_redirect_ && r[0].is_error() &&
+            (r[0].text.substr(0, 6) == "MOVED " || r[0].text.substr(0, 4) == "ASK ")) {
+          std::string payload = std::move(unanswered_.front());
+          unanswered_.pop_front();
+          return on_redirect_(std::move(payload), r[0].text);
+        }
         unanswered_.pop_front();
         return;
       }
@@ -781,6 +796,22 @@ error_code connection::submit(request& r) {
       return {};
   }
   return error::node_unavailable;
+}
+
+error_code connection::submit_asking(request& r) {
+  if (state_ == state::closed) return error::shut_down;
+  if (!ready()) return error::node_unavailable;
+  if (inflight_.size() >= cfg_.max_queued_per_node) return error::overloaded;
+  static const std::string asking = [] {
+    std::string p;
+    resp::append_command(p, "ASKING");
+    return p;
+  }();
+  append(asking, nullptr, kind::ignore);
+  append(r.payload, &r, kind::user);
+  arm_deadline(r.deadline);
+  schedule_flush();
+  return {};
 }
 
 void connection::submit_detached(std::string payload) {

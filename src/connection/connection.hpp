@@ -48,6 +48,10 @@ struct node_status {
   boot_clock::time_point clock_jump_at = boot_clock::time_point::min();
   bool replica = false;       ///< ROLE said "slave": never votes
   bool fence_marked = false;  ///< the fence marker key exists (counters are trusted)
+  /// A cluster shard's `second_repl_offset` (INFO replication): -1 for a primary that
+  /// was never a replica; else where its last promotion began, so a new value is a new
+  /// promotion (read on cluster shards only).
+  std::int64_t second_repl_offset = -1;
   std::uint64_t session = 0;  ///< bumped at every successful handshake
 };
 
@@ -103,7 +107,58 @@ struct request {
   bool reloaded = false;  ///< already retried after NOSCRIPT
 };
 
-class connection : public std::enable_shared_from_this<connection> {
+/// One Redlock node as the quorum sees it: a single server (connection) or a Redis
+/// Cluster (cluster_node, src/connection/cluster.hpp) that answers through the shard
+/// owning each request's key. Every member runs on the client's strand.
+class node {
+ public:
+  virtual ~node() = default;
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  /// Starts connecting (and reconnecting after failures) until close().
+  virtual void start() = 0;
+  /// Queues a request. On a non-empty error the request was not accepted and its sink
+  /// will not be called: node_unavailable (not connected, or unresponsive), overloaded.
+  virtual error_code submit(request& r) = 0;
+  /// Queues a command whose reply nobody waits for (see connection::submit_detached).
+  virtual void submit_detached(std::string payload) = 0;
+  /// Fails everything with error::shut_down and closes for good.
+  virtual void close() = 0;
+  /// Sends what is queued and waits for the replies already due, at most `limit`, then
+  /// closes as close() does and calls `done` (on the strand).
+  virtual void close_gracefully(std::chrono::milliseconds limit, std::function<void()> done) = 0;
+  /// Requests go out now (a cluster: its slot map is known and every shard is ready).
+  virtual bool ready() const = 0;
+  /// Connecting or handshaking: a request submitted now waits for the handshake.
+  virtual bool connecting() const = 0;
+  /// Whether submit() would queue a request now (ready, or connecting: it waits).
+  virtual bool accepts() const = 0;
+  /// Why the node is not usable right now, for diagnostics ("" when it is).
+  virtual const std::string& last_problem() const = 0;
+  /// The server facts the restart guard and the duplicate check read (a cluster: all
+  /// its shards together, the most recent start counting).
+  virtual const node_status& status() const = 0;
+  /// The fence counters of this node were repaired and its marker set (by the client).
+  virtual void set_fence_marked() = 0;
+  /// A Redis Cluster rather than one server.
+  virtual bool is_cluster() const { return false; }
+  /// The TLS settings of a rediss:// node (null for redis://), to open another connection.
+  virtual const std::shared_ptr<tls_settings>& tls() const = 0;
+
+  std::size_t id() const { return id_; }
+  const node_uri& uri() const { return uri_; }
+  /// Called on the strand after each handshake, reconnect failure and clock jump.
+  std::function<void(node&, node_event::kind, const std::string&)> on_event;
+
+ protected:
+  node(node_uri uri, std::size_t id) : uri_(std::move(uri)), id_(id) {}
+
+  node_uri uri_;
+  std::size_t id_;
+};
+
+class connection final : public node, public std::enable_shared_from_this<connection> {
  public:
   /// `preload`: scripts loaded at every handshake (SCRIPT LOAD), so that EVALSHA is
   /// answered NOSCRIPT only after a SCRIPT FLUSH. Must outlive the connection.
@@ -114,11 +169,8 @@ class connection : public std::enable_shared_from_this<connection> {
              std::shared_ptr<tls_settings> tls = nullptr);
   ~connection();
 
-  /// Starts connecting (and reconnecting after failures) until close().
-  void start();
-  /// Queues a request. On a non-empty error the request was not accepted and its sink
-  /// will not be called: node_unavailable (not connected, or unresponsive), overloaded.
-  error_code submit(request& r);
+  void start() override;
+  error_code submit(request& r) override;
   /// Queues a command whose reply nobody waits for (a release, the clean-up of a failed
   /// or cancelled attempt). Kept until the node answered it: across unresponsive periods
   /// and reconnects (bounded by max_queued_per_node while waiting), a command lost with a
@@ -126,12 +178,12 @@ class connection : public std::enable_shared_from_this<connection> {
   /// reconnected node is still undone. Sent again at most once per broken connection, so
   /// it must be harmless to run twice (compare-and-delete is). Subscriber connections
   /// keep nothing: their subscriptions are renewed by their owner.
-  void submit_detached(std::string payload);
+  void submit_detached(std::string payload) override;
   /// Fails everything with error::shut_down and closes the socket for good.
-  void close();
+  void close() override;
   /// Sends what is queued and waits for the replies already due (releases, say), at
   /// most `limit`, then closes as close() does and calls `done` (on the strand).
-  void close_gracefully(std::chrono::milliseconds limit, std::function<void()> done);
+  void close_gracefully(std::chrono::milliseconds limit, std::function<void()> done) override;
   /// Makes this a subscriber connection (call before start()): the handshake is AUTH (if
   /// any) and PING only, no clock probes, and every pub/sub message (["message", channel,
   /// payload]) and every SUBSCRIBE confirmation (["subscribe", channel, count]) goes to
@@ -141,26 +193,30 @@ class connection : public std::enable_shared_from_this<connection> {
     on_message_ = std::move(on_message);
   }
   /// The TLS settings of a rediss:// connection (null for redis://), to open another one.
-  const std::shared_ptr<tls_settings>& tls() const { return tls_settings_; }
+  const std::shared_ptr<tls_settings>& tls() const override { return tls_settings_; }
   /// Replaces reply_limits() for this connection (tests); call before start().
   void set_reply_limits(const resp::limits& limits) { reader_ = resp::reader{limits}; }
 
-  std::size_t id() const { return id_; }
-  const node_uri& uri() const { return uri_; }
-  bool ready() const { return state_ == state::ready && !unresponsive_; }
-  /// Connecting or handshaking: a request submitted now waits for the handshake.
-  bool connecting() const { return state_ == state::connecting || state_ == state::handshaking; }
-  /// Whether submit() would queue a request now (ready, or connecting: it waits).
-  bool accepts() const {
+  bool ready() const override { return state_ == state::ready && !unresponsive_; }
+  bool connecting() const override {
+    return state_ == state::connecting || state_ == state::handshaking;
+  }
+  bool accepts() const override {
     return ready() || state_ == state::connecting || state_ == state::handshaking;
   }
-  /// Why the node is not usable right now, for diagnostics ("" when it is).
-  const std::string& last_problem() const { return last_problem_; }
-  const node_status& status() const { return status_; }
-  /// The fence counters of this node were repaired and its marker set (by the client).
-  void set_fence_marked() { status_.fence_marked = true; }
-  /// Called on the strand after each handshake, reconnect failure and clock jump.
-  std::function<void(connection&, node_event::kind, const std::string&)> on_event;
+  const std::string& last_problem() const override { return last_problem_; }
+  const node_status& status() const override { return status_; }
+  void set_fence_marked() override { status_.fence_marked = true; }
+  /// Sends `r` right after ASKING (a cluster's ASK redirection), when ready; errors as
+  /// submit().
+  error_code submit_asking(request& r);
+  /// Makes this connection a cluster shard's (call before start()): the handshake also
+  /// reads INFO replication (was this primary ever promoted?), and the reply to a
+  /// detached command that is a redirection (MOVED, ASK) goes to `on_redirect` with the
+  /// command, instead of being dropped.
+  void make_shard(std::function<void(std::string payload, std::string_view error)> on_redirect) {
+    on_redirect_ = std::move(on_redirect);
+  }
 
  private:
   enum class state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
@@ -208,9 +264,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void complete(request* req, error_code ec, const resp::reply* reply);
 
   strand_type strand_;
-  node_uri uri_;
   config cfg_;
-  std::size_t id_;
   const std::vector<const script*>* preload_;
 
   asio::ip::tcp::resolver resolver_;
@@ -265,7 +319,8 @@ class connection : public std::enable_shared_from_this<connection> {
   resp::reader reader_{reply_limits()};
   resp::reply reply_;
   std::minstd_rand rng_;
-  std::function<void(const resp::reply&)> on_message_;  // set on subscriber connections
+  std::function<void(const resp::reply&)> on_message_;              // set on subscriber connections
+  std::function<void(std::string, std::string_view)> on_redirect_;  // set on cluster shards
 };
 
 }  // namespace redlock::detail

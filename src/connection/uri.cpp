@@ -33,66 +33,15 @@ constexpr const char* several_uris = "several URIs separated by commas: give one
 
 }  // namespace
 
-std::string node_uri::display() const {
+namespace {
+
+std::string endpoint_text(const std::string& host, std::uint16_t port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
 }
 
-bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
-  out = node_uri{};
-  constexpr std::string_view plain = "redis://", tls = "rediss://";
-  std::string_view rest;
-  if (uri.substr(0, plain.size()) == plain) {
-    rest = uri.substr(plain.size());
-  } else if (uri.substr(0, tls.size()) == tls) {
-    rest = uri.substr(tls.size());
-    out.tls = true;
-  } else {
-    why = "a node URI must start with redis:// or rediss:// (TLS)";
-    return false;
-  }
-  // Caught before the credentials are split off: there, the last '@' of a joined list
-  // would make everything up to the last node's password one long password.
-  if (joins_several_uris(rest)) {
-    why = several_uris;
-    return false;
-  }
-
-  // Credentials end at the last '@' (a password may contain '@').
-  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view cred = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
-      out.user = cred.substr(0, colon);
-      out.password = cred.substr(colon + 1);
-    } else {
-      out.password = cred;  // redis://password@host: the "default" user
-    }
-    if (out.password.empty()) {
-      why = "the node URI names credentials without a password";
-      return false;
-    }
-  }
-
-  // "redis://h1:1,h2:2": addresses joined without their schemes. No host, port or
-  // database holds a comma.
-  if (rest.find(',') != std::string_view::npos) {
-    why = several_uris;
-    return false;
-  }
-
-  std::string_view hostport = rest;
-  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
-    hostport = rest.substr(0, slash);
-    std::string_view db = rest.substr(slash + 1);
-    long v = 0;
-    if (!db.empty() && !parse_number(db, 1'000'000, v)) {
-      why = "the database number after '/' must be a non-negative integer";
-      return false;
-    }
-    out.db = static_cast<int>(v);
-  }
-
+// "host[:port]" or "[v6]:port" into out's host and port.
+bool parse_endpoint(std::string_view hostport, node_uri::endpoint& out, std::string& why) {
   std::string_view port;
   const bool bracketed = !hostport.empty() && hostport.front() == '[';
   if (bracketed) {
@@ -150,6 +99,103 @@ bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
     }
     out.port = static_cast<std::uint16_t>(v);
   }
+  return true;
+}
+
+}  // namespace
+
+std::string node_uri::display() const {
+  if (!cluster) return endpoint_text(host, port);
+  std::string out = "cluster ";
+  for (std::size_t i = 0; i < seeds.size(); ++i)
+    out += (i ? "," : "") + endpoint_text(seeds[i].host, seeds[i].port);
+  return out;
+}
+
+bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
+  out = node_uri{};
+  constexpr std::string_view plain = "redis://", tls = "rediss://";
+  constexpr std::string_view cluster = "redis+cluster://", tls_cluster = "rediss+cluster://";
+  std::string_view rest;
+  if (uri.substr(0, plain.size()) == plain) {
+    rest = uri.substr(plain.size());
+  } else if (uri.substr(0, tls.size()) == tls) {
+    rest = uri.substr(tls.size());
+    out.tls = true;
+  } else if (uri.substr(0, cluster.size()) == cluster) {
+    rest = uri.substr(cluster.size());
+    out.cluster = true;
+  } else if (uri.substr(0, tls_cluster.size()) == tls_cluster) {
+    rest = uri.substr(tls_cluster.size());
+    out.cluster = out.tls = true;
+  } else {
+    why =
+        "a node URI must start with redis:// or rediss:// (TLS), or redis+cluster:// or "
+        "rediss+cluster:// for a Redis Cluster";
+    return false;
+  }
+  // Caught before the credentials are split off: there, the last '@' of a joined list
+  // would make everything up to the last node's password one long password.
+  if (joins_several_uris(rest)) {
+    why = several_uris;
+    return false;
+  }
+
+  // Credentials end at the last '@' (a password may contain '@').
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view cred = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
+      out.user = cred.substr(0, colon);
+      out.password = cred.substr(colon + 1);
+    } else {
+      out.password = cred;  // redis://password@host: the "default" user
+    }
+    if (out.password.empty()) {
+      why = "the node URI names credentials without a password";
+      return false;
+    }
+  }
+
+  // "redis://h1:1,h2:2": addresses joined without their schemes. No host, port or
+  // database holds a comma; only a cluster's seeds are a list.
+  if (!out.cluster && rest.find(',') != std::string_view::npos) {
+    why = several_uris;
+    return false;
+  }
+
+  std::string_view hosts = rest;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    hosts = rest.substr(0, slash);
+    std::string_view db = rest.substr(slash + 1);
+    long v = 0;
+    if (!db.empty() && !parse_number(db, 1'000'000, v)) {
+      why = "the database number after '/' must be a non-negative integer";
+      return false;
+    }
+    if (out.cluster && v != 0) {
+      why = "a Redis Cluster has database 0 only";
+      return false;
+    }
+    out.db = static_cast<int>(v);
+  }
+
+  for (std::size_t start = 0;;) {
+    const auto comma = hosts.find(',', start);
+    node_uri::endpoint e;
+    const auto one =
+        hosts.substr(start, comma == std::string_view::npos ? hosts.npos : comma - start);
+    if (!parse_endpoint(one, e, why)) {
+      if (out.cluster && one.empty()) why = "an empty seed address (a stray comma)";
+      return false;
+    }
+    out.seeds.push_back(std::move(e));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  out.host = out.seeds.front().host;
+  out.port = out.seeds.front().port;
+  if (!out.cluster) out.seeds.clear();
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redlock/config.hpp"
 
@@ -31,9 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The reason does not depend on the credentials' letters (which never steer the
     // parse), so it cannot be showing them.
     if (const auto at = uri.rfind('@'); at != std::string_view::npos) {
+      // Letters after the scheme only (the longest, "rediss+cluster://", is 17 bytes).
+      const auto scheme_end = uri.find("://");
+      const std::size_t from = scheme_end == std::string_view::npos ? 8 : scheme_end + 3;
       std::string masked{uri};
-      for (std::size_t i = 0; i < at; ++i)
-        if (std::isalpha(static_cast<unsigned char>(masked[i])) && i >= 8) masked[i] = 'Q';
+      for (std::size_t i = from; i < at; ++i)
+        if (std::isalpha(static_cast<unsigned char>(masked[i]))) masked[i] = 'Q';
       redlock::node_uri m;
       std::string why_masked;
       require(!redlock::parse_node_uri(masked, m, why_masked),
@@ -42,27 +46,38 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return 0;
   }
-  require(!u.host.empty(), "accepted without a host");
-  require(u.port != 0, "accepted port 0");
   require(u.db >= 0, "a negative database");
-  for (const char ch : u.host)
-    require(
-        static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f && ch != '/' && ch != '@' && ch != ' ',
-        "a host with a character no resolver takes");
-  // What is safe to print is the host and port, and nothing else.
-  const std::string shown = u.display();
-  const std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
-  require(shown == host + ":" + std::to_string(u.port), "display() shows more than host:port");
+  require(u.cluster != u.seeds.empty(), "seeds on a plain node, or a cluster without them");
+  require(!u.cluster || u.db == 0, "a cluster with a database other than 0");
+  // Every address (a cluster's seeds; host and port are the first) is usable and shown as
+  // host:port, and nothing else is shown.
+  std::vector<redlock::node_uri::endpoint> addresses = u.seeds;
+  if (!u.cluster) addresses.push_back({u.host, u.port});
+  require(addresses.front().host == u.host && addresses.front().port == u.port,
+          "host and port are not the first address");
+  std::string shown;
+  for (const auto& e : addresses) {
+    require(!e.host.empty(), "accepted without a host");
+    require(e.port != 0, "accepted port 0");
+    for (const char ch : e.host)
+      require(static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f && ch != '/' && ch != '@' &&
+                  ch != ' ' && ch != ',',
+              "a host with a character no resolver takes");
+    const std::string host = e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host;
+    shown += (shown.empty() ? "" : ",") + host + ":" + std::to_string(e.port);
+  }
+  require(u.display() == (u.cluster ? "cluster " : "") + shown,
+          "display() shows more than the addresses");
 
   // Written out again, the URI means the same.
-  std::string again = "redis://";
+  std::string again = u.cluster ? "redis+cluster://" : "redis://";
   if (!u.password.empty()) again += u.user + ":" + u.password + "@";
   again += shown + "/" + std::to_string(u.db);
   redlock::node_uri v;
   std::string why2;
   require(redlock::parse_node_uri(again, v, why2), "a written-out URI does not parse");
   require(v.host == u.host && v.port == u.port && v.user == u.user && v.password == u.password &&
-              v.db == u.db,
+              v.db == u.db && v.cluster == u.cluster && v.seeds.size() == u.seeds.size(),
           "a written-out URI parses to other parts");
   return 0;
 }

@@ -80,8 +80,7 @@ BOOST_AUTO_TEST_CASE(a_reply_cut_half_way_fails_the_request_and_the_connection_r
   auto c = connect(proxy.uri());
   BOOST_TEST_REQUIRE(c->ready(), c->last_problem());
   std::vector<std::string> disconnects;
-  c->on_event = [&](redlock::detail::connection&, redlock::node_event::kind k,
-                    const std::string& m) {
+  c->on_event = [&](redlock::detail::node&, redlock::node_event::kind k, const std::string& m) {
     if (k == redlock::node_event::kind::disconnected) disconnects.push_back(m);
   };
   const auto get = command({"GET", "big"});

@@ -44,7 +44,7 @@ struct hostile : redlock::test::one_node {
       const fake_server& server, redlock::resp::limits limits = redlock::detail::reply_limits()) {
     auto c = connect(server.uri(), limits);
     BOOST_TEST_REQUIRE(c->ready(), c->last_problem());
-    c->on_event = [this](redlock::detail::connection&, redlock::node_event::kind k,
+    c->on_event = [this](redlock::detail::node&, redlock::node_event::kind k,
                          const std::string& msg) {
       if (k == redlock::node_event::kind::disconnected) disconnects.push_back(msg);
     };

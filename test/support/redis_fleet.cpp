@@ -224,7 +224,12 @@ bool answers_ping(std::uint16_t port) {
 // between fork and exec in a process that may have other threads.
 std::string find_redis_server() {
   if (const char* p = std::getenv("REDLOCK_TEST_REDIS_SERVER"); p && *p) return p;
-  const std::string name = "redis-server";
+  return detail::find_program("redis-server");
+}
+
+}  // namespace
+
+std::string detail::find_program(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
   while (true) {
@@ -236,9 +241,12 @@ std::string find_redis_server() {
     if (colon == std::string_view::npos) break;
     dirs.remove_prefix(colon + 1);
   }
-  throw std::runtime_error(
-      "redis-server not found in PATH; install it or set REDLOCK_TEST_REDIS_SERVER");
+  throw std::runtime_error(name +
+                           " not found in PATH; install it (redis-server: or set "
+                           "REDLOCK_TEST_REDIS_SERVER)");
 }
+
+namespace {
 
 std::string log_tail(const std::string& path, std::size_t max_lines = 20) {
   std::ifstream f(path, std::ios::binary);
@@ -519,6 +527,18 @@ sync_reply redis_server::admin_command(const std::vector<std::string>& args) con
 }
 
 // ---- redis_fleet -----------------------------------------------------------------------
+
+redis_fleet::redis_fleet(std::vector<std::vector<std::string>> extras) {
+  servers_.reserve(extras.size());
+  for (auto& extra : extras)
+    servers_.push_back(std::unique_ptr<redis_server>(
+        new redis_server(std::move(extra), redis_server::deferred_start{})));
+  for (auto& s : servers_) s->wait_until_ready(true);
+}
+
+std::uint16_t detail::free_port() {
+  return pick_free_port();
+}
 
 redis_fleet::redis_fleet(std::size_t n, std::vector<std::string> extra) {
   servers_.reserve(n);

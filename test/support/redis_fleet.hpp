@@ -33,6 +33,12 @@ struct sync_reply {
 
 namespace detail {
 
+/// A loopback port that is free now (the OS's pick).
+std::uint16_t free_port();
+
+/// The path of executable `name` found in PATH. Throws std::runtime_error if there is none.
+std::string find_program(const std::string& name);
+
 /// A directory made with mkdtemp under /tmp; removed with its contents on destruction.
 class temp_dir {
  public:
@@ -171,6 +177,8 @@ class redis_fleet {
  public:
   /// Throws std::runtime_error if any server fails to start (the others are killed).
   explicit redis_fleet(std::size_t n, std::vector<std::string> extra = {});
+  /// One server per element, each with its own extra arguments.
+  explicit redis_fleet(std::vector<std::vector<std::string>> extras);
 
   std::size_t size() const { return servers_.size(); }
   /// Throws std::out_of_range.

@@ -40,6 +40,26 @@ BOOST_AUTO_TEST_CASE(good_uris_parse_into_their_parts) {
   BOOST_TEST(u.display() == "[::1]:6380");
 }
 
+BOOST_AUTO_TEST_CASE(a_cluster_uri_lists_its_seeds_and_keeps_credentials_and_tls) {
+  auto u = parse_ok("redis+cluster://alice:pw@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002");
+  BOOST_TEST(u.cluster);
+  BOOST_TEST(!u.tls);
+  BOOST_TEST((u.user == "alice" && u.password == "pw"));
+  BOOST_TEST_REQUIRE(u.seeds.size() == 3u);
+  BOOST_TEST((u.seeds[1].host == "10.0.0.2" && u.seeds[1].port == 7001));
+  BOOST_TEST(u.seeds[2].host == "::1");
+  BOOST_TEST((u.host == "10.0.0.1" && u.port == 7000));
+  BOOST_TEST(u.display() == "cluster 10.0.0.1:7000,10.0.0.2:7001,[::1]:7002");
+  u = parse_ok("rediss+cluster://h:1/0");
+  BOOST_TEST((u.cluster && u.tls && u.seeds.size() == 1u));
+  BOOST_TEST(parse_ok("redis://h:1").seeds.empty());
+  BOOST_TEST(parse_bad("redis+cluster://h:1/2").find("database 0") != std::string::npos);
+  BOOST_TEST(parse_bad("redis+cluster://h:1,,h:2").find("stray comma") != std::string::npos);
+  BOOST_TEST(parse_bad("redis+cluster://h:1,redis://h:2").find("several URIs") !=
+             std::string::npos);
+  parse_bad("redis+cluster://h:1,h:0");
+}
+
 BOOST_AUTO_TEST_CASE(bad_uris_are_refused_with_a_reason_that_hides_the_password) {
   parse_bad("http://h:1");
   parse_bad("h:1");

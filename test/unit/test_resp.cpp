@@ -385,3 +385,70 @@ BOOST_AUTO_TEST_CASE(elements_owed_inside_attributes_do_not_make_a_prefix_too_la
   small.max_nodes = 6;
   BOOST_TEST(is(status_of("*5\r\n|1\r\n", small), parse_status::incomplete));
 }
+
+// ---- Redis Cluster: slots, keys inside encoded commands, redirections -------------------
+
+#include "connection/slots.hpp"
+
+BOOST_AUTO_TEST_CASE(crc16_and_key_slots_match_redis_cluster_published_values) {
+  using redlock::detail::crc16;
+  using redlock::detail::key_slot;
+  BOOST_TEST(crc16("123456789") == 0x31C3);  // the XMODEM check value
+  BOOST_TEST(key_slot("foo") == 12182);
+  BOOST_TEST(key_slot("bar") == 5061);
+  BOOST_TEST(key_slot("hello") == 866);
+  BOOST_TEST(key_slot("{user1000}.following") == key_slot("{user1000}.followers"));
+  BOOST_TEST(key_slot("{user1000}.following") == key_slot("user1000"));
+}
+
+BOOST_AUTO_TEST_CASE(a_hash_tag_is_the_first_non_empty_braces) {
+  using redlock::detail::hash_tag;
+  BOOST_TEST(hash_tag("foo{bar}{zap}") == "bar");
+  BOOST_TEST(hash_tag("foo{{bar}}zap") == "{bar");
+  BOOST_TEST(hash_tag("foo{}{bar}") == "foo{}{bar}");  // empty first: the whole key
+  BOOST_TEST(hash_tag("foo{bar") == "foo{bar");
+  BOOST_TEST(hash_tag("plain") == "plain");
+}
+
+BOOST_AUTO_TEST_CASE(the_first_key_of_an_encoded_command_is_found_for_plain_commands_and_scripts) {
+  using redlock::detail::first_key;
+  std::string p;
+  redlock::resp::append_command(p, "SET", "k1", "tok", "NX", "PX", "100", "GET");
+  BOOST_TEST(first_key(p).value_or("-") == "k1");
+  p.clear();
+  redlock::resp::append_command(p, "EVALSHA", "abcd", "2", "lock:{x}", "fence");
+  BOOST_TEST(first_key(p).value_or("-") == "lock:{x}");
+  p.clear();
+  redlock::resp::append_command(p, "eval", "return 1", "1", "k2", "arg");
+  BOOST_TEST(first_key(p).value_or("-") == "k2");
+  p.clear();
+  redlock::resp::append_command(p, "EVALSHA", "abcd", "0", "arg");
+  BOOST_TEST(!first_key(p));
+  p.clear();
+  redlock::resp::append_command(p, "PING");
+  BOOST_TEST(!first_key(p));
+  BOOST_TEST(!first_key("*2\r\n$3\r\nGET\r\n$10\r\nshort\r\n"));  // a length that overruns
+  BOOST_TEST(!first_key("+OK\r\n"));
+}
+
+BOOST_AUTO_TEST_CASE(moved_and_ask_replies_are_parsed_and_others_are_not) {
+  using redlock::detail::parse_redirect;
+  auto m = parse_redirect("MOVED 3999 127.0.0.1:6381");
+  BOOST_REQUIRE(m);
+  BOOST_TEST(!m->ask);
+  BOOST_TEST(m->slot == 3999);
+  BOOST_TEST(m->host == "127.0.0.1");
+  BOOST_TEST(m->port == 6381);
+  auto a = parse_redirect("ASK 12 ::1:7000");
+  BOOST_REQUIRE(a);
+  BOOST_TEST(a->ask);
+  BOOST_TEST(a->host == "::1");
+  auto empty_host = parse_redirect("MOVED 1 :7001");
+  BOOST_REQUIRE(empty_host);
+  BOOST_TEST(empty_host->host.empty());
+  BOOST_TEST(!parse_redirect("MOVED 16384 h:1"));  // no such slot
+  BOOST_TEST(!parse_redirect("MOVED 1 h:0"));
+  BOOST_TEST(!parse_redirect("MOVED 1 h"));
+  BOOST_TEST(!parse_redirect("ERR MOVED 1 h:1"));
+  BOOST_TEST(!parse_redirect("WRONGTYPE Operation against a key"));
+}

@@ -29,21 +29,27 @@ std::vector<std::string> parse_node_list(const std::string& list, const std::str
   if (list.empty()) throw usage_error{source + " names no node"};
   std::vector<std::string> out;
   std::size_t start = 0;
-  for (std::size_t index = 1;; ++index) {
+  bool in_cluster = false;  // the last node is a cluster: an address without scheme is its seed
+  for (;;) {
     const auto comma = list.find(',', start);
     std::string item =
         list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const bool seed = in_cluster && !item.empty() && item.find("://") == std::string::npos;
+    if (!seed) out.emplace_back();
+    const std::string index = std::to_string(out.size());
     // A stray comma is a typo for a node that was meant to be there: dropping it would
     // quietly shrink the fleet (and its majority) the user had in mind.
     if (item.empty())
-      throw usage_error{source + ": node " + std::to_string(index) +
+      throw usage_error{source + ": node " + index +
                         " is empty (a leading, trailing or doubled comma)"};
+    if (seed) out.back() += ',';
+    out.back() += item;
     node_uri u;
     std::string why;
     // The URI itself is not repeated: it may hold a password.
-    if (!parse_node_uri(item, u, why))
-      throw usage_error{source + ": node " + std::to_string(index) + ": " + why};
-    out.push_back(std::move(item));
+    if (!parse_node_uri(out.back(), u, why))
+      throw usage_error{source + ": node " + index + ": " + why};
+    in_cluster = u.cluster;
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }

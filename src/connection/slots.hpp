@@ -1,0 +1,41 @@
+#pragma once
+// Redis Cluster's key space: 16384 hash slots, a key's slot from CRC16 of its hash tag,
+// and where a command's key sits inside an encoded request. Pure functions, no I/O.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace redlock::detail {
+
+inline constexpr std::uint16_t cluster_slots = 16384;
+
+/// CRC16 (XMODEM: polynomial 0x1021, initial 0), the checksum Redis Cluster hashes with.
+std::uint16_t crc16(std::string_view data) noexcept;
+
+/// The part of `key` that decides its slot: the text between the first '{' and the first
+/// '}' after it, when that is not empty; else the whole key (Redis Cluster's rule).
+std::string_view hash_tag(std::string_view key) noexcept;
+
+/// The slot of `key`: crc16(hash_tag(key)) mod 16384.
+std::uint16_t key_slot(std::string_view key) noexcept;
+
+/// The first key of one RESP-encoded command (an array of bulk strings, as
+/// resp::append_command writes it): argument 1 for plain commands, argument 3 for EVAL and
+/// EVALSHA when they declare a key. Nothing for a command without keys (PING, a script
+/// with no keys) or bytes that are not such an array.
+std::optional<std::string_view> first_key(std::string_view payload) noexcept;
+
+/// A redirection a cluster shard answered with: "MOVED slot host:port" (the slot lives
+/// elsewhere now) or "ASK slot host:port" (this one key is being moved: ask there once,
+/// after ASKING).
+struct redirect {
+  bool ask = false;
+  std::uint16_t slot = 0;
+  std::string_view host;
+  std::uint16_t port = 0;
+};
+/// Parses an error reply's text as a redirection; nothing if it is not one.
+std::optional<redirect> parse_redirect(std::string_view error_text) noexcept;
+
+}  // namespace redlock::detail

@@ -1,0 +1,212 @@
+// A Redlock node that is a Redis Cluster: real clusters made by redis-cli --cluster create
+// on loopback, beside plain servers in one fleet.
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "async_helpers.hpp"
+#include "connection/slots.hpp"
+#include "fast_config.hpp"
+#include "redis_cluster.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::run_bounded;
+
+namespace {
+
+// One cluster of 3 primaries as node 0, and two plain servers: a fleet of three nodes.
+struct mixed_fleet {
+  redlock::test::redis_cluster cluster{3};
+  redlock::test::redis_fleet plain{2};
+  asio::io_context io;
+
+  redlock::config config() const {
+    auto uris = plain.uris();
+    uris.insert(uris.begin(), cluster.uri());
+    auto cfg = redlock::test::fast_config(std::move(uris));
+    cfg.node_timeout = 500ms;
+    return cfg;
+  }
+  redlock::client make_client() { return redlock::client{io.get_executor(), config()}; }
+
+  // Whether the cluster holds `key` (asked of its owner) with `token`.
+  bool cluster_holds(const std::string& key, std::string_view token) const {
+    const auto owner = cluster.owner_of(redlock::detail::key_slot(key));
+    return cluster[owner].command({"GET", key}).text == token;
+  }
+  // Waits (2 s at most) until the cluster holds `key` for `token`: a lock is decided by a
+  // majority, which the two plain servers may make before the cluster has answered.
+  asio::awaitable<void> cluster_answered(const std::string& key, std::string_view token) {
+    for (int i = 0; i < 400 && !cluster_holds(key, token); ++i) {
+      asio::steady_timer t{io, 5ms};
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    BOOST_TEST(cluster_holds(key, token));
+  }
+  // How often the cluster's servers answered `kind` (MOVED, ASK), by INFO errorstats.
+  std::int64_t redirections(std::string_view kind) const {
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      const std::string info = cluster[i].command({"INFO", "errorstats"}).text;
+      const std::string field = "errorstat_" + std::string{kind} + ":count=";
+      if (auto at = info.find(field); at != std::string::npos)
+        n += std::stoll(info.substr(at + field.size()));
+    }
+    return n;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cluster_node, mixed_fleet)
+
+BOOST_AUTO_TEST_CASE(our_key_slots_are_the_clusters) {
+  std::mt19937 rng{42};
+  for (int i = 0; i < 300; ++i) {
+    std::string key = "k" + std::to_string(rng());
+    if (i % 3 == 0) key = "pre{" + std::to_string(rng() % 97) + "}:" + key;
+    if (i % 7 == 0) key = "{}" + key;  // an empty tag: the whole key counts
+    const auto r = cluster[0].command({"CLUSTER", "KEYSLOT", key});
+    BOOST_TEST(r.integer == redlock::detail::key_slot(key), key);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(locks_spread_over_the_shards_and_each_is_held_by_its_owner) {
+  auto c = make_client();
+  std::vector<redlock::lock> held;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 60; ++i) {
+      auto lk = co_await c.async_lock("order:" + std::to_string(i), {.ttl = 10s, .wait = 2s},
+                                      asio::use_awaitable);
+      BOOST_TEST(lk.valid());
+      held.push_back(std::move(lk));
+    }
+  }());
+  // Every primary got some of the keys, each on the shard that owns its slot, with a TTL.
+  for (std::size_t p : cluster.primaries())
+    BOOST_TEST(cluster[p].command({"DBSIZE"}).integer > 0, "primary " << p);
+  for (const auto& lk : held) {
+    const std::string key{lk.resource()};
+    const std::size_t owner = cluster.owner_of(redlock::detail::key_slot(key));
+    BOOST_TEST(cluster[owner].command({"GET", key}).text == lk.token());
+    const auto pttl = cluster[owner].command({"PTTL", key}).integer;
+    BOOST_TEST((pttl > 0 && pttl <= 10000));
+  }
+  BOOST_TEST(cluster.total_keys() == 60);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (auto& lk : held) co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+  }());
+  // Releases are answered by a majority; the cluster's may lag behind: wait for them.
+  for (int i = 0; i < 400 && cluster.total_keys() > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(cluster.total_keys() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it_after) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await a.async_lock("res", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    co_await cluster_answered("res", lk.token());
+    auto [ec, other] =
+        co_await b.async_try_lock("res", {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::contended);
+    co_await a.async_extend(lk, 8s, asio::use_awaitable);
+    BOOST_TEST(lk.valid());
+    co_await a.async_unlock(std::move(lk), asio::use_awaitable);
+    auto mine = co_await b.async_lock("res", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    co_await cluster_answered("res", mine.token());
+    co_await b.async_unlock(std::move(mine), asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(kinds_that_span_slots_are_refused_as_unsupported_before_any_traffic) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [e1, l1] = co_await c.async_try_lock("f", {.ttl = 5s, .fenced = true},
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e1 == redlock::error::unsupported);
+    auto [e2, l2] = co_await c.async_try_lock("f", {.ttl = 5s, .fair = true},
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e2 == redlock::error::unsupported);
+    const std::vector<std::string> names{"a", "b"};
+    auto [e3, set] =
+        co_await c.async_try_lock_all(names, {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e3 == redlock::error::unsupported);
+    auto [e4, claimed] = co_await c.async_try_claim(names, 5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e4 == redlock::error::unsupported);
+    BOOST_TEST(!redlock::make_error_code(redlock::error::unsupported).message().empty());
+  }());
+  BOOST_TEST(cluster.total_keys() == 0);
+  BOOST_TEST(plain.total_keys() == 0);
+}
+
+// Two independent clients take and release eight resources of one slot as fast as they
+// can while that slot is moved to another primary (with a pause while it is migrating,
+// when missing keys are answered ASK) and back: nobody may hold a resource another holds,
+// and nothing may be left without a TTL.
+BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_without_ttl) {
+  auto a = make_client();
+  auto b = make_client();
+  const std::uint16_t slot = redlock::detail::key_slot("{hot}");
+  std::atomic<bool> moving{true};
+  std::map<std::string, std::string> holder;  // resource -> token, on the io thread
+  int overlaps = 0, cycles = 0;
+  auto worker = [&](redlock::client& c, int seed) -> asio::awaitable<void> {
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    while (moving.load()) {
+      const std::string r = "{hot}:" + std::to_string(rng() % 8);
+      auto [ec, lk] =
+          co_await c.async_lock(r, {.ttl = 2s, .wait = 200ms}, asio::as_tuple(asio::use_awaitable));
+      if (ec) continue;  // contended, or a node busy moving: try another
+      if (holder.count(r)) ++overlaps;
+      holder[r] = std::string{lk.token()};
+      asio::steady_timer t{io, 1ms};
+      co_await t.async_wait(asio::use_awaitable);
+      if (lk.valid() && holder[r] == lk.token()) holder.erase(r);
+      co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+      ++cycles;
+    }
+  };
+  const std::size_t home = cluster.owner_of(slot);
+  std::size_t away = 0;
+  for (std::size_t p : cluster.primaries())
+    if (p != home) away = p;
+  std::string mover_error;
+  std::thread mover([&] {
+    try {
+      cluster.move_slot(slot, away, [] { std::this_thread::sleep_for(200ms); });
+      cluster.move_slot(slot, home);
+    } catch (const std::exception& e) {
+      mover_error = e.what();
+    }
+    moving = false;
+  });
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto w1 = asio::co_spawn(ex, worker(a, 1), asio::use_awaitable);
+        co_await worker(b, 2);
+        co_await std::move(w1);
+      }(),
+      60s);
+  mover.join();
+  BOOST_TEST(mover_error.empty(), mover_error);
+  BOOST_TEST(overlaps == 0);
+  BOOST_TEST(cycles > 20);
+  BOOST_TEST(cluster.owner_of(slot) == home);
+  // The clients were sent elsewhere and followed: without that, no cycle could run once
+  // the slot had moved.
+  BOOST_TEST(redirections("MOVED") > 0);
+  BOOST_TEST(cluster.keys_without_ttl().empty());
+  BOOST_TEST(plain.keys_without_ttl().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,174 @@
+#include "redis_cluster.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace redlock::test {
+namespace {
+
+// Each server's bus port is picked too: the default (port + 10000) does not exist for the
+// high ports the OS hands out.
+std::vector<std::vector<std::string>> cluster_args(std::size_t n) {
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                   "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
+                   "--cluster-port", std::to_string(detail::free_port())});
+  return out;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The owner of every slot as one server sees it: "port" per slot, "" if uncovered.
+std::vector<std::uint16_t> slot_owners(const redis_server& s) {
+  const sync_reply r = s.command({"CLUSTER", "SLOTS"});
+  if (r.is_error()) throw std::runtime_error("CLUSTER SLOTS: " + r.text);
+  std::vector<std::uint16_t> owner(16384, 0);
+  for (const auto& e : r.elements) {
+    if (e.elements.size() < 3) continue;
+    const auto port = static_cast<std::uint16_t>(e.elements[2].elements.at(1).integer);
+    for (auto slot = e.elements[0].integer; slot <= e.elements[1].integer; ++slot)
+      owner[static_cast<std::size_t>(slot)] = port;
+  }
+  return owner;
+}
+
+}  // namespace
+
+redis_cluster::redis_cluster(std::size_t primaries, std::size_t replicas)
+    : servers_(cluster_args(primaries * (1 + replicas))) {
+  std::vector<std::string> argv{detail::find_program("redis-cli"), "--cluster", "create"};
+  for (std::size_t i = 0; i < servers_.size(); ++i)
+    argv.push_back("127.0.0.1:" + std::to_string(servers_[i].port()));
+  argv.insert(argv.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+  detail::temp_dir dir;
+  const std::string log = dir.path() + "/create.log";
+  detail::child_process cli;
+  cli.spawn(argv, log);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  while (cli.running()) {
+    if (std::chrono::steady_clock::now() > until)
+      throw std::runtime_error("redis-cli --cluster create did not finish: " + file_text(log));
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});  // polls the child's exit
+  }
+  if (cli.exit_description() != "exited with code 0")
+    throw std::runtime_error("redis-cli --cluster create " + cli.exit_description() + ": " +
+                             file_text(log));
+  wait_until_agreed();
+}
+
+std::string redis_cluster::uri() const {
+  return "redis+cluster://127.0.0.1:" + std::to_string(servers_[0].port()) +
+         ",127.0.0.1:" + std::to_string(servers_[1].port());
+}
+
+std::string redis_cluster::node_id(std::size_t i) const {
+  const sync_reply r = servers_[i].command({"CLUSTER", "MYID"});
+  if (r.is_error()) throw std::runtime_error("CLUSTER MYID: " + r.text);
+  return r.text;
+}
+
+std::size_t redis_cluster::owner_of(std::uint16_t slot) const {
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (!servers_[i].running() || servers_[i].frozen()) continue;
+    const auto port = slot_owners(servers_[i])[slot];
+    for (std::size_t j = 0; j < servers_.size(); ++j)
+      if (servers_[j].port() == port) return j;
+    break;
+  }
+  throw std::runtime_error("no server owns slot " + std::to_string(slot));
+}
+
+std::vector<std::size_t> redis_cluster::primaries() const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (!servers_[i].running() || servers_[i].frozen()) continue;
+    const auto owners = slot_owners(servers_[i]);
+    for (std::size_t j = 0; j < servers_.size(); ++j)
+      for (auto p : owners)
+        if (p == servers_[j].port()) {
+          out.push_back(j);
+          break;
+        }
+    return out;
+  }
+  return out;
+}
+
+void redis_cluster::move_slot(std::uint16_t slot, std::size_t to,
+                              const std::function<void()>& while_migrating) {
+  const std::size_t from = owner_of(slot);
+  if (from == to) return;
+  const std::string s = std::to_string(slot);
+  auto check = [](const sync_reply& r, const std::string& what) {
+    if (r.is_error()) throw std::runtime_error(what + ": " + r.text);
+  };
+  check(servers_[to].command({"CLUSTER", "SETSLOT", s, "IMPORTING", node_id(from)}), "IMPORTING");
+  check(servers_[from].command({"CLUSTER", "SETSLOT", s, "MIGRATING", node_id(to)}), "MIGRATING");
+  if (while_migrating) while_migrating();
+  for (;;) {
+    const sync_reply keys = servers_[from].command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    check(keys, "GETKEYSINSLOT");
+    if (keys.elements.empty()) break;
+    std::vector<std::string> migrate{
+        "MIGRATE", "127.0.0.1", std::to_string(servers_[to].port()), "", "0", "5000", "KEYS"};
+    for (const auto& k : keys.elements) migrate.push_back(k.text);
+    const sync_reply r = servers_[from].command(migrate);
+    // NOKEY: every key expired or was deleted between the two calls.
+    if (r.is_error() && r.text.rfind("NOKEY", 0) != 0) check(r, "MIGRATE");
+  }
+  const std::string target = node_id(to);
+  for (std::size_t i : primaries())
+    check(servers_[i].command({"CLUSTER", "SETSLOT", s, "NODE", target}), "SETSLOT NODE");
+  check(servers_[to].command({"CLUSTER", "SETSLOT", s, "NODE", target}), "SETSLOT NODE");
+  wait_until_agreed();
+}
+
+void redis_cluster::wait_until_agreed(int seconds) const {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{seconds};
+  std::string last;
+  for (;;) {
+    bool ok = true;
+    std::vector<std::uint16_t> first;
+    for (std::size_t i = 0; i < servers_.size() && ok; ++i) {
+      if (!servers_[i].running() || servers_[i].frozen()) continue;
+      const sync_reply info = servers_[i].command({"CLUSTER", "INFO"});
+      if (info.text.find("cluster_state:ok") == std::string::npos) {
+        ok = false;
+        last = "server " + std::to_string(i) + " is not ok";
+        break;
+      }
+      auto owners = slot_owners(servers_[i]);
+      if (first.empty()) {
+        first = std::move(owners);
+      } else if (owners != first) {
+        ok = false;
+        last = "servers 0 and " + std::to_string(i) + " disagree on the slot map";
+      }
+    }
+    if (ok) return;
+    if (std::chrono::steady_clock::now() > until)
+      throw std::runtime_error("the cluster did not settle: " + last);
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});  // polls the servers' view
+  }
+}
+
+std::int64_t redis_cluster::total_keys() const {
+  std::int64_t total = 0;
+  for (std::size_t i : primaries()) total += servers_[i].command({"DBSIZE"}).integer;
+  return total;
+}
+
+std::string redis_cluster::keys_without_ttl() const {
+  return servers_.keys_without_ttl();
+}
+
+}  // namespace redlock::test
