@@ -139,7 +139,15 @@ void cluster_node::on_map(error_code ec, const resp::reply* reply) {
   auto detached = std::move(pending_detached_);
   pending_detached_.clear();
   for (auto& p : detached) route_detached(std::move(p));
-  if (refresh_wanted_) schedule_refresh();
+  // A primary that cannot be reached may be failing over: until the map names one that
+  // can, it is asked again every reconnect_max.
+  bool all_up = true;
+  for (const auto& sh : shards_)
+    if (sh.slots > 0 && (!sh.conn || !sh.conn->accepts())) all_up = false;
+  if (!all_up)
+    schedule_refresh(cfg_.reconnect_max);
+  else if (refresh_wanted_)
+    schedule_refresh();
 }
 
 bool cluster_node::apply_map(const resp::reply& r) {
@@ -206,7 +214,7 @@ std::size_t cluster_node::shard_for(const node_uri::endpoint& e, std::string_vie
   return shards_.size() - 1;
 }
 
-void cluster_node::schedule_refresh() {
+void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
   if (closed_) return;
   refresh_wanted_ = true;
   if (refresh_armed_ || map_asked_) return;
@@ -218,7 +226,8 @@ void cluster_node::schedule_refresh() {
   const auto delay =
       milliseconds{std::min<milliseconds::rep>(hi, lo << std::min(refresh_failures_, 20))};
   refresh_armed_ = true;
-  refresh_timer_.expires_after(map_known_ || refresh_failures_ > 0 ? delay : milliseconds{0});
+  refresh_timer_.expires_after(
+      std::max(at_least, map_known_ || refresh_failures_ > 0 ? delay : milliseconds{0}));
   refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
     auto self = weak.lock();
     if (!self) return;
@@ -271,7 +280,10 @@ error_code cluster_node::route(request& outer) {
     free_hops_.pop_back();
   }
   hops_[h] = hop{request{outer.payload, outer.lua, outer.deadline, this, h, false}, &outer, s, 0};
-  return send_hop(h, s, false);
+  const error_code ec = send_hop(h, s, false);
+  // The primary is down: its replica may be taking over. Ask again, not too often.
+  if (ec == error::node_unavailable) schedule_refresh(cfg_.reconnect_max);
+  return ec;
 }
 
 error_code cluster_node::send_hop(std::size_t h, std::size_t s, bool asking) {

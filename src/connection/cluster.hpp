@@ -86,7 +86,7 @@ class cluster_node final : public node,
   void ask_for_map(const std::shared_ptr<connection>& via);
   void on_map(error_code ec, const resp::reply* reply);
   bool apply_map(const resp::reply& r);
-  void schedule_refresh();
+  void schedule_refresh(std::chrono::milliseconds at_least = {});
   std::size_t shard_for(const node_uri::endpoint& e, std::string_view node_id);
   std::shared_ptr<connection> make_connection(const node_uri& u, bool as_shard);
   void on_shard_event(connection& c, node_event::kind k, const std::string& message);

@@ -210,3 +210,75 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A primary is killed and the cluster promotes its replica, which may have lost writes it
+// had not yet received: the node counts as restarted, and does not vote until the restart
+// guard (max_ttl) has passed; then it takes locks again on the new primary.
+BOOST_AUTO_TEST_CASE(a_replica_promoted_after_its_primary_died_holds_the_node_back_for_max_ttl) {
+  redlock::test::redis_cluster cluster{3, 1};
+  redlock::test::redis_fleet plain{2};
+  asio::io_context io;
+  auto uris = plain.uris();
+  uris.insert(uris.begin(), cluster.uri());
+  auto cfg = redlock::test::fast_config(std::move(uris));
+  cfg.restart_guard = true;
+  cfg.max_ttl = 1500ms;
+  std::vector<std::string> events;
+  cfg.on_event = [&](const redlock::node_event& e) {
+    if (e.node == 0) events.push_back(e.message);
+  };
+  redlock::client c{io.get_executor(), cfg};
+  const std::string resource = "failover";
+  auto votes = [&]() -> asio::awaitable<std::pair<bool, std::string>> {
+    auto report = co_await c.async_inspect("", asio::use_awaitable);
+    co_return std::pair{report.at(0).votes, report.at(0).held_back};
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 2s}, asio::use_awaitable);
+    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+    auto [yes, why] = co_await votes();
+    BOOST_TEST(yes, why);
+  }());
+
+  const std::uint16_t slot = redlock::detail::key_slot(resource);
+  const std::size_t dead = cluster.owner_of(slot);
+  cluster[dead].kill();
+  // The cluster's own failover (cluster-node-timeout 1 s), then ours: lock until the node
+  // reports the promotion (each attempt that fails on the dead primary asks for the map).
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        while (std::none_of(events.begin(), events.end(), [](const std::string& m) {
+          return m.find("promoted") != std::string::npos;
+        })) {
+          auto [ec, lk] =
+              co_await c.async_try_lock(resource, {.ttl = 1s}, asio::as_tuple(asio::use_awaitable));
+          if (!ec) co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+          asio::steady_timer t{io, 20ms};
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        auto [yes, why] = co_await votes();
+        BOOST_TEST(!yes);
+        BOOST_TEST(why.find("restart") != std::string::npos, why);
+        // Past the guard it votes again, with the promoted replica holding the key.
+        for (int i = 0; i < 200; ++i) {
+          auto [now_yes, now_why] = co_await votes();
+          if (now_yes) break;
+          asio::steady_timer t{io, 20ms};
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        auto [after, after_why] = co_await votes();
+        BOOST_TEST(after, after_why);
+        auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 2s}, asio::use_awaitable);
+        const std::size_t owner = cluster.owner_of(slot);
+        BOOST_TEST(owner != dead);
+        for (int i = 0; i < 100 && cluster[owner].command({"GET", resource}).text != lk.token();
+             ++i) {
+          asio::steady_timer t{io, 20ms};
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        BOOST_TEST(cluster[owner].command({"GET", resource}).text == lk.token());
+        co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+      }(),
+      60s);
+}

@@ -16,7 +16,9 @@ std::vector<std::vector<std::string>> cluster_args(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     out.push_back({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                    "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
-                   "--cluster-port", std::to_string(detail::free_port())});
+                   "--cluster-port", std::to_string(detail::free_port()),
+                   // A replica syncs at once (by default a primary waits 5 s for more).
+                   "--repl-diskless-sync-delay", "0"});
   return out;
 }
 
@@ -63,6 +65,19 @@ redis_cluster::redis_cluster(std::size_t primaries, std::size_t replicas)
     throw std::runtime_error("redis-cli --cluster create " + cli.exit_description() + ": " +
                              file_text(log));
   wait_until_agreed();
+  // A replica that never synced would not stand for election: wait for every link.
+  const auto synced_by = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    for (;;) {
+      const std::string info = servers_[i].command({"INFO", "replication"}).text;
+      if (info.find("role:master") != std::string::npos ||
+          info.find("master_link_status:up") != std::string::npos)
+        break;
+      if (std::chrono::steady_clock::now() > synced_by)
+        throw std::runtime_error("replica " + std::to_string(i) + " did not sync: " + info);
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});  // polls the link
+    }
+  }
 }
 
 std::string redis_cluster::uri() const {

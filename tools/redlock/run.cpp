@@ -54,7 +54,8 @@ int exit_code_for(error_code ec) {
   if (ec == error::wait_timeout || ec == error::contended) return exit_busy;
   if (ec == error::no_quorum || ec == error::validity_exhausted || ec == error::node_held_back)
     return exit_unavailable;
-  if (ec == error::invalid_argument || ec == error::invalid_config) return exit_usage;
+  if (ec == error::invalid_argument || ec == error::invalid_config || ec == error::unsupported)
+    return exit_usage;
   if (ec == error::wrong_type) return exit_data;
   return exit_software;
 }
