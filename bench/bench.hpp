@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "redis_cluster.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/config.hpp"
 #include "redlock/observer.hpp"
@@ -74,6 +75,9 @@ struct options {
   std::string observer = "none";
   int ceiling_clients = 32;
   int ceiling_pipeline = 16;
+  /// Each node of the bench's own fleet is a Redis Cluster of this many primaries (0: one
+  /// server per node). Only w1 runs on such a fleet.
+  std::size_t cluster_shards = 0;
 };
 
 /// The measured part of a timed run, from its creation: work started during the warm-up
@@ -160,8 +164,11 @@ class bench_context {
   /// the --nodes list, whatever its size.
   std::vector<std::string> node_uris(std::size_t n);
   /// The bench's own fleet of `n` nodes, or null with --nodes (the bench cannot freeze
-  /// servers it did not start).
+  /// servers it did not start) or --cluster-shards.
   test::redis_fleet* own_fleet(std::size_t n);
+  /// One plain URI per server process behind node_uris(n) (with --cluster-shards, every
+  /// primary of every cluster): what server CPU is read from.
+  std::vector<std::string> server_uris(std::size_t n);
   /// A key prefix unique to this process and workload, so that runs against shared
   /// nodes never collide and the bench never has to flush a database.
   std::string key_prefix(std::string_view workload) const;
@@ -176,6 +183,8 @@ class bench_context {
 
  private:
   std::map<std::size_t, std::unique_ptr<test::redis_fleet>> fleets_;
+  std::map<std::size_t, std::vector<std::unique_ptr<test::redis_cluster>>> clusters_;
+  std::vector<test::redis_cluster*> own_clusters(std::size_t n);
   std::shared_ptr<redlock::observer> observer_;
   std::vector<json_line> lines_;
 };

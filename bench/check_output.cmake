@@ -1,10 +1,15 @@
 # bench_quick: runs `redlock-bench --quick` and checks that every line on stdout is a JSON
 # object with the fields of the output contract (docs/performance.md), and that the
 # safety counts (overlaps, fence violations, lost locks) are 0. Nothing about speed is
-# checked. Usage: cmake -DBENCH=/path/to/redlock-bench -P check_output.cmake
+# checked. Usage: cmake -DBENCH=/path/to/redlock-bench -P check_output.cmake; with
+# -DCLUSTER=ON, each node is a Redis Cluster (--cluster-shards 3), where only w1 runs.
 cmake_minimum_required(VERSION 3.25)
 
-execute_process(COMMAND ${BENCH} --quick
+set(args --quick)
+if(CLUSTER)
+  list(APPEND args --cluster-shards 3)
+endif()
+execute_process(COMMAND ${BENCH} ${args}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 110)
 message("${err}")
 if(NOT rc EQUAL 0)
@@ -40,6 +45,11 @@ set(zero_fenced_w1 fence_violations failures)
 set(zero_extend lost failures)
 set(zero_claims failures)
 set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims multi)
+if(CLUSTER)
+  set(expected w1)
+  list(APPEND extra_w1 cluster_shards servers server_cpu_spread node_cpu_us_per_cycle)
+  set(zero_w1 failures)
+endif()
 
 # One list element per line; a ';' inside a line must not split it.
 string(REPLACE ";" "\\;" out "${out}")

@@ -225,7 +225,10 @@ cycle_result run_cycles(asio::io_context& io, redlock::client& c, const cycle_pl
   if (plan.servers) {
     const auto after = server_cpu_seconds(*plan.servers);
     double sum = 0;
-    for (std::size_t i = 0; i < after.size(); ++i) sum += after[i] - server_cpu_before[i];
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      sum += after[i] - server_cpu_before[i];
+      run.result.server_cpu_each.push_back(after[i] - server_cpu_before[i]);
+    }
     if (!after.empty()) run.result.server_cpu_s = sum / static_cast<double>(after.size());
   }
   run.result.seconds = run.window.seconds();

@@ -79,6 +79,8 @@ struct cycle_result {
   /// of each server process, mean over the nodes (with cycle_plan::servers).
   seconds_f client_cpu{0};
   std::optional<double> server_cpu_s;
+  /// Each server's CPU seconds over the run (with cycle_plan::servers), in their order.
+  std::vector<double> server_cpu_each;
   /// Heap counters when the window opened and when its last cycle completed.
   alloc::counts allocs_before;
   alloc::counts allocs_after;

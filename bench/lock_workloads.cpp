@@ -31,12 +31,29 @@ constexpr std::size_t fleet_size = 3;
 constexpr std::size_t degraded_fleet_size = 5;
 constexpr std::size_t frozen_nodes = 2;
 
+// Each node a cluster: how evenly the primaries shared the work (max / min of their CPU),
+// and the servers' CPU per cycle summed over one node's primaries, which compares with
+// server_cpu_us_per_cycle of a one-server node.
+void add_cluster_fields(json_line& l, std::size_t shards, const cycle_result& r) {
+  l.add("cluster_shards", static_cast<std::int64_t>(shards));
+  l.add("servers", static_cast<std::int64_t>(r.server_cpu_each.size()));
+  if (r.server_cpu_each.empty() || r.all_ops == 0) return;
+  const auto [lo, hi] = std::minmax_element(r.server_cpu_each.begin(), r.server_cpu_each.end());
+  if (*lo > 0) l.add("server_cpu_spread", std::optional<double>{*hi / *lo});
+  double sum = 0;
+  for (double v : r.server_cpu_each) sum += v;
+  const double nodes = static_cast<double>(r.server_cpu_each.size()) / static_cast<double>(shards);
+  l.add("node_cpu_us_per_cycle",
+        std::optional<double>{sum / nodes * 1e6 / static_cast<double>(r.all_ops)});
+}
+
 }  // namespace
 
 void run_w1(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
   asio::io_context admin_io{1};
-  node_links servers{admin_io, uris, ctx.client_config(uris)};
+  const auto server_uris = ctx.server_uris(fleet_size);
+  node_links servers{admin_io, server_uris, ctx.client_config(server_uris)};
   for (const std::size_t concurrency : ctx.opts.concurrency) {
     asio::io_context io{1};
     redlock::client c{io.get_executor(), ctx.client_config(uris)};
@@ -44,6 +61,7 @@ void run_w1(bench_context& ctx) {
     cycle_result r = run_cycles(io, c, timed_plan(ctx, "w1", concurrency, &servers));
     shut_down(io, c);
     json_line l = cycle_line("w1", uris.size(), concurrency, r, ctx.opts.ttl);
+    if (ctx.opts.cluster_shards > 0) add_cluster_fields(l, ctx.opts.cluster_shards, r);
     const std::string human = fmt::format(
         "w1 throughput: {:.0f} cycles/s with {} in flight on {} nodes; {}; {:.1f} "
         "allocations per cycle{}",
@@ -56,7 +74,8 @@ void run_w1(bench_context& ctx) {
 void run_w2(bench_context& ctx) {
   const auto uris = ctx.node_uris(fleet_size);
   asio::io_context admin_io{1};
-  node_links servers{admin_io, uris, ctx.client_config(uris)};
+  const auto server_uris = ctx.server_uris(fleet_size);
+  node_links servers{admin_io, server_uris, ctx.client_config(server_uris)};
   asio::io_context io{1};
   redlock::client c{io.get_executor(), ctx.client_config(uris)};
   wait_until_lockable(io, c, ctx);

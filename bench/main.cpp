@@ -66,6 +66,8 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
                           the --nodes servers' pids, in order: w4 then freezes the last
                           two of five (SIGSTOP), as it does its own nodes
   --tls-ca FILE           trusted CA for rediss:// nodes (bench/tls.sh uses it)
+  --cluster-shards K      each of our own nodes is a Redis Cluster of K primaries (made
+                          with redis-cli --cluster create); runs w1 only
   --duration S            measured seconds of each timed phase (default 10; quick 1.5)
   --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
   --contention-duration S w3's measured seconds (default 10; quick 2)
@@ -172,8 +174,18 @@ parsed parse_args(std::span<char*> args) {
         if (std::none_of(std::begin(workloads), std::end(workloads),
                          [&](const workload& w) { return w.name == name; }))
           usage_error(fmt::format("--only: no workload named \"{}\" (see --list)", name));
+    } else if (flag == "--cluster-shards") {
+      o.cluster_shards = parse_count(flag, value());
     } else if (flag == "--nodes") {
-      o.nodes = split(value());
+      o.nodes.clear();
+      for (auto& item : split(value())) {
+        // An address without a scheme after a cluster URI is one more of its seeds.
+        if (!o.nodes.empty() && item.find("://") == std::string::npos &&
+            o.nodes.back().find("+cluster://") != std::string::npos)
+          o.nodes.back() += "," + item;
+        else
+          o.nodes.push_back(std::move(item));
+      }
       for (const auto& uri : o.nodes) {
         node_uri u;
         std::string why;
@@ -229,6 +241,14 @@ parsed parse_args(std::span<char*> args) {
     } else {
       usage_error(fmt::format("unknown option \"{}\" (see --help)", flag));
     }
+  }
+  if (o.cluster_shards > 0) {
+    if (o.cluster_shards < 3) usage_error("--cluster-shards: a cluster has at least 3 primaries");
+    if (!o.nodes.empty()) usage_error("--cluster-shards makes its own nodes: not with --nodes");
+    if (o.only.empty()) o.only = {"w1"};
+    for (const auto& name : o.only)
+      if (name != "w1")
+        usage_error(fmt::format("--cluster-shards: {} does not run on cluster nodes yet", name));
   }
   if (!o.node_pids.empty() && o.node_pids.size() != o.nodes.size())
     usage_error("--node-pids: one pid per --nodes URI");

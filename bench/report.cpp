@@ -119,11 +119,33 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
 
 std::vector<std::string> bench_context::node_uris(std::size_t n) {
   if (!opts.nodes.empty()) return opts.nodes;
+  if (opts.cluster_shards > 0) {
+    std::vector<std::string> out;
+    for (auto* c : own_clusters(n)) out.push_back(c->uri());
+    return out;
+  }
   return own_fleet(n)->uris();
 }
 
+std::vector<test::redis_cluster*> bench_context::own_clusters(std::size_t n) {
+  auto& made = clusters_[n];
+  while (made.size() < n)
+    made.push_back(std::make_unique<test::redis_cluster>(opts.cluster_shards));
+  std::vector<test::redis_cluster*> out;
+  for (auto& c : made) out.push_back(c.get());
+  return out;
+}
+
+std::vector<std::string> bench_context::server_uris(std::size_t n) {
+  if (!opts.nodes.empty() || opts.cluster_shards == 0) return node_uris(n);
+  std::vector<std::string> out;
+  for (auto* c : own_clusters(n))
+    for (std::size_t i = 0; i < c->size(); ++i) out.push_back((*c)[i].uri());
+  return out;
+}
+
 test::redis_fleet* bench_context::own_fleet(std::size_t n) {
-  if (!opts.nodes.empty()) return nullptr;
+  if (!opts.nodes.empty() || opts.cluster_shards > 0) return nullptr;
   auto& fleet = fleets_[n];
   if (!fleet) fleet = std::make_unique<test::redis_fleet>(n);
   return fleet.get();
