@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace redlock {
 
@@ -53,6 +54,19 @@ struct node_report {
   std::chrono::milliseconds ttl{-1};
   /// The resource's fencing counter (the last fencing token issued), if it has one.
   std::optional<std::uint64_t> fence{};
+
+  /// A primary of a node that is a Redis Cluster, as the client's slot map has it.
+  struct shard {
+    std::string address;  ///< host:port
+    std::string node_id;  ///< the cluster's id of the server ("" if not known yet)
+    std::size_t slots = 0;
+    bool up = false;        ///< connected and answering
+    std::string problem{};  ///< why not, when not
+  };
+  /// A cluster node's primaries (empty for a node that is one server). The fields above
+  /// then describe the one primary that answered the inspection (the key's owner when a
+  /// resource was named).
+  std::vector<shard> shards{};
 };
 
 }  // namespace redlock

@@ -37,6 +37,9 @@ class inspect_op final
     }
     if (resource.empty())
       resp::append_command(payload_, "EVALSHA", inspect_script.sha, "0");
+    else if (s_->has_cluster)  // no fencing counters there: the lock key alone, one slot
+      resp::append_command(payload_, "EVALSHA", inspect_script.sha, "1",
+                           s_->cfg.key_prefix + resource);
     else
       resp::append_command(payload_, "EVALSHA", inspect_script.sha, "2",
                            s_->cfg.key_prefix + resource, s_->fence_hash_key,
@@ -123,7 +126,13 @@ class inspect_op final
       if (!finished_[i]) return;
     const auto ttl = s_->cfg.max_ttl.count() > 0 ? s_->cfg.max_ttl : 10000ms;
     const auto now = boot_clock::now();
-    for (node_report& o : out_) o.votes = s_->votes(o.node, ttl, now, &o.held_back);
+    for (node_report& o : out_) {
+      o.votes = s_->votes(o.node, ttl, now, &o.held_back);
+      if (!s_->nodes[o.node]->is_cluster()) continue;
+      for (auto& v : static_cast<const cluster_node&>(*s_->nodes[o.node]).shards())
+        o.shards.push_back(
+            {std::move(v.address), std::move(v.node_id), v.slots, v.ready, std::move(v.problem)});
+    }
     complete({}, std::move(out_));
   }
 

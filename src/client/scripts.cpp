@@ -357,9 +357,13 @@ local v = false
 if t == "string" then
   v = redis.call("get",KEYS[1])
 end
-return {info,t,v,redis.call("pttl",KEYS[1]),redis.call("hget",KEYS[2],ARGV[1])}
+local f = false
+if #KEYS > 1 then
+  f = redis.call("hget",KEYS[2],ARGV[1])
+end
+return {info,t,v,redis.call("pttl",KEYS[1]),f}
 )lua",
-                            .sha = "68a69917bffc0df5ebe5bed8b1ef209ccb920835"};
+                            .sha = "1af8f658bf709ec9c3dbf19caee855f020755f85"};
 
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {

@@ -263,8 +263,13 @@ error_code cluster_node::route(request& outer) {
   if (key) {
     s = owner_[key_slot(*key)];
   } else {
+    // A command without a key (an inspection) goes to any primary: one that is ready,
+    // else one still connecting (it waits for the handshake).
     for (std::size_t k = 0; k < shards_.size() && s == no_shard; ++k)
       if (shards_[k].slots > 0 && shards_[k].conn && shards_[k].conn->ready())
+        s = static_cast<std::uint16_t>(k);
+    for (std::size_t k = 0; k < shards_.size() && s == no_shard; ++k)
+      if (shards_[k].slots > 0 && shards_[k].conn && shards_[k].conn->accepts())
         s = static_cast<std::uint16_t>(k);
   }
   if (s == no_shard || !shards_[s].conn) {

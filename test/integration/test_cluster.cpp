@@ -4,6 +4,7 @@
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fstream>
 #include <map>
 #include <random>
 #include <thread>
@@ -114,6 +115,12 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto lk = co_await a.async_lock("res", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
     co_await cluster_answered("res", lk.token());
+    // Inspection reads the key on the primary that owns it (no fencing hash there).
+    auto report = co_await b.async_inspect("res", asio::use_awaitable);
+    BOOST_TEST(report.at(0).error.message() == error_code{}.message());
+    BOOST_TEST((report.at(0).key == redlock::node_report::key_state::held));
+    BOOST_TEST(report.at(0).holder == lk.token());
+    BOOST_TEST(report.at(0).role == "master");
     auto [ec, other] =
         co_await b.async_try_lock("res", {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::contended);
@@ -208,6 +215,39 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
   BOOST_TEST(cluster.keys_without_ttl().empty());
   BOOST_TEST(plain.keys_without_ttl().empty());
 }
+
+#ifdef REDLOCK_CLI_PATH
+// Runs the CLI (30 s at most); returns its exit code, with stdout and stderr in `out`.
+int run_cli(const std::vector<std::string>& args, std::string& out) {
+  redlock::test::detail::temp_dir dir;
+  const std::string log = dir.path() + "/out";
+  std::vector<std::string> argv{REDLOCK_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  redlock::test::detail::child_process p;
+  p.spawn(argv, log);
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (p.running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);  // polls the child's exit
+  const std::string how = p.exit_description();
+  std::ifstream in{log};
+  out.assign(std::istreambuf_iterator<char>{in}, {});
+  const auto code = how.rfind("exited with code ", 0) == 0 ? std::stoi(how.substr(17)) : -1;
+  return code;
+}
+
+BOOST_AUTO_TEST_CASE(the_cli_lists_each_shard_and_refuses_run_with_a_reason) {
+  const std::string nodes = cluster.uri() + "," + plain[0].uri() + "," + plain[1].uri();
+  std::string out;
+  BOOST_TEST(run_cli({"nodes", "--nodes", nodes}, out) == 0, out);
+  for (const char* shard : {"0.0 ", "0.1 ", "0.2 "})
+    BOOST_TEST(out.find(shard) != std::string::npos, shard << " in: " << out);
+  BOOST_TEST(out.find("5461 slots") != std::string::npos, out);  // 16384 over 3 primaries
+  BOOST_TEST(out.find("3 of 3 nodes reachable") != std::string::npos, out);
+  // run takes a fenced lock, which a cluster node cannot hold yet: a usage error, with why.
+  BOOST_TEST(run_cli({"run", "--nodes", nodes, "res", "--", "true"}, out) == 64, out);
+  BOOST_TEST(out.find("Redis Cluster") != std::string::npos, out);
+}
+#endif
 
 BOOST_AUTO_TEST_SUITE_END()
 

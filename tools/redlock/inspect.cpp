@@ -37,6 +37,18 @@ const char* failure(const node_report& r) {
   return answered ? "error" : "down";
 }
 
+// A cluster node's primaries, one line each ("0.1" is node 0's second shard).
+void print_shards(const node_report& r, std::vector<std::string>* warnings) {
+  for (std::size_t k = 0; k < r.shards.size(); ++k) {
+    const auto& sh = r.shards[k];
+    fmt::print("{:<4} {:<24} {:<6} {} slots{}\n", fmt::format("{}.{}", r.node, k), sh.address,
+               sh.up ? "up" : "down", sh.slots, sh.up ? "" : ": " + sh.problem);
+    if (!sh.up && warnings)
+      warnings->push_back(
+          fmt::format("node {}: shard {} is down: {}", r.node, sh.address, sh.problem));
+  }
+}
+
 std::string fence_text(const node_report& r) {
   return r.fence ? std::to_string(*r.fence) : "-";
 }
@@ -68,6 +80,7 @@ int status_command(const status_options& o) {
                                                                       : "error";
     fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", r.node, r.address, state,
                held ? r.holder : "-", held ? std::to_string(r.ttl.count()) : "-", fence_text(r));
+    print_shards(r, nullptr);
   }
   const std::size_t quorum = reports.size() / 2 + 1;
   std::string verdict = "free";
@@ -98,6 +111,7 @@ int nodes_command(const common_options& o) {
     fmt::print("{:<4} {:<24} {:<6} {:>8} {:<8} {:>10} {:<7} {:<10} {:<10} {}\n", r.node, r.address,
                "up", r.round_trip.count(), shown(r.version), r.uptime_s, shown(r.role),
                shown(r.appendonly), shown(r.appendfsync), r.save.empty() ? "\"\"" : r.save);
+    print_shards(r, &warnings);
     if (r.role != "master")
       warnings.push_back(
           fmt::format("node {} is a {}: only independent masters may vote; it never will", r.node,
