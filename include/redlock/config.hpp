@@ -153,7 +153,8 @@ struct config {
   /// client's strand. Must not block. Default: none, and then no event is built at all.
   std::shared_ptr<redlock::observer> observer{};
   /// For tests only: called on the client's strand between the two rounds of a fenced
-  /// acquisition, with the resource name.
+  /// acquisition of one resource, with the resource name. Not called when the second
+  /// round (the write-back) is skipped because a majority already reported the token.
   std::function<void(std::string_view)> test_hook_before_fence_writeback{};
 };
 
