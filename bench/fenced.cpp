@@ -90,6 +90,9 @@ json_line fenced_line(std::string_view name, std::size_t nodes, std::size_t conc
   json_line l = cycle_line(name, nodes, concurrency, r, ttl);
   l.add_latency("first_round", r.first_round);
   l.add_latency("write_back", r.write_back);
+  l.add("write_back_share", r.ops == 0
+                                ? std::optional<double>{}
+                                : static_cast<double>(r.write_backs) / static_cast<double>(r.ops));
   l.add("resources_per_worker", pool);
   l.add("fence_checks", static_cast<std::size_t>(r.fence_checks));
   l.add("fence_violations", static_cast<std::size_t>(r.fence_violations));
@@ -119,11 +122,12 @@ std::string fenced_text(const json_line& l, std::string_view unfenced_name) {
           : fmt::format("{:.0f} cycles/s (no {} line in this run to compare with)", v("ops_per_s"),
                         unfenced_name);
   return fmt::format(
-      "{} with {} in flight: {}; {}; first round p50 {:.0f} us, write-back p50/p99 "
-      "{:.0f}/{:.0f} us; {} tokens checked, {} violations; {:.1f} allocations per cycle",
+      "{} with {} in flight: {}; {}; first round p50 {:.0f} us, write-back in {:.1f} % of "
+      "cycles, p50/p99 {:.0f}/{:.0f} us; {} tokens checked, {} violations; {:.1f} allocations "
+      "per cycle",
       l.get("workload")->get_string().c_str(), v("concurrency"), vs, latency_text(l),
-      v("first_round_p50_us"), v("write_back_p50_us"), v("write_back_p99_us"), v("fence_checks"),
-      v("fence_violations"), v("allocs_per_cycle"));
+      v("first_round_p50_us"), 100 * v("write_back_share"), v("write_back_p50_us"),
+      v("write_back_p99_us"), v("fence_checks"), v("fence_violations"), v("allocs_per_cycle"));
 }
 
 }  // namespace
