@@ -168,7 +168,9 @@ struct lock_options {
   /// attempt), whatever its value.
   std::chrono::milliseconds wait = wait_forever;
   /// Also mint a fencing token (lock::fence()): strictly increasing per resource across
-  /// successive holders. Costs a second round trip. Default off.
+  /// successive holders. Costs a second round trip only when the nodes' counters
+  /// disagree (after a fault or a contended attempt); otherwise one, as without it.
+  /// Default off.
   bool fenced = false;
   /// Fair mode: async_lock waits in a line kept on the nodes and acquires in the order
   /// of its calls' start (wall clock, so across clients as far as their clocks agree);
