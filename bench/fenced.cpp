@@ -55,6 +55,7 @@ fenced_run run_fenced_cycles(bench_context& ctx, const std::vector<std::string>&
   round_marks marks{"", concurrency};
   config cfg = ctx.client_config(uris);
   cfg.key_prefix = ctx.key_prefix("fenced");
+  cfg.fence_stripes = ctx.opts.fence_stripes;
   cfg.test_hook_before_fence_writeback = marks.hook();
 
   asio::io_context io{1};
@@ -138,6 +139,7 @@ void run_fenced_lines(bench_context& ctx, const std::vector<std::string>& uris, 
   fenced_run seq = run_fenced_cycles(ctx, uris, links, 1, sequential_resources);
   json_line l2 = fenced_line("fenced_w2", uris.size(), 1, sequential_resources, seq,
                              ctx.find("w2", 1), ctx.opts.ttl);
+  l2.add("fence_stripes", ctx.opts.fence_stripes);
   std::string human = fenced_text(l2, "w2") + failure_text(seq.result);
   ctx.emit(std::move(l2), human);
 
@@ -145,6 +147,7 @@ void run_fenced_lines(bench_context& ctx, const std::vector<std::string>& uris, 
     fenced_run run = run_fenced_cycles(ctx, uris, links, concurrency, 0);
     json_line l1 = fenced_line("fenced_w1", uris.size(), concurrency, 0, run,
                                ctx.find("w1", concurrency), ctx.opts.ttl);
+    l1.add("fence_stripes", ctx.opts.fence_stripes);
     human = fenced_text(l1, "w1") + failure_text(run.result);
     ctx.emit(std::move(l1), human);
   }
