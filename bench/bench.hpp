@@ -60,6 +60,8 @@ struct options {
   std::chrono::milliseconds hold{1};
   std::chrono::milliseconds ttl{10000};
   std::chrono::milliseconds node_timeout{250};
+  /// fenced: config::fence_stripes of its clients (0: a counter per resource).
+  std::size_t fence_stripes = 0;
   /// memory: cycles counted for allocations, and locks held at once.
   std::size_t cycles = 20000;
   std::size_t held = 20000;

@@ -137,9 +137,16 @@ asio::awaitable<void> cycle_worker(cycle_run& run, std::size_t worker) {
       run.result.acquire.add(t1 - t0);
       run.result.release.add(t2 - t1);
       if (run.plan.marks) {
+        // No mark inside this cycle: the client handed the token out after one round
+        // (a majority already held it), so there was no write-back to time.
         const auto mid = run.plan.marks->at(worker);
-        run.result.first_round.add(mid - t0);
-        run.result.write_back.add(t1 - mid);
+        if (mid >= t0 && mid <= t1) {
+          run.result.first_round.add(mid - t0);
+          run.result.write_back.add(t1 - mid);
+          ++run.result.write_backs;
+        } else {
+          run.result.first_round.add(t1 - t0);
+        }
       }
       run.window.completed(t2);
     }

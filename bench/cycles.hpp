@@ -21,8 +21,9 @@ namespace redlock::bench {
 class node_links;
 
 /// When the first round of each fenced acquisition was decided, per worker: the client's
-/// `config::test_hook_before_fence_writeback` calls note() between the two rounds. It
-/// finds the worker by the 4 hex digits after the run's key prefix.
+/// `config::test_hook_before_fence_writeback` calls note() between the two rounds (not
+/// at all when the write-back is skipped). It finds the worker by the 4 hex digits after
+/// the run's key prefix.
 class round_marks {
  public:
   round_marks(std::string key_prefix, std::size_t workers)
@@ -68,9 +69,13 @@ struct cycle_result {
   latency_samples acquire;
   latency_samples release;
   /// With round_marks: an acquisition's first round (SET NX and the counter), and the
-  /// rest: the fencing token's write-back, until the lock is handed over.
+  /// rest: the fencing token's write-back, until the lock is handed over (cycles without
+  /// a write-back: the whole acquisition is their first round).
   latency_samples first_round;
   latency_samples write_back;
+  /// Measured cycles whose acquisition had a write-back round (the others were handed
+  /// their token after one round).
+  std::uint64_t write_backs = 0;
   /// Fenced runs: tokens checked, and tokens that were zero or not above the previous
   /// token of the same resource (with resources_per_worker). Must stay 0.
   std::uint64_t fence_checks = 0;

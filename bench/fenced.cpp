@@ -55,6 +55,7 @@ fenced_run run_fenced_cycles(bench_context& ctx, const std::vector<std::string>&
   round_marks marks{"", concurrency};
   config cfg = ctx.client_config(uris);
   cfg.key_prefix = ctx.key_prefix("fenced");
+  cfg.fence_stripes = ctx.opts.fence_stripes;
   cfg.test_hook_before_fence_writeback = marks.hook();
 
   asio::io_context io{1};
@@ -90,6 +91,9 @@ json_line fenced_line(std::string_view name, std::size_t nodes, std::size_t conc
   json_line l = cycle_line(name, nodes, concurrency, r, ttl);
   l.add_latency("first_round", r.first_round);
   l.add_latency("write_back", r.write_back);
+  l.add("write_back_share", r.ops == 0
+                                ? std::optional<double>{}
+                                : static_cast<double>(r.write_backs) / static_cast<double>(r.ops));
   l.add("resources_per_worker", pool);
   l.add("fence_checks", static_cast<std::size_t>(r.fence_checks));
   l.add("fence_violations", static_cast<std::size_t>(r.fence_violations));
@@ -119,11 +123,12 @@ std::string fenced_text(const json_line& l, std::string_view unfenced_name) {
           : fmt::format("{:.0f} cycles/s (no {} line in this run to compare with)", v("ops_per_s"),
                         unfenced_name);
   return fmt::format(
-      "{} with {} in flight: {}; {}; first round p50 {:.0f} us, write-back p50/p99 "
-      "{:.0f}/{:.0f} us; {} tokens checked, {} violations; {:.1f} allocations per cycle",
+      "{} with {} in flight: {}; {}; first round p50 {:.0f} us, write-back in {:.1f} % of "
+      "cycles, p50/p99 {:.0f}/{:.0f} us; {} tokens checked, {} violations; {:.1f} allocations "
+      "per cycle",
       l.get("workload")->get_string().c_str(), v("concurrency"), vs, latency_text(l),
-      v("first_round_p50_us"), v("write_back_p50_us"), v("write_back_p99_us"), v("fence_checks"),
-      v("fence_violations"), v("allocs_per_cycle"));
+      v("first_round_p50_us"), 100 * v("write_back_share"), v("write_back_p50_us"),
+      v("write_back_p99_us"), v("fence_checks"), v("fence_violations"), v("allocs_per_cycle"));
 }
 
 }  // namespace
@@ -134,6 +139,7 @@ void run_fenced_lines(bench_context& ctx, const std::vector<std::string>& uris, 
   fenced_run seq = run_fenced_cycles(ctx, uris, links, 1, sequential_resources);
   json_line l2 = fenced_line("fenced_w2", uris.size(), 1, sequential_resources, seq,
                              ctx.find("w2", 1), ctx.opts.ttl);
+  l2.add("fence_stripes", ctx.opts.fence_stripes);
   std::string human = fenced_text(l2, "w2") + failure_text(seq.result);
   ctx.emit(std::move(l2), human);
 
@@ -141,6 +147,7 @@ void run_fenced_lines(bench_context& ctx, const std::vector<std::string>& uris, 
     fenced_run run = run_fenced_cycles(ctx, uris, links, concurrency, 0);
     json_line l1 = fenced_line("fenced_w1", uris.size(), concurrency, 0, run,
                                ctx.find("w1", concurrency), ctx.opts.ttl);
+    l1.add("fence_stripes", ctx.opts.fence_stripes);
     human = fenced_text(l1, "w1") + failure_text(run.result);
     ctx.emit(std::move(l1), human);
   }

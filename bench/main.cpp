@@ -79,6 +79,7 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --hold-ms MS            how long a w3 worker holds the lock (default 1)
   --ttl MS                lock TTL (default 10000; quick 2000)
   --node-timeout MS       per-node request timeout of the clients (default 250)
+  --fence-stripes N       fenced: counters striped into N buckets (default 0: one per resource)
   --cycles N              memory: cycles counted for allocations (default 20000; quick 1000)
   --held N                memory: locks held at once (default 20000; quick 1000)
   --ceiling-duration S    raw: seconds of each redis-benchmark phase (default 4; quick 0.5)
@@ -228,6 +229,8 @@ parsed parse_args(std::span<char*> args) {
       o.ttl = std::chrono::milliseconds{parse_count(flag, value())};
     } else if (flag == "--node-timeout") {
       o.node_timeout = std::chrono::milliseconds{parse_count(flag, value())};
+    } else if (flag == "--fence-stripes") {
+      o.fence_stripes = parse_count(flag, value());
     } else if (flag == "--cycles") {
       o.cycles = parse_count(flag, value());
     } else if (flag == "--held") {

@@ -18,7 +18,8 @@
  *     a connection reconnects run on the new server after the handshake, which is
  *     also when the client learns the node's restart time (the restart guard's input).
  *   - acquire (fenced: the second round, the write-back, before the lock is handed
- *     out), release after a failed attempt to every node that may have set the key,
+ *     out, skipped when a majority of marked nodes already reported T in round one),
+ *     release after a failed attempt to every node that may have set the key,
  *     unlock, extension, the restart guard, the background repair of unmarked nodes.
  *   - nodes that restart empty (key, counter and marker lost), and pauses: any process
  *     may be delayed between any two of its steps while the clock advances.
@@ -31,7 +32,8 @@
  *               (counters 1 on a majority, 0 elsewhere, last token 1), UNREPAIRED
  *               (node 0 restarted earlier and is not repaired yet)
  *   one rule removed, each must fail: NO_DRIFT, NO_WRITEBACK, NO_MARKER, NO_GUARD,
- *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS; NO_OWNER_CHECK (holds on its own)
+ *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS; NO_OWNER_CHECK (holds on its own);
+ *               NO_SKIP (the write-back always runs, as before the skip: holds)
  *   the repair  REPAIR_AS_IMPLEMENTED (src/client/fencing.cpp up to 0e85438), or its
  *               parts REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART, REPAIR_FRESH_MAJORITY
  *   bounds      N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
@@ -196,6 +198,12 @@ int  given;             /* the fencing tokens handed out, as a bit set (in timed
 #define LATE_ACKS_COUNT 1   /* write-back acknowledgements count after the validity */
 #else
 #define LATE_ACKS_COUNT 0
+#endif
+
+#ifdef NO_SKIP
+#define MAY_SKIP 0          /* the write-back runs even when a majority reported T */
+#else
+#define MAY_SKIP 1
 #endif
 
 #ifdef NO_OWNER_CHECK
@@ -478,16 +486,24 @@ inline tally() {
      :: now >= vu -> release(mask); res = FAILED; LOG_FAIL()
      :: else ->
 #if FENCED && !defined(NO_WRITEBACK)
-        /* round two: raise the counters to T where the key is still ours */
-        phase = 2; yes = 0; no = 0; fl = 0;
-        printf("t=%d client %d won round one: T = %d; write-back\n", now, c, T);
-        for (i : 0 .. N - 1) {
-          send_one(i, 0)
-        }
-        i = 0;
         if
-        :: no + fl > N - Q -> abandon(); release(mask); res = FAILED; LOG_FAIL()
-        :: else
+        :: MAY_SKIP && atT >= Q ->
+           /* a majority's counters are T already (fence_decision in quorum/rules.hpp) */
+           printf("t=%d client %d won round one: T = %d on a majority; no write-back\n",
+                  now, c, T);
+           hand_out()
+        :: else ->
+           /* round two: raise the counters to T where the key is still ours */
+           phase = 2; yes = 0; no = 0; fl = 0;
+           printf("t=%d client %d won round one: T = %d; write-back\n", now, c, T);
+           for (i : 0 .. N - 1) {
+             send_one(i, 0)
+           }
+           i = 0;
+           if
+           :: no + fl > N - Q -> abandon(); release(mask); res = FAILED; LOG_FAIL()
+           :: else
+           fi
         fi
 #else
         hand_out()
@@ -533,7 +549,7 @@ inline tally() {
   fi;
   /* a decided round leaves nothing behind that differs by the order of its replies */
   if
-  :: res != UNDECIDED -> yes = 0; no = 0; fl = 0; mask = 0; T = 0; vu = 0; odl = 0; nvu = 0
+  :: res != UNDECIDED -> yes = 0; no = 0; fl = 0; mask = 0; T = 0; atT = 0; vu = 0; odl = 0; nvu = 0
   :: else
   fi
 }
@@ -550,8 +566,9 @@ inline take(i, rk, rv) {
         :: rk == R_HELD -> no++; mask = mask & ~BIT(i)
         :: rk == R_UNM -> no++
         :: rk == R_YES -> yes++;
-           if
-           :: rv > T -> T = rv
+           if                                    /* T, and how many reported it */
+           :: rv > T -> T = rv; atT = 1
+           :: rv == T -> atT++
            :: else
            fi
         fi
@@ -602,7 +619,7 @@ inline take(i, rk, rv) {
   fi;
 
 proctype client(byte c) {
-  byte att, tok, vu, T, yes, no, fl, mask, res, phase, nexts, odl, nvu;
+  byte att, tok, vu, T, atT, yes, no, fl, mask, res, phase, nexts, odl, nvu;
   byte i, k, rk, rv, d, n, j, e;                 /* scratch, reset after use */
 #ifdef REPAIR_FIRST
   /* a repairing client runs its repairs before its own attempts (the other clients'
@@ -619,7 +636,7 @@ again:
     att++; tok = c * ROUNDS + att; vu = now + TTL - VDRIFT;
     printf("t=%d client %d tries to lock (token %d, valid until %d if won)\n", now, c, tok, vu);
     held[c] = 0; dl[c] = 0; lost[c] = 0;
-    phase = 1; res = UNDECIDED; yes = 0; no = 0; fl = 0; T = 0; mask = 0; cpend[c] = 0;
+    phase = 1; res = UNDECIDED; yes = 0; no = 0; fl = 0; T = 0; atT = 0; mask = 0; cpend[c] = 0;
     for (i : 0 .. N - 1) {
       send_one(i, 1)
     }

@@ -153,7 +153,8 @@ struct config {
   /// client's strand. Must not block. Default: none, and then no event is built at all.
   std::shared_ptr<redlock::observer> observer{};
   /// For tests only: called on the client's strand between the two rounds of a fenced
-  /// acquisition, with the resource name.
+  /// acquisition of one resource, with the resource name. Not called when the second
+  /// round (the write-back) is skipped because a majority already reported the token.
   std::function<void(std::string_view)> test_hook_before_fence_writeback{};
 };
 
@@ -167,7 +168,9 @@ struct lock_options {
   /// attempt), whatever its value.
   std::chrono::milliseconds wait = wait_forever;
   /// Also mint a fencing token (lock::fence()): strictly increasing per resource across
-  /// successive holders. Costs a second round trip. Default off.
+  /// successive holders. Costs a second round trip only when the nodes' counters
+  /// disagree (after a fault or a contended attempt); otherwise one, as without it.
+  /// Default off.
   bool fenced = false;
   /// Fair mode: async_lock waits in a line kept on the nodes and acquires in the order
   /// of its calls' start (wall clock, so across clients as far as their clocks agree);

@@ -48,7 +48,8 @@ struct attempt_event {
   /// Success when the round won the lock; otherwise contended, no_quorum,
   /// validity_exhausted, wrong_type or cancelled.
   boost::system::error_code outcome{};
-  /// From the round's start to its decision (a fenced round's write-back included).
+  /// From the round's start to its decision (a fenced round's write-back included, when
+  /// it had one).
   std::chrono::microseconds elapsed{0};
   std::uint64_t fence = 0;              ///< the fencing token of a won fenced round, else 0
   std::span<const node_reply> nodes{};  ///< one per node, in config::nodes order

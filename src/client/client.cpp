@@ -466,7 +466,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         decided_ = true;
         if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
-        if (opts_.fenced) return start_write_back();
+        if (opts_.fenced) return hand_out_fenced();
         return succeed(0);
       }
       case vote_state::lost:
@@ -481,13 +481,21 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     }
   }
 
+  // A fenced win, in time: T is handed out at once when a majority of marked nodes already
+  // holds it (decide_fence), else after the write-back round.
+  void hand_out_fenced() {
+    std::array<fence_report, max_nodes> reports;
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      reports[i] = {round_.votes[i] == vote::yes && marked_[i], fence_[i]};
+    const fence_decision d = decide_fence(s_->size(), {reports.data(), s_->size()});
+    fence_token_ = d.token;
+    if (!d.write_back) return succeed(fence_token_);
+    start_write_back();
+  }
+
   // Round two of a fenced acquisition: raise the counter to T on every node where the
   // key still holds our token. Only then is T a valid fencing token.
   void start_write_back() {
-    fence_token_ = 0;
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      if (round_.votes[i] == vote::yes && marked_[i])
-        fence_token_ = std::max(fence_token_, fence_[i]);
     if (s_->cfg.test_hook_before_fence_writeback)
       s_->cfg.test_hook_before_fence_writeback(resource_);
     payload2_.clear();

@@ -243,7 +243,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         decided_ = true;
         if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
-        if (opts_.fenced) return start_write_back();
+        if (opts_.fenced) return hand_out_fenced();
         return succeed();
       case vote_state::lost:
         decided_ = true;
@@ -255,15 +255,29 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
   }
 
-  // Round two of a fenced acquisition: per resource, T = the largest counter of the
-  // winning marked nodes, raised to at least T on every node where every key of the set
-  // still holds our token. Only then are the tokens valid.
-  void start_write_back() {
+  // A fenced win, in time: per resource, T = the largest counter of the winning marked
+  // nodes (decide_fence). The set is handed out at once when, for every resource, a
+  // majority of marked nodes already holds its T; else after the write-back round.
+  void hand_out_fenced() {
     const std::size_t n = keys_.size();
     fences_.assign(n, 0);
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      if (round_.votes[i] == vote::yes && marked_[i])
-        for (std::size_t k = 0; k < n; ++k) fences_[k] = std::max(fences_[k], counters_[i * n + k]);
+    bool write_back = false;
+    std::array<fence_report, max_nodes> reports;
+    for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t i = 0; i < s_->size(); ++i)
+        reports[i] = {round_.votes[i] == vote::yes && marked_[i], counters_[i * n + k]};
+      const fence_decision d = decide_fence(s_->size(), {reports.data(), s_->size()});
+      fences_[k] = d.token;
+      write_back = write_back || d.write_back;
+    }
+    if (!write_back) return succeed();
+    start_write_back();
+  }
+
+  // Round two of a fenced acquisition: every resource's T raised to at least T on every
+  // node where every key of the set still holds our token. Only then are the tokens valid.
+  void start_write_back() {
+    const std::size_t n = keys_.size();
     payload2_.clear();
     resp::command_writer w{payload2_};
     w.begin(6 + 3 * n)

@@ -67,6 +67,23 @@ grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
   return {now < deadline, deadline};
 }
 
+fence_decision decide_fence(std::size_t n, std::span<const fence_report> reports) {
+  fence_decision d;
+  std::size_t at_token = 0;
+  for (const fence_report& r : reports) {
+    if (!r.counted) continue;
+    if (r.counter > d.token) {
+      d.token = r.counter;
+      at_token = 1;
+    } else if (r.counter == d.token) {
+      ++at_token;
+    }
+  }
+  // A counter is at least 1 once incremented: 0 is no token, and is never skipped to.
+  d.write_back = d.token == 0 || at_token < quorum(n);
+  return d;
+}
+
 namespace {
 
 extension_verdict shortened(error_code why, boot_clock::time_point now,

@@ -7,6 +7,8 @@
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "redlock/claim.hpp"
@@ -102,6 +104,32 @@ struct grant {
 };
 grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
                     std::chrono::milliseconds ttl, double factor);
+
+// ---- fencing tokens -----------------------------------------------------------------
+
+/// One node's answer to a won fenced acquisition, as the token rule sees it: `counted`
+/// when it voted yes from a marked node (its counter is trusted, and was incremented by
+/// the same script that set our key), with the counter it returned.
+struct fence_report {
+  bool counted = false;
+  std::uint64_t counter = 0;
+};
+
+/// The token of a won fenced acquisition on n nodes, and whether the write-back round
+/// must still run before it may be handed out.
+struct fence_decision {
+  std::uint64_t token = 0;  ///< T: the largest counter among the counted reports
+  bool write_back = true;
+};
+
+/// T is the largest counted counter. The write-back exists so that a majority of marked
+/// nodes holds a counter >= T before T is handed out: every later winning majority then
+/// meets one of them and counts past T. When a majority of counted reports already equal
+/// T, those nodes hold T (a marked node's counters never go down, and each was raised by
+/// our own SET NX), so the round would add nothing and is skipped. Values that differ, an
+/// unmarked node, or fewer than a majority at T: the write-back runs. verify/redlock.pml
+/// checks the skip (docs/safety.md, "Fencing tokens").
+fence_decision decide_fence(std::size_t n, std::span<const fence_report> reports);
 
 // ---- release ------------------------------------------------------------------------
 

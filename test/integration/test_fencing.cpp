@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "async_helpers.hpp"
+#include "client/scripts.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
 
@@ -73,6 +74,21 @@ void heal(asio::io_context& io, redlock::client& c, redlock::test::redis_fleet& 
       10s);
   (void)last;
   (void)violations;
+}
+
+// Sets the counter of `resource` to 10, 20, 30, ... on the nodes (a history in which
+// token 20 was written back to nodes 1 and 2 and node 0 lags): no two nodes agree.
+void apart(redlock::test::redis_fleet& fleet, std::string_view resource, std::size_t stripes) {
+  const std::string field = redlock::fence_field(resource, stripes);
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command({"HSET", "redlock:fence", field, std::to_string(10 * (i + 1))});
+}
+
+// Runs of the fencing write-back script on each node, counted by the server.
+std::int64_t write_backs_run(const redlock::test::redis_fleet& fleet, std::string_view sha) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < fleet.size(); ++i) n += fleet[i].calls_naming("evalsha", sha);
+  return n;
 }
 
 }  // namespace
@@ -140,6 +156,10 @@ BOOST_AUTO_TEST_CASE(a_holder_paused_between_the_rounds_never_obtains_a_token) {
   redlock::client c{io.get_executor(), cfg};
   run_bounded(io, [&]() -> asio::awaitable<void> {
     co_await fenced_turn(c, "warm-up");  // counters initialised
+    // Counters apart on every node, so that any two report different values and the
+    // write-back (where the hook pauses us) must run: with counters in step the token
+    // is handed out after one round, and there is no pause between rounds to test.
+    apart(fleet, "contested", cfg.fence_stripes);
     redlock::diagnostics diag;
     auto [ec, lk] = co_await c.async_try_lock("contested", {.ttl = 10s, .fenced = true}, diag,
                                               asio::as_tuple(asio::use_awaitable));
@@ -156,6 +176,50 @@ BOOST_AUTO_TEST_CASE(a_holder_paused_between_the_rounds_never_obtains_a_token) {
   guard.reset();
   other_io.stop();
   other_thread.join();
+}
+
+BOOST_AUTO_TEST_CASE(the_write_back_runs_only_when_the_majority_reports_differ) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto cfg = fast_config(fleet);
+  cfg.restart_guard = false;
+  cfg.node_timeout = 1s;  // a slow reply on a busy machine must not split the counters
+  int hooks = 0;
+  cfg.test_hook_before_fence_writeback = [&](std::string_view) { ++hooks; };
+  redlock::client c{io.get_executor(), cfg};
+  const std::string_view raise_sha = redlock::detail::fence_raise_script.sha;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await fenced_turn(c, "warm-up");  // nodes marked: their counters count
+    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].log_every_command();
+    const int hooks_before = hooks;
+
+    // In step (every node increments the same counter for every lock): one round each.
+    std::uint64_t last = 0;
+    for (int i = 0; i < 20; ++i) {
+      const auto t = co_await fenced_turn(c, "in-step");
+      BOOST_TEST(t > last);
+      last = t;
+    }
+    BOOST_TEST(last == 20u);
+    BOOST_TEST(hooks == hooks_before);
+    BOOST_TEST(write_backs_run(fleet, raise_sha) == 0);
+
+    // Apart: whichever two nodes answer first disagree, so T is written back. Every node
+    // holds our key, so every node runs it and ends at T or above.
+    apart(fleet, "apart", cfg.fence_stripes);
+    const auto t1 = co_await fenced_turn(c, "apart");
+    BOOST_TEST(t1 > 20u);  // above the token of the history apart() stands for
+    BOOST_TEST(hooks == hooks_before + 1);
+    const bool raised = co_await redlock::test::eventually([&] {
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        if (std::stoull(fleet[i].command({"HGET", "redlock:fence", "apart"}).text) < t1)
+          return false;
+      return write_backs_run(fleet, raise_sha) == 3;
+    });
+    BOOST_TEST(raised);
+    const auto t2 = co_await fenced_turn(c, "apart");
+    BOOST_TEST(t2 > t1);
+  }());
 }
 
 BOOST_AUTO_TEST_CASE(a_restarted_node_does_not_vote_until_the_guard_has_passed) {

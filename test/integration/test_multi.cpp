@@ -410,6 +410,40 @@ BOOST_AUTO_TEST_CASE(fenced_sets_get_one_increasing_token_per_resource) {
   }());
 }
 
+BOOST_AUTO_TEST_CASE(a_fenced_set_writes_back_only_when_a_resource_has_counters_apart) {
+  auto c = make_client();
+  const names set{"w:a", "w:b"};
+  const std::string_view raise_sha = redlock::detail::multi_raise_script.sha;
+  auto raises = [&] {
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i) n += fleet[i].calls_naming("evalsha", raise_sha);
+    return n;
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::lock_options fenced{.ttl = 5s, .wait = 5s, .fenced = true};
+    auto warm = co_await lock_all(c, set, fenced);  // nodes marked, counters at 1
+    co_await c.async_unlock(std::move(warm), asio::use_awaitable);
+    for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].log_every_command();
+    // Both resources' counters in step: one round.
+    auto in_step = co_await lock_all(c, set, fenced);
+    BOOST_TEST(in_step.fence("w:a") == 2u);
+    BOOST_TEST(in_step.fence("w:b") == 2u);
+    co_await c.async_unlock(std::move(in_step), asio::use_awaitable);
+    BOOST_TEST(raises() == 0);
+    // w:b's counters apart on every node (10, 20, 30): the set's tokens wait for the
+    // write-back, which every node holding the set runs.
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      fleet[i].command(
+          {"HSET", "redlock:fence", redlock::fence_field("w:b", 0), std::to_string(10 * (i + 1))});
+    auto apart = co_await lock_all(c, set, fenced);
+    BOOST_TEST(apart.fence("w:a") == 3u);
+    BOOST_TEST(apart.fence("w:b") > 20u);
+    co_await c.async_unlock(std::move(apart), asio::use_awaitable);
+    const bool written_back = co_await eventually([&] { return raises() == 3; });
+    BOOST_TEST(written_back);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(a_frozen_minority_still_lets_a_set_be_taken) {
   redlock::test::redis_fleet five{5};
   redlock::client c{io.get_executor(), fast_config(five.uris())};

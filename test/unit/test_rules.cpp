@@ -1,7 +1,10 @@
 // The quorum engine's decision rules (src/quorum/rules.hpp) and its round record
 // (src/quorum/round.hpp), without a server: the one TTL check, why an acquisition failed,
-// when a grant is in time, what a release's answers mean, the extension rule with
-// explicit time points, the vote filter, and how a round counts and describes answers.
+// when a grant is in time, when a fenced win may skip its write-back, what a release's
+// answers mean, the extension rule with explicit time points, the vote filter, and how a
+// round counts and describes answers.
+#include <algorithm>
+#include <array>
 #include <boost/test/unit_test.hpp>
 
 #include "client/client_state.hpp"  // acl_hint
@@ -146,6 +149,92 @@ BOOST_AUTO_TEST_CASE(a_grant_in_time_gets_start_plus_ttl_minus_drift) {
 BOOST_AUTO_TEST_CASE(a_grant_at_its_deadline_is_too_late) {
   BOOST_TEST(!detail::acquire_grant(t0 + 9898ms, t0, 10s, factor).in_time);
   BOOST_TEST(detail::acquire_grant(t0 + 9897ms, t0, 10s, factor).in_time);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(fence_rule)
+
+using detail::decide_fence;
+using detail::fence_report;
+
+namespace {
+
+constexpr fence_report yes(std::uint64_t counter) {
+  return {true, counter};
+}
+// A node that set the key but is unmarked (its counter is not trusted), or did not vote yes.
+constexpr fence_report uncounted(std::uint64_t counter = 0) {
+  return {false, counter};
+}
+
+// Checks the rule on one report per node (as many nodes as reports): the token, and
+// whether the write-back runs.
+void expect_fence(std::initializer_list<fence_report> reports, std::uint64_t token,
+                  bool write_back) {
+  const auto d = decide_fence(reports.size(), {reports.begin(), reports.size()});
+  BOOST_TEST(d.token == token);
+  BOOST_TEST(d.write_back == write_back);
+}
+
+constexpr bool skips = false;
+constexpr bool writes_back = true;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_majority_at_the_same_counter_skips_the_write_back) {
+  expect_fence({yes(7), yes(7), uncounted()}, 7, skips);
+  expect_fence({yes(4), yes(4), yes(4), yes(4), yes(4)}, 4, skips);
+}
+
+BOOST_AUTO_TEST_CASE(counters_that_differ_within_the_majority_write_back) {
+  expect_fence({yes(7), yes(6), uncounted()}, 7, writes_back);
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_below_the_largest_counter_writes_back) {
+  // Two nodes agree on 5, but T is 6: only one node holds T.
+  expect_fence({yes(5), yes(5), yes(6)}, 6, writes_back);
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_at_the_largest_counter_skips_beside_a_lower_one) {
+  expect_fence({yes(9), yes(8), yes(9), uncounted(), yes(9)}, 9, skips);
+}
+
+BOOST_AUTO_TEST_CASE(an_unmarked_node_does_not_count_towards_the_majority_at_t) {
+  // The unmarked node's value (whatever it returned) is not trusted: 7 on one marked node
+  // only, out of a majority of two.
+  expect_fence({yes(7), uncounted(7), yes(3)}, 7, writes_back);
+}
+
+BOOST_AUTO_TEST_CASE(two_of_five_at_t_are_too_few_and_write_back) {
+  expect_fence({yes(3), yes(3), uncounted(), uncounted(), uncounted()}, 3, writes_back);
+}
+
+BOOST_AUTO_TEST_CASE(a_zero_counter_is_never_handed_out_without_the_write_back) {
+  expect_fence({yes(0), yes(0), yes(0)}, 0, writes_back);
+}
+
+BOOST_AUTO_TEST_CASE(the_skip_is_exactly_a_majority_of_counted_reports_at_the_maximum) {
+  // Every combination of 1 to 7 nodes, each unmarked or at a counter of 1, 2 or 3,
+  // against the rule written out by counting.
+  for (std::size_t n = 1; n <= 7; ++n) {
+    std::size_t combos = 1;
+    for (std::size_t i = 0; i < n; ++i) combos *= 4;
+    for (std::size_t code = 0; code < combos; ++code) {
+      std::array<fence_report, 7> reports{};
+      std::uint64_t top = 0;
+      for (std::size_t i = 0, c = code; i < n; ++i, c /= 4) {
+        reports[i] = c % 4 == 0 ? uncounted(c % 4) : yes(c % 4);
+        if (reports[i].counted) top = std::max<std::uint64_t>(top, c % 4);
+      }
+      std::size_t at_top = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        if (reports[i].counted && reports[i].counter == top) ++at_top;
+      const auto d = decide_fence(n, {reports.data(), n});
+      BOOST_TEST(d.token == top, "n=" << n << " code=" << code);
+      BOOST_TEST(d.write_back == (top == 0 || at_top < quorum(n)), "n=" << n << " code=" << code);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
