@@ -216,6 +216,80 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
   BOOST_TEST(plain.keys_without_ttl().empty());
 }
 
+// Faults inside one cluster node: a frozen primary fails only the keys of its slots on
+// that node (the other nodes still make a majority, and nothing waits past node_timeout);
+// a primary restarted empty holds the whole node back, as a restarted server would.
+BOOST_AUTO_TEST_CASE(
+    a_frozen_primary_fails_only_its_slots_and_a_restarted_one_holds_the_node_back) {
+  auto cfg = config();
+  cfg.restart_guard = true;
+  cfg.max_ttl = 2s;
+  cfg.node_timeout = 200ms;
+  redlock::client c{io.get_executor(), cfg};
+  auto node0 = [&]() -> asio::awaitable<redlock::node_report> {
+    auto reports = co_await c.async_inspect("", asio::use_awaitable);
+    co_return reports.at(0);
+  };
+  auto sleep = [&](std::chrono::milliseconds d) -> asio::awaitable<void> {
+    asio::steady_timer t{io, d};
+    co_await t.async_wait(asio::use_awaitable);
+  };
+  // Names on two different primaries.
+  std::string on_frozen = "x", elsewhere;
+  const std::size_t frozen = cluster.owner_of(redlock::detail::key_slot(on_frozen));
+  for (int i = 0; elsewhere.empty(); ++i)
+    if (cluster.owner_of(redlock::detail::key_slot("y" + std::to_string(i))) != frozen)
+      elsewhere = "y" + std::to_string(i);
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Fresh servers: wait out the guard on every node first.
+        for (int i = 0; i < 250; ++i) {
+          auto reports = co_await c.async_inspect("", asio::use_awaitable);
+          if (std::all_of(reports.begin(), reports.end(), [](auto& r) { return r.votes; })) break;
+          co_await sleep(20ms);
+        }
+        cluster[frozen].freeze();
+        redlock::diagnostics diag;
+        auto [ec, lk] = co_await c.async_try_lock(on_frozen, {.ttl = 500ms}, diag,
+                                                  asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(!ec, ec.message() << ": " << diag.message);
+        BOOST_TEST(diag.nodes.empty());  // filled only on failure
+        auto other =
+            co_await c.async_lock(elsewhere, {.ttl = 500ms, .wait = 1s}, asio::use_awaitable);
+        co_await cluster_answered(elsewhere, other.token());
+        cluster[frozen].thaw();
+        co_await c.async_unlock(std::move(other), asio::use_awaitable);
+        if (!ec) co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+      }(),
+      30s);
+  // Restarted empty (its cluster config kept: it rejoins owning the same slots).
+  cluster[frozen].restart();
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        redlock::node_report r;
+        for (int i = 0; i < 200; ++i) {
+          r = co_await node0();
+          if (!r.votes) break;
+          co_await sleep(10ms);
+        }
+        BOOST_TEST(!r.votes);
+        BOOST_TEST(r.held_back.find("restart") != std::string::npos, r.held_back);
+        for (int i = 0; i < 250 && !r.votes; ++i) {
+          co_await sleep(20ms);
+          r = co_await node0();
+        }
+        BOOST_TEST(r.votes, r.held_back);
+        cluster.wait_until_agreed();  // the restarted primary has rejoined its cluster
+        auto lk = co_await c.async_lock(on_frozen, {.ttl = 2s, .wait = 1s}, asio::use_awaitable);
+        co_await cluster_answered(on_frozen, lk.token());
+        co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+      }(),
+      30s);
+  BOOST_TEST(cluster.keys_without_ttl().empty());
+}
+
 #ifdef REDLOCK_CLI_PATH
 // Runs the CLI (30 s at most); returns its exit code, with stdout and stderr in `out`.
 int run_cli(const std::vector<std::string>& args, std::string& out) {
