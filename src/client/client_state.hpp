@@ -142,7 +142,15 @@ struct client_state : std::enable_shared_from_this<client_state> {
 
   std::size_t size() const { return nodes.size(); }
   /// What a server's error text needs added for a person (quorum_op's describing text).
-  static std::string server_hint(std::string_view text) { return acl_hint(text); }
+  static std::string server_hint(std::string_view text) {
+    // A plain redis:// node that is one server of a Redis Cluster answers MOVED for the
+    // keys it does not own: say how to name it.
+    if (text.substr(0, 6) == "MOVED " || text.substr(0, 4) == "ASK " ||
+        text.substr(0, 11) == "CLUSTERDOWN")
+      return " [the server is part of a Redis Cluster: name the node "
+             "redis+cluster://host:port,... so that each key goes to the server that owns it]";
+    return acl_hint(text);
+  }
   /// Connects each connection's events to this state (after construction: needs
   /// weak_from_this).
   void wire_events();

@@ -290,6 +290,34 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(cluster.keys_without_ttl().empty());
 }
 
+// A node named the wrong way round fails with a reason that says which way is right.
+BOOST_AUTO_TEST_CASE(a_cluster_named_as_a_server_and_a_server_named_as_a_cluster_say_so) {
+  auto try_alone = [&](const std::string& node) {
+    auto cfg = redlock::test::fast_config({node});
+    redlock::client c{io.get_executor(), cfg};
+    std::string message;
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      // Keys on every shard: at least one is not owned by the first seed.
+      for (int i = 0; i < 8 && message.empty(); ++i) {
+        redlock::diagnostics diag;
+        auto [ec, lk] = co_await c.async_try_lock("n" + std::to_string(i), {.ttl = 1s}, diag,
+                                                  asio::as_tuple(asio::use_awaitable));
+        if (ec) message = diag.message;
+        if (!ec) co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+      }
+    }());
+    return message;
+  };
+  const std::string plain_uri = plain[0].uri();
+  const std::string as_cluster = "redis+cluster://" + plain_uri.substr(plain_uri.find("//") + 2);
+  const std::string m1 = try_alone(as_cluster);
+  BOOST_TEST(m1.find("cluster support disabled") != std::string::npos, m1);
+  const std::string seed = cluster.uri().substr(cluster.uri().find("//") + 2);
+  const std::string m2 = try_alone("redis://" + seed.substr(0, seed.find(',')));
+  BOOST_TEST(m2.find("MOVED") != std::string::npos, m2);
+  BOOST_TEST(m2.find("redis+cluster://") != std::string::npos, m2);
+}
+
 #ifdef REDLOCK_CLI_PATH
 // Runs the CLI (30 s at most); returns its exit code, with stdout and stderr in `out`.
 int run_cli(const std::vector<std::string>& args, std::string& out) {
