@@ -65,6 +65,20 @@ std::string acl_hint(std::string_view server_text) {
 
 namespace {
 
+// EVAL (nobody reads the reply) of forget_fence_markers_script for this prefix's slot
+// markers; glob characters in the prefix are escaped.
+std::string forget_markers_command(const std::string& prefix) {
+  std::string pattern;
+  for (char ch : prefix) {
+    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern += '\\';
+    pattern += ch;
+  }
+  pattern += "redlock:fence:marker:{*}";
+  std::string payload;
+  resp::append_command(payload, "EVAL", forget_fence_markers_script.body, "0", pattern);
+  return payload;
+}
+
 [[noreturn]] void bad_config(const std::string& what) {
   throw boost::system::system_error(error::invalid_config, what);
 }
@@ -171,8 +185,9 @@ client_state::client_state(asio::any_io_executor ex, config c)
   for (std::size_t i = 0; i < uris.size(); ++i) {
     if (uris[i].cluster) {
       has_cluster = true;
-      nodes.push_back(
-          std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &preload, tls));
+      auto c = std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &preload, tls);
+      c->set_promotion_command(forget_markers_command(cfg.key_prefix));
+      nodes.push_back(std::move(c));
     } else {
       nodes.push_back(
           std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload, tls));
@@ -275,14 +290,16 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       extra_ = ": the wait must not be negative (0 means one attempt)";
       return complete(error::invalid_argument, lock{});
     }
-    if (s_->has_cluster && (opts_.fenced || opts_.fair)) {
-      extra_ = opts_.fenced ? ": fencing counters are not laid out for a Redis Cluster node yet"
-                            : ": fair mode's lines are not laid out for a Redis Cluster node yet";
+    if (s_->has_cluster && opts_.fair) {
+      extra_ = ": fair mode's lines are not laid out for a Redis Cluster node yet";
       return complete(error::unsupported, lock{});
     }
     key_.assign(s_->cfg.key_prefix);
     key_.append(resource_);
-    if (opts_.fenced) field_ = s_->fence_field(resource_);
+    if (opts_.fenced) {
+      field_ = s_->fence_field(resource_);
+      fence_keys_ = s_->fence_keys(key_);
+    }
     if (opts_.fair) {
       line_key_ = s_->cfg.key_prefix + "redlock:line:" + resource_;
       expiry_key_ = s_->cfg.key_prefix + "redlock:line-expiry:" + resource_;
@@ -352,7 +369,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (opts_.fair && opts_.fenced) {
       fence_repair_if_needed();
       resp::append_command(payload_, "EVALSHA", fair_fence_acquire_script.sha, "5", key_,
-                           s_->fence_hash_key, s_->fence_marker_key, line_key_, expiry_key_, token_,
+                           fence_keys_.hash, fence_keys_.marker, line_key_, expiry_key_, token_,
                            std::int64_t{opts_.ttl.count()}, field_, line_id_, line_ticket, place_ms,
                            join_arg);
       lua = &fair_fence_acquire_script;
@@ -364,7 +381,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     } else if (opts_.fenced) {
       fence_repair_if_needed();
       resp::append_command(payload_, "EVALSHA", fence_acquire_script.sha, "3", key_,
-                           s_->fence_hash_key, s_->fence_marker_key, token_,
+                           fence_keys_.hash, fence_keys_.marker, token_,
                            std::int64_t{opts_.ttl.count()}, field_);
       lua = &fence_acquire_script;
     } else {
@@ -385,9 +402,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // A node whose counters are not trusted yet is repaired in the background, so that a
   // majority of marked nodes stays available for tokens.
   void fence_repair_if_needed() {
+    // Per slot on a fleet with a cluster node: the script's answer says it (unmarked_yes_).
+    if (s_->has_cluster) return;
     for (std::size_t i = 0; i < s_->size(); ++i)
       if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
-        s_->start_fence_repair(opts_.ttl);
+        s_->start_fence_repair(opts_.ttl, fence_keys_);
         break;
       }
   }
@@ -464,7 +483,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         return;
       case vote_state::won: {
         decided_ = true;
-        if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
+        if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl, fence_keys_);
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         if (opts_.fenced) return hand_out_fenced();
         return succeed(0);
@@ -472,7 +491,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       case vote_state::lost:
         decided_ = true;
         if (unmarked_yes_ > 0) {
-          s_->start_fence_repair(opts_.ttl);
+          s_->start_fence_repair(opts_.ttl, fence_keys_);
           extra_ = "; fence counters are being repaired on nodes that lost them";
           if (!s_->repair_problem.empty())
             extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
@@ -499,8 +518,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (s_->cfg.test_hook_before_fence_writeback)
       s_->cfg.test_hook_before_fence_writeback(resource_);
     payload2_.clear();
-    resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_,
-                         s_->fence_hash_key, s_->fence_marker_key, token_, field_,
+    resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, fence_keys_.hash,
+                         fence_keys_.marker, token_, field_,
                          static_cast<std::int64_t>(fence_token_));
     outstanding_ += send_write_back(*s_, payload2_, &fence_raise_script, valid_until_, this);
     on_write_back_tally();
@@ -734,6 +753,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   buffer resource_;
   buffer key_;
   std::string field_;
+  fence_key_pair fence_keys_;  // fenced: the counters' hash and marker for key_
   lock_options opts_;
   bool wait_;
   boot_clock::time_point wait_deadline_{};

@@ -78,6 +78,25 @@ class set_waiter {
   ~set_waiter() = default;
 };
 
+/// Where the fencing counters of a lock key live: a hash and its marker key. One pair per
+/// fleet (key_prefix + "redlock:fence", "...:marker"), or, on a fleet with a Redis Cluster
+/// node, the pair of the key's slot ("redlock:fence:{T}", "redlock:fence:marker:{T}" with
+/// T = slot_tag), so that a script touches keys of one slot only. Views into the client's
+/// strings, or owned.
+struct fence_key_pair {
+  std::string_view hash, marker;
+  std::string own_hash, own_marker;  // the slot's pair; hash and marker view them
+  fence_key_pair() = default;
+  fence_key_pair(const fence_key_pair& o) { *this = o; }
+  fence_key_pair& operator=(const fence_key_pair& o) {
+    own_hash = o.own_hash;
+    own_marker = o.own_marker;
+    hash = o.own_hash.empty() ? o.hash : std::string_view{own_hash};
+    marker = o.own_marker.empty() ? o.marker : std::string_view{own_marker};
+    return *this;
+  }
+};
+
 struct client_state : std::enable_shared_from_this<client_state> {
   client_state(asio::any_io_executor ex, config c);
 
@@ -107,7 +126,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
 
   std::array<bool, max_nodes> duplicate{};  // repeats an earlier node's run id
   std::array<std::size_t, max_nodes> duplicate_of{};
-  bool repair_running = false;
+  /// The fencing hashes whose repair runs now (one at a time per hash).
+  std::vector<std::string> repairs_running;
   /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
   std::string repair_problem;
   /// Local waiters per key, in arrival order (the head polls; releases wake it).
@@ -170,7 +190,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// The fencing counter's field for a resource (the resource, or its stripe).
   std::string fence_field(std::string_view resource) const;
   /// Repairs the fence counters of unmarked nodes in the background (one run at a time).
-  void start_fence_repair(std::chrono::milliseconds ttl);
+  /// `keys`: the pair to repair (the fleet's one pair when empty).
+  void start_fence_repair(std::chrono::milliseconds ttl, const fence_key_pair& keys = {});
+  /// The fencing pair of a lock key (see fence_key_pair).
+  fence_key_pair fence_keys(std::string_view key) const;
   /// Stops renewals and closes every connection for good. On the strand.
   void close_all();
   /// As close_all(), after releasing every lock still held and letting the connections

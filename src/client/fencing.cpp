@@ -19,11 +19,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <charconv>
 #include <map>
 
 #include "client/client_state.hpp"
+#include "connection/slots.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 
@@ -90,6 +92,21 @@ bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_cloc
   return may_vote(facts(i), cfg.restart_guard, guard_for(ttl), now, why);
 }
 
+fence_key_pair client_state::fence_keys(std::string_view key) const {
+  fence_key_pair k;
+  if (!has_cluster) {
+    k.hash = fence_hash_key;
+    k.marker = fence_marker_key;
+    return k;
+  }
+  const std::string_view tag = slot_tag(key_slot(key));
+  k.own_hash = fmt::format("{}redlock:fence:{{{}}}", cfg.key_prefix, tag);
+  k.own_marker = fmt::format("{}redlock:fence:marker:{{{}}}", cfg.key_prefix, tag);
+  k.hash = k.own_hash;
+  k.marker = k.own_marker;
+  return k;
+}
+
 std::string client_state::fence_field(std::string_view resource) const {
   return redlock::fence_field(resource, cfg.fence_stripes);
 }
@@ -103,14 +120,18 @@ namespace {
 // as its second round). It completes to nobody; the client keeps why it last failed.
 class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
  public:
-  fence_repair_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl)
-      : quorum_op(std::move(s), nullptr, {}), ttl_(ttl), results_(s_->size()) {
+  fence_repair_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl,
+                  const fence_key_pair& keys)
+      : quorum_op(std::move(s), nullptr, {}),
+        ttl_(ttl),
+        hash_(keys.hash.empty() ? s_->fence_hash_key : std::string{keys.hash}),
+        marker_(keys.marker.empty() ? s_->fence_marker_key : std::string{keys.marker}),
+        results_(s_->size()) {
     reports_ = false;
   }
 
   void start() {
-    resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", s_->fence_hash_key,
-                         s_->fence_marker_key);
+    resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", hash_, marker_);
     started_ = boot_clock::now();
     send_to_all(payload_, &fence_read_script, started_ + s_->cfg.node_timeout);
     on_tally();
@@ -130,7 +151,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
     node_read& nr = results_[i];
     nr.answered = true;
     nr.marked = r[1].integer == 1;
-    if (nr.marked) s_->nodes[i]->set_fence_marked();  // another client may have repaired it
+    if (nr.marked) node_marked(i);  // another client may have repaired it
     for (std::size_t k = 3; k + 1 < r.size(); k += 2) {
       std::int64_t v = 0;
       std::from_chars(r[k + 1].text.data(), r[k + 1].text.data() + r[k + 1].text.size(), v);
@@ -154,11 +175,16 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
     else if ((*r)[0].is_error())
       note_failure(i, error::server_error, (*r)[0].text);
     else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
-      s_->nodes[i]->set_fence_marked();
+      node_marked(i);
     if (outstanding_ == 0) done();
   }
 
   void on_cancel() override {}  // nobody can cancel a repair
+
+  // The node-wide flag is the fleet's one pair's; a slot's pair is asked by each lock.
+  void node_marked(std::size_t i) {
+    if (hash_ == s_->fence_hash_key) s_->nodes[i]->set_fence_marked();
+  }
 
   void note_failure(std::size_t node, error_code ec, std::string_view server_text) {
     if (ec == error::server_error)
@@ -193,7 +219,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
     write_.clear();
     resp::command_writer w{write_};
     w.begin(5 + 2 * maxima.size()).arg("EVALSHA").arg(fence_repair_script.sha).arg(std::int64_t{2});
-    w.arg(s_->fence_hash_key).arg(s_->fence_marker_key);
+    w.arg(hash_).arg(marker_);
     for (auto& [field, v] : maxima) w.arg(field).arg(v);
     wrote_ = true;
     const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
@@ -209,7 +235,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   }
 
   void done() {
-    s_->repair_running = false;
+    std::erase(s_->repairs_running, hash_);
     // A repair that had nothing to write keeps the last failure's text.
     if (!failed_.empty())
       s_->repair_problem = std::move(failed_);
@@ -219,6 +245,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   }
 
   std::chrono::milliseconds ttl_;
+  std::string hash_, marker_;         // the pair repaired
   boot_clock::time_point started_{};  // before the first read was queued
   std::array<request, max_nodes> writes_{};
   std::vector<node_read> results_;
@@ -230,10 +257,13 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
 
 }  // namespace
 
-void client_state::start_fence_repair(std::chrono::milliseconds ttl) {
-  if (repair_running || closed) return;
-  repair_running = true;
-  auto* op = new fence_repair_op(shared_from_this(), ttl);
+void client_state::start_fence_repair(std::chrono::milliseconds ttl, const fence_key_pair& keys) {
+  const std::string_view hash = keys.hash.empty() ? std::string_view{fence_hash_key} : keys.hash;
+  if (closed ||
+      std::find(repairs_running.begin(), repairs_running.end(), hash) != repairs_running.end())
+    return;
+  repairs_running.emplace_back(hash);
+  auto* op = new fence_repair_op(shared_from_this(), ttl, keys);
   op->run_guarded([op] { op->start(); });  // it frees itself by quorum_op's rule
 }
 

@@ -37,13 +37,14 @@ class inspect_op final
     }
     if (resource.empty())
       resp::append_command(payload_, "EVALSHA", inspect_script.sha, "0");
-    else if (s_->has_cluster)  // no fencing counters there: the lock key alone, one slot
-      resp::append_command(payload_, "EVALSHA", inspect_script.sha, "1",
-                           s_->cfg.key_prefix + resource);
-    else
-      resp::append_command(payload_, "EVALSHA", inspect_script.sha, "2",
-                           s_->cfg.key_prefix + resource, s_->fence_hash_key,
+    else {
+      // The counters' hash is the fleet's, or on a fleet with a cluster node the one of the
+      // lock key's slot: the script's two keys share a slot.
+      const std::string key = s_->cfg.key_prefix + resource;
+      const fence_key_pair fence = s_->fence_keys(key);
+      resp::append_command(payload_, "EVALSHA", inspect_script.sha, "2", key, fence.hash,
                            s_->fence_field(resource));
+    }
     resp::append_command(config_payload_, "CONFIG", "GET", "appendonly", "appendfsync", "save");
     // A fresh client may still be connecting: its requests wait for the handshake.
     deadline_ = boot_clock::now() + s_->cfg.connect_timeout + s_->cfg.node_timeout;

@@ -96,6 +96,24 @@ return 1
 )lua",
                                 .sha = "49dcf8d6e662d58afdd9271ef0a28c4d59bd3911"};
 
+// A primary of a Redis Cluster node that was promoted from a replica may have lost counter
+// increments while keeping its markers: every marker on it goes, so that each slot's
+// counters are repaired before they count again. No KEYS: runs on the one primary it is
+// sent to (a script without a shebang may touch its local keys of any slot). ARGV: the
+// markers' glob pattern. How many were deleted.
+const script forget_fence_markers_script{.body = R"lua(
+local cursor, n = "0", 0
+repeat
+  local r = redis.call("SCAN", cursor, "MATCH", ARGV[1], "COUNT", 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    n = n + redis.call("DEL", k)
+  end
+until cursor == "0"
+return n
+)lua",
+                                         .sha = "20632dcf020a65ea00a4249ab360f44ba06b8da6"};
+
 // The repair's read. KEYS: fence hash, marker. {marker exists, {field, value, ...}}.
 const script fence_read_script{.body = R"lua(
 return {redis.call("EXISTS", KEYS[2]), redis.call("HGETALL", KEYS[1])}
@@ -367,15 +385,25 @@ return {info,t,v,redis.call("pttl",KEYS[1]),f}
 
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
-      &release_script,       &quiet_release_script,
-      &extend_script,        &batch_extend_script,
-      &fence_acquire_script, &fence_raise_script,
-      &fence_read_script,    &fence_repair_script,
-      &fair_acquire_script,  &fair_fence_acquire_script,
-      &line_leave_script,    &multi_acquire_script,
-      &multi_raise_script,   &multi_extend_script,
-      &multi_release_script, &quiet_multi_release_script,
-      &claim_script,         &settle_script,
+      &release_script,
+      &quiet_release_script,
+      &extend_script,
+      &batch_extend_script,
+      &fence_acquire_script,
+      &fence_raise_script,
+      &fence_read_script,
+      &fence_repair_script,
+      &forget_fence_markers_script,
+      &fair_acquire_script,
+      &fair_fence_acquire_script,
+      &line_leave_script,
+      &multi_acquire_script,
+      &multi_raise_script,
+      &multi_extend_script,
+      &multi_release_script,
+      &quiet_multi_release_script,
+      &claim_script,
+      &settle_script,
       &inspect_script,
   };
   return all;

@@ -21,6 +21,7 @@ extern const script fence_acquire_script;
 extern const script fence_raise_script;
 extern const script fence_read_script;
 extern const script fence_repair_script;
+extern const script forget_fence_markers_script;
 
 // Fair mode
 extern const script fair_acquire_script;

@@ -400,6 +400,7 @@ void cluster_node::on_shard_event(connection& c, node_event::kind k, const std::
       else
         seen->second = promotion;
       held_from_ = boot_clock::now();
+      if (!promotion_command_.empty()) c.submit_detached(promotion_command_);
       update_status();
       if (on_event)
         on_event(*this, node_event::kind::restarted,

@@ -56,6 +56,10 @@ class cluster_node final : public node,
   bool is_cluster() const override { return true; }
   const std::shared_ptr<tls_settings>& tls() const override { return tls_; }
 
+  /// A command sent (detached) to a primary the first time it is seen promoted from a
+  /// replica, before the node votes again: the client's forgetting of fencing markers.
+  void set_promotion_command(std::string payload) { promotion_command_ = std::move(payload); }
+
   /// The primaries of the current slot map.
   std::vector<shard_view> shards() const;
 
@@ -133,6 +137,7 @@ class cluster_node final : public node,
   std::vector<std::pair<std::string, std::int64_t>> promotions_;
   boot_clock::time_point held_from_ = boot_clock::time_point::min();
   mutable std::string problem_;  // last_problem()'s text
+  std::string promotion_command_;
 };
 
 }  // namespace redlock::detail

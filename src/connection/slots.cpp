@@ -2,6 +2,8 @@
 
 #include <array>
 #include <charconv>
+#include <string>
+#include <vector>
 
 namespace redlock::detail {
 namespace {
@@ -64,6 +66,32 @@ std::string_view hash_tag(std::string_view key) noexcept {
 
 std::uint16_t key_slot(std::string_view key) noexcept {
   return static_cast<std::uint16_t>(crc16(hash_tag(key)) & (cluster_slots - 1));
+}
+
+std::string_view slot_tag(std::uint16_t slot) {
+  // The first base-36 numeral (0, 1, ..., z, 10, ...) to land in each slot: about 170,000
+  // CRCs of at most 4 characters, once per process.
+  static const std::vector<std::string> table = [] {
+    std::vector<std::string> t(cluster_slots);
+    std::size_t filled = 0;
+    for (std::uint32_t n = 0; filled < cluster_slots; ++n) {
+      char buf[8];
+      int len = 0;
+      std::uint32_t v = n;
+      do {
+        buf[len++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+        v /= 36;
+      } while (v > 0);
+      const std::string tag(buf, static_cast<std::size_t>(len));
+      const auto s = static_cast<std::size_t>(crc16(tag) & (cluster_slots - 1));
+      if (t[s].empty()) {
+        t[s] = tag;
+        ++filled;
+      }
+    }
+    return t;
+  }();
+  return table[slot & (cluster_slots - 1)];
 }
 
 std::optional<std::string_view> first_key(std::string_view payload) noexcept {

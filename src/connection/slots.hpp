@@ -20,6 +20,11 @@ std::string_view hash_tag(std::string_view key) noexcept;
 /// The slot of `key`: crc16(hash_tag(key)) mod 16384.
 std::uint16_t key_slot(std::string_view key) noexcept;
 
+/// A short text whose slot is `slot` ("{" + it + "}" puts a key there): the same for
+/// every client and version, since keys that must share a lock key's slot are named with
+/// it (the fencing counters of a fleet with a Redis Cluster node).
+std::string_view slot_tag(std::uint16_t slot);
+
 /// The first key of one RESP-encoded command (an array of bulk strings, as
 /// resp::append_command writes it): argument 1 for plain commands, argument 3 for EVAL and
 /// EVALSHA when they declare a key. Nothing for a command without keys (PING, a script

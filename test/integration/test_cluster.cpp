@@ -133,12 +133,9 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
   }());
 }
 
-BOOST_AUTO_TEST_CASE(kinds_that_span_slots_are_refused_as_unsupported_before_any_traffic) {
+BOOST_AUTO_TEST_CASE(kinds_still_spanning_slots_are_refused_as_unsupported_before_any_traffic) {
   auto c = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto [e1, l1] = co_await c.async_try_lock("f", {.ttl = 5s, .fenced = true},
-                                              asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e1 == redlock::error::unsupported);
     auto [e2, l2] = co_await c.async_try_lock("f", {.ttl = 5s, .fair = true},
                                               asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e2 == redlock::error::unsupported);
@@ -152,6 +149,49 @@ BOOST_AUTO_TEST_CASE(kinds_that_span_slots_are_refused_as_unsupported_before_any
   }());
   BOOST_TEST(cluster.total_keys() == 0);
   BOOST_TEST(plain.total_keys() == 0);
+}
+
+// Fenced locks on a fleet with a cluster node: the counters of each lock key's slot live in
+// that slot ("redlock:fence:{T}"), each slot's are repaired on first use, and tokens rise
+// strictly per resource across independent holders.
+BOOST_AUTO_TEST_CASE(fenced_tokens_rise_per_resource_with_counters_kept_in_the_keys_slot) {
+  auto a = make_client();
+  auto b = make_client();
+  std::map<std::string, std::uint64_t> last;
+  int violations = 0, taken = 0;
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int round = 0; round < 6; ++round) {
+          for (int r = 0; r < 10; ++r) {
+            const std::string name = "fenced:" + std::to_string(r);
+            redlock::client& c = (round + r) % 2 ? a : b;
+            auto lk = co_await c.async_lock(name, {.ttl = 2s, .wait = 3s, .fenced = true},
+                                            asio::use_awaitable);
+            if (lk.fence() <= last[name]) ++violations;
+            last[name] = lk.fence();
+            ++taken;
+            co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+          }
+        }
+      }(),
+      60s);
+  BOOST_TEST(taken == 60);
+  BOOST_TEST(violations == 0);
+  // The counters sit in the slot of their lock key, on the primary that owns it, beside
+  // the slot's marker.
+  for (const auto& [name, token] : last) {
+    const std::uint16_t slot = redlock::detail::key_slot(name);
+    const std::string tag{redlock::detail::slot_tag(slot)};
+    BOOST_TEST(redlock::detail::key_slot("redlock:fence:{" + tag + "}") == slot);
+    const auto owner = cluster.owner_of(slot);
+    const auto fields = cluster[owner].command({"HGETALL", "redlock:fence:{" + tag + "}"});
+    BOOST_TEST(!fields.elements.empty(), name);
+    BOOST_TEST(cluster[owner].command({"EXISTS", "redlock:fence:marker:{" + tag + "}"}).integer ==
+               1);
+  }
+  // Only counters and markers are left without a TTL.
+  BOOST_TEST(cluster.keys_without_ttl().find("fence") != std::string::npos);
 }
 
 // Two independent clients take and release eight resources of one slot as fast as they
@@ -337,7 +377,7 @@ int run_cli(const std::vector<std::string>& args, std::string& out) {
   return code;
 }
 
-BOOST_AUTO_TEST_CASE(the_cli_lists_each_shard_and_refuses_run_with_a_reason) {
+BOOST_AUTO_TEST_CASE(the_cli_lists_each_shard_and_runs_a_command_with_a_fencing_token) {
   const std::string nodes = cluster.uri() + "," + plain[0].uri() + "," + plain[1].uri();
   std::string out;
   BOOST_TEST(run_cli({"nodes", "--nodes", nodes}, out) == 0, out);
@@ -345,8 +385,16 @@ BOOST_AUTO_TEST_CASE(the_cli_lists_each_shard_and_refuses_run_with_a_reason) {
     BOOST_TEST(out.find(shard) != std::string::npos, shard << " in: " << out);
   BOOST_TEST(out.find("5461 slots") != std::string::npos, out);  // 16384 over 3 primaries
   BOOST_TEST(out.find("3 of 3 nodes reachable") != std::string::npos, out);
-  // run takes a fenced lock, which a cluster node cannot hold yet: a usage error, with why.
-  BOOST_TEST(run_cli({"run", "--nodes", nodes, "res", "--", "true"}, out) == 64, out);
+  // run takes a fenced lock: its token comes from the counters of the resource's slot.
+  BOOST_TEST(run_cli({"run", "--nodes", nodes, "--ttl", "1000", "--max-ttl", "1000", "res", "--",
+                      "/bin/sh", "-c", "echo fence=$REDLOCK_FENCE"},
+                     out) == 0,
+             out);
+  BOOST_TEST(out.find("fence=") != std::string::npos, out);
+  BOOST_TEST(out.find("fence=0") == std::string::npos, out);
+  BOOST_TEST(out.find("fence=\n") == std::string::npos, out);
+  // Fair mode's line still spans slots: a usage error, with why.
+  BOOST_TEST(run_cli({"run", "--nodes", nodes, "--fair", "res", "--", "true"}, out) == 64, out);
   BOOST_TEST(out.find("Redis Cluster") != std::string::npos, out);
 }
 #endif
@@ -375,15 +423,25 @@ BOOST_AUTO_TEST_CASE(a_replica_promoted_after_its_primary_died_holds_the_node_ba
     auto report = co_await c.async_inspect("", asio::use_awaitable);
     co_return std::pair{report.at(0).votes, report.at(0).held_back};
   };
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 2s}, asio::use_awaitable);
-    co_await c.async_unlock(std::move(lk), asio::use_awaitable);
-    auto [yes, why] = co_await votes();
-    BOOST_TEST(yes, why);
-  }());
-
   const std::uint16_t slot = redlock::detail::key_slot(resource);
+  const std::string marker =
+      "redlock:fence:marker:{" + std::string{redlock::detail::slot_tag(slot)} + "}";
+  std::uint64_t token_before = 0;
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 5s, .fenced = true},
+                                        asio::use_awaitable);
+        token_before = lk.fence();
+        co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+        auto [yes, why] = co_await votes();
+        BOOST_TEST(yes, why);
+      }(),
+      30s);
   const std::size_t dead = cluster.owner_of(slot);
+  // The slot's marker (set by the repair on first use) has reached the replica.
+  BOOST_TEST(cluster[dead].command({"EXISTS", marker}).integer == 1);
+  BOOST_TEST(cluster[dead].command({"WAIT", "1", "2000"}).integer == 1);
   cluster[dead].kill();
   // The cluster's own failover (cluster-node-timeout 1 s), then ours: lock until the node
   // reports the promotion (each attempt that fails on the dead primary asks for the map).
@@ -402,6 +460,15 @@ BOOST_AUTO_TEST_CASE(a_replica_promoted_after_its_primary_died_holds_the_node_ba
         auto [yes, why] = co_await votes();
         BOOST_TEST(!yes);
         BOOST_TEST(why.find("restart") != std::string::npos, why);
+        // The promoted replica may have lost counter increments but kept the marker: the
+        // client deletes its markers, so the slot's counters are repaired before they count.
+        const std::size_t promoted = cluster.owner_of(slot);
+        for (int i = 0; i < 100 && cluster[promoted].command({"EXISTS", marker}).integer == 1;
+             ++i) {
+          asio::steady_timer t{io, 20ms};
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        BOOST_TEST(cluster[promoted].command({"EXISTS", marker}).integer == 0);
         // Past the guard it votes again, with the promoted replica holding the key.
         for (int i = 0; i < 200; ++i) {
           auto [now_yes, now_why] = co_await votes();
@@ -411,7 +478,9 @@ BOOST_AUTO_TEST_CASE(a_replica_promoted_after_its_primary_died_holds_the_node_ba
         }
         auto [after, after_why] = co_await votes();
         BOOST_TEST(after, after_why);
-        auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 2s}, asio::use_awaitable);
+        auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 3s, .fenced = true},
+                                        asio::use_awaitable);
+        BOOST_TEST(lk.fence() > token_before);
         const std::size_t owner = cluster.owner_of(slot);
         BOOST_TEST(owner != dead);
         for (int i = 0; i < 100 && cluster[owner].command({"GET", resource}).text != lk.token();

@@ -452,3 +452,18 @@ BOOST_AUTO_TEST_CASE(moved_and_ask_replies_are_parsed_and_others_are_not) {
   BOOST_TEST(!parse_redirect("ERR MOVED 1 h:1"));
   BOOST_TEST(!parse_redirect("WRONGTYPE Operation against a key"));
 }
+
+BOOST_AUTO_TEST_CASE(every_slot_has_a_short_tag_that_lands_in_it_and_the_tags_never_change) {
+  using redlock::detail::key_slot;
+  using redlock::detail::slot_tag;
+  for (std::uint32_t slot = 0; slot < redlock::detail::cluster_slots; ++slot) {
+    const auto tag = slot_tag(static_cast<std::uint16_t>(slot));
+    BOOST_TEST_REQUIRE((!tag.empty() && tag.size() <= 4));
+    BOOST_TEST_REQUIRE(key_slot("redlock:fence:{" + std::string{tag} + "}") == slot);
+  }
+  // Every client of a fleet must name a slot's counters alike, in every version: the
+  // table is part of the key layout (docs/deployment.md).
+  BOOST_TEST(slot_tag(0) == "la2");
+  BOOST_TEST(slot_tag(12182) == "foo");
+  BOOST_TEST(slot_tag(16383) == "hia");
+}
