@@ -139,11 +139,12 @@ void cluster_node::on_map(error_code ec, const resp::reply* reply) {
   auto detached = std::move(pending_detached_);
   pending_detached_.clear();
   for (auto& p : detached) route_detached(std::move(p));
-  // A primary that cannot be reached may be failing over: until the map names one that
-  // can, it is asked again every reconnect_max.
+  // A primary that is not ready (down, reconnecting, frozen) may be failing over: until
+  // the map names one that is, it is asked again every reconnect_max, with or without
+  // traffic.
   bool all_up = true;
   for (const auto& sh : shards_)
-    if (sh.slots > 0 && (!sh.conn || !sh.conn->accepts())) all_up = false;
+    if (sh.slots > 0 && (!sh.conn || !sh.conn->ready())) all_up = false;
   if (!all_up)
     schedule_refresh(cfg_.reconnect_max);
   else if (refresh_wanted_)
@@ -443,20 +444,22 @@ bool cluster_node::ready() const {
   return any;
 }
 
-bool cluster_node::connecting() const {
+// Before the first map a request waits for it (unless the seeds gave none); after, it
+// depends on the primaries: whether any of them `(connection.*test)()`.
+bool cluster_node::any_primary(bool (connection::*test)() const) const {
   if (closed_) return false;
   if (!map_known_) return !seed_failed_;
-  for (const auto& sh : shards_)
-    if (sh.slots > 0 && sh.conn && sh.conn->connecting()) return true;
-  return false;
+  return std::any_of(shards_.begin(), shards_.end(), [&](const shard& sh) {
+    return sh.slots > 0 && sh.conn && ((*sh.conn).*test)();
+  });
+}
+
+bool cluster_node::connecting() const {
+  return any_primary(&connection::connecting);
 }
 
 bool cluster_node::accepts() const {
-  if (closed_) return false;
-  if (!map_known_) return !seed_failed_;
-  for (const auto& sh : shards_)
-    if (sh.slots > 0 && sh.conn && sh.conn->accepts()) return true;
-  return false;
+  return any_primary(&connection::accepts);
 }
 
 const std::string& cluster_node::last_problem() const {

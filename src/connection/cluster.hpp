@@ -100,6 +100,7 @@ class cluster_node final : public node,
   void fail_pending(error_code ec);
   void watch_pending();
   void update_status();
+  bool any_primary(bool (connection::*test)() const) const;
 
   strand_type strand_;
   config cfg_;
