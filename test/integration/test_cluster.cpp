@@ -4,14 +4,17 @@
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
+#include <condition_variable>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "async_helpers.hpp"
 #include "connection/slots.hpp"
 #include "fast_config.hpp"
+#include "process_wait.hpp"
 #include "redis_cluster.hpp"
 #include "redlock/redlock.hpp"
 
@@ -41,15 +44,6 @@ struct mixed_fleet {
   bool cluster_holds(const std::string& key, std::string_view token) const {
     const auto owner = cluster.owner_of(redlock::detail::key_slot(key));
     return cluster[owner].command({"GET", key}).text == token;
-  }
-  // Waits (2 s at most) until the cluster holds `key` for `token`: a lock is decided by a
-  // majority, which the two plain servers may make before the cluster has answered.
-  asio::awaitable<void> cluster_answered(const std::string& key, std::string_view token) {
-    for (int i = 0; i < 400 && !cluster_holds(key, token); ++i) {
-      asio::steady_timer t{io, 5ms};
-      co_await t.async_wait(asio::use_awaitable);
-    }
-    BOOST_TEST(cluster_holds(key, token));
   }
   // How often the cluster's servers answered `kind` (MOVED, ASK), by INFO errorstats.
   std::int64_t redirections(std::string_view kind) const {
@@ -113,9 +107,13 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
   auto a = make_client();
   auto b = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
+    // With one plain server frozen a lock needs the cluster: once it is won, the cluster
+    // holds the key.
+    plain[1].freeze();
     auto lk = co_await a.async_lock("res", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    co_await cluster_answered("res", lk.token());
-    // Inspection reads the key on the primary that owns it (no fencing hash there).
+    plain[1].thaw();
+    BOOST_TEST(cluster_holds("res", lk.token()));
+    // Inspection reads the key on the primary that owns it.
     auto report = co_await b.async_inspect("res", asio::use_awaitable);
     BOOST_TEST(report.at(0).error.message() == error_code{}.message());
     BOOST_TEST((report.at(0).key == redlock::node_report::key_state::held));
@@ -127,8 +125,10 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
     co_await a.async_extend(lk, 8s, asio::use_awaitable);
     BOOST_TEST(lk.valid());
     co_await a.async_unlock(std::move(lk), asio::use_awaitable);
+    plain[1].freeze();
     auto mine = co_await b.async_lock("res", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    co_await cluster_answered("res", mine.token());
+    plain[1].thaw();
+    BOOST_TEST(cluster_holds("res", mine.token()));
     co_await b.async_unlock(std::move(mine), asio::use_awaitable);
   }());
 }
@@ -204,7 +204,11 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
   const std::uint16_t slot = redlock::detail::key_slot("{hot}");
   std::atomic<bool> moving{true};
   std::map<std::string, std::string> holder;  // resource -> token, on the io thread
-  int overlaps = 0, cycles = 0;
+  int overlaps = 0;
+  // Cycles completed, told to the mover thread, which waits for some while migrating.
+  std::mutex m;
+  std::condition_variable progressed;
+  int cycles = 0;
   auto worker = [&](redlock::client& c, int seed) -> asio::awaitable<void> {
     std::mt19937 rng(static_cast<unsigned>(seed));
     while (moving.load()) {
@@ -218,7 +222,11 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
       co_await t.async_wait(asio::use_awaitable);
       if (lk.valid() && holder[r] == lk.token()) holder.erase(r);
       co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
-      ++cycles;
+      {
+        std::lock_guard g{m};
+        ++cycles;
+      }
+      progressed.notify_all();
     }
   };
   const std::size_t home = cluster.owner_of(slot);
@@ -226,9 +234,15 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
   for (std::size_t p : cluster.primaries())
     if (p != home) away = p;
   std::string mover_error;
+  bool cycled_while_migrating = false;
   std::thread mover([&] {
     try {
-      cluster.move_slot(slot, away, [] { std::this_thread::sleep_for(200ms); });
+      // While the slot is migrating (missing keys answered ASK), 20 more cycles complete.
+      cluster.move_slot(slot, away, [&] {
+        std::unique_lock g{m};
+        const int from = cycles;
+        cycled_while_migrating = progressed.wait_for(g, 20s, [&] { return cycles >= from + 20; });
+      });
       cluster.move_slot(slot, home);
     } catch (const std::exception& e) {
       mover_error = e.what();
@@ -246,6 +260,7 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
       60s);
   mover.join();
   BOOST_TEST(mover_error.empty(), mover_error);
+  BOOST_TEST(cycled_while_migrating);
   BOOST_TEST(overlaps == 0);
   BOOST_TEST(cycles > 20);
   BOOST_TEST(cluster.owner_of(slot) == home);
@@ -265,15 +280,16 @@ BOOST_AUTO_TEST_CASE(
   cfg.restart_guard = true;
   cfg.max_ttl = 2s;
   cfg.node_timeout = 200ms;
+  // Node 0 reports a restart of one of its primaries: wakes the test (cancels `restarted`).
+  asio::steady_timer restarted{io, 20s};
+  bool restart_reported = false;
+  cfg.on_event = [&](const redlock::node_event& e) {
+    if (e.node == 0 && e.what == redlock::node_event::kind::restarted) {
+      restart_reported = true;
+      restarted.cancel();
+    }
+  };
   redlock::client c{io.get_executor(), cfg};
-  auto node0 = [&]() -> asio::awaitable<redlock::node_report> {
-    auto reports = co_await c.async_inspect("", asio::use_awaitable);
-    co_return reports.at(0);
-  };
-  auto sleep = [&](std::chrono::milliseconds d) -> asio::awaitable<void> {
-    asio::steady_timer t{io, d};
-    co_await t.async_wait(asio::use_awaitable);
-  };
   // Names on two different primaries.
   std::string on_frozen = "x", elsewhere;
   const std::size_t frozen = cluster.owner_of(redlock::detail::key_slot(on_frozen));
@@ -283,21 +299,21 @@ BOOST_AUTO_TEST_CASE(
   run_bounded(
       io,
       [&]() -> asio::awaitable<void> {
-        // Fresh servers: wait out the guard on every node first.
-        for (int i = 0; i < 250; ++i) {
-          auto reports = co_await c.async_inspect("", asio::use_awaitable);
-          if (std::all_of(reports.begin(), reports.end(), [](auto& r) { return r.votes; })) break;
-          co_await sleep(20ms);
-        }
+        // Fresh servers: a waiting lock waits the restart guard out.
+        auto warm = co_await c.async_lock("warm", {.ttl = 2s, .wait = 5s}, asio::use_awaitable);
+        co_await c.async_unlock(std::move(warm), asio::use_awaitable);
         cluster[frozen].freeze();
         redlock::diagnostics diag;
         auto [ec, lk] = co_await c.async_try_lock(on_frozen, {.ttl = 500ms}, diag,
                                                   asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(!ec, ec.message() << ": " << diag.message);
         BOOST_TEST(diag.nodes.empty());  // filled only on failure
-        auto other =
-            co_await c.async_lock(elsewhere, {.ttl = 500ms, .wait = 1s}, asio::use_awaitable);
-        co_await cluster_answered(elsewhere, other.token());
+        // With a plain server frozen too, a majority needs the cluster: its other primaries
+        // still answer, so a lock elsewhere is won there.
+        plain[1].freeze();
+        auto other = co_await c.async_lock(elsewhere, {.ttl = 2s, .wait = 2s}, asio::use_awaitable);
+        BOOST_TEST(cluster_holds(elsewhere, other.token()));
+        plain[1].thaw();
         cluster[frozen].thaw();
         co_await c.async_unlock(std::move(other), asio::use_awaitable);
         if (!ec) co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
@@ -308,22 +324,18 @@ BOOST_AUTO_TEST_CASE(
   run_bounded(
       io,
       [&]() -> asio::awaitable<void> {
-        redlock::node_report r;
-        for (int i = 0; i < 200; ++i) {
-          r = co_await node0();
-          if (!r.votes) break;
-          co_await sleep(10ms);
-        }
-        BOOST_TEST(!r.votes);
-        BOOST_TEST(r.held_back.find("restart") != std::string::npos, r.held_back);
-        for (int i = 0; i < 250 && !r.votes; ++i) {
-          co_await sleep(20ms);
-          r = co_await node0();
-        }
-        BOOST_TEST(r.votes, r.held_back);
-        cluster.wait_until_agreed();  // the restarted primary has rejoined its cluster
-        auto lk = co_await c.async_lock(on_frozen, {.ttl = 2s, .wait = 1s}, asio::use_awaitable);
-        co_await cluster_answered(on_frozen, lk.token());
+        if (!restart_reported) co_await restarted.async_wait(asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST_REQUIRE(restart_reported);
+        auto reports = co_await c.async_inspect("", asio::use_awaitable);
+        BOOST_TEST(!reports.at(0).votes);
+        BOOST_TEST(reports.at(0).held_back.find("restart") != std::string::npos,
+                   reports.at(0).held_back);
+        // With a plain server frozen a lock needs node 0: waiting, it outlasts the guard and
+        // then takes the key on the restarted primary.
+        plain[1].freeze();
+        auto lk = co_await c.async_lock(on_frozen, {.ttl = 2s, .wait = 6s}, asio::use_awaitable);
+        BOOST_TEST(cluster_holds(on_frozen, lk.token()));
+        plain[1].thaw();
         co_await c.async_unlock(std::move(lk), asio::use_awaitable);
       }(),
       30s);
@@ -367,9 +379,13 @@ int run_cli(const std::vector<std::string>& args, std::string& out) {
   argv.insert(argv.end(), args.begin(), args.end());
   redlock::test::detail::child_process p;
   p.spawn(argv, log);
-  const auto until = std::chrono::steady_clock::now() + 30s;
-  while (p.running() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(10ms);  // polls the child's exit
+  // On the exit itself (a pidfd), without reaping: the child_process reaps at stop().
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, p.pid(), 0));
+  BOOST_TEST_REQUIRE(fd >= 0);
+  const bool exited =
+      redlock::test::detail::readable_before(fd, std::chrono::steady_clock::now() + 30s);
+  ::close(fd);
+  BOOST_TEST_REQUIRE(exited, "the CLI did not exit within 30 s");
   const std::string how = p.exit_description();
   std::ifstream in{log};
   out.assign(std::istreambuf_iterator<char>{in}, {});
@@ -413,9 +429,14 @@ BOOST_AUTO_TEST_CASE(a_replica_promoted_after_its_primary_died_holds_the_node_ba
   auto cfg = redlock::test::fast_config(std::move(uris));
   cfg.restart_guard = true;
   cfg.max_ttl = 1500ms;
-  std::vector<std::string> events;
+  // Node 0 reports the promotion: wakes the test (cancels `promotion`).
+  asio::steady_timer promotion{io, 30s};
+  bool promotion_reported = false;
   cfg.on_event = [&](const redlock::node_event& e) {
-    if (e.node == 0) events.push_back(e.message);
+    if (e.node == 0 && e.message.find("promoted") != std::string::npos) {
+      promotion_reported = true;
+      promotion.cancel();
+    }
   };
   redlock::client c{io.get_executor(), cfg};
   const std::string resource = "failover";
@@ -443,53 +464,37 @@ BOOST_AUTO_TEST_CASE(a_replica_promoted_after_its_primary_died_holds_the_node_ba
   BOOST_TEST(cluster[dead].command({"EXISTS", marker}).integer == 1);
   BOOST_TEST(cluster[dead].command({"WAIT", "1", "2000"}).integer == 1);
   cluster[dead].kill();
-  // The cluster's own failover (cluster-node-timeout 1 s), then ours: lock until the node
-  // reports the promotion (each attempt that fails on the dead primary asks for the map).
+  // The cluster's own failover (cluster-node-timeout 1 s), then ours: while the primary is
+  // down the node asks for the slot map again, until it names the promoted replica.
   run_bounded(
       io,
       [&]() -> asio::awaitable<void> {
-        while (std::none_of(events.begin(), events.end(), [](const std::string& m) {
-          return m.find("promoted") != std::string::npos;
-        })) {
-          auto [ec, lk] =
-              co_await c.async_try_lock(resource, {.ttl = 1s}, asio::as_tuple(asio::use_awaitable));
-          if (!ec) co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
-          asio::steady_timer t{io, 20ms};
-          co_await t.async_wait(asio::use_awaitable);
-        }
+        if (!promotion_reported) co_await promotion.async_wait(asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST_REQUIRE(promotion_reported);
         auto [yes, why] = co_await votes();
         BOOST_TEST(!yes);
         BOOST_TEST(why.find("restart") != std::string::npos, why);
         // The promoted replica may have lost counter increments but kept the marker: the
-        // client deletes its markers, so the slot's counters are repaired before they count.
+        // client deleted its markers on that connection as it saw the promotion. Anything
+        // sent there after it is answered after it, so an inspection of the resource (sent
+        // to the slot's owner) comes back once the markers are gone.
         const std::size_t promoted = cluster.owner_of(slot);
-        for (int i = 0; i < 100 && cluster[promoted].command({"EXISTS", marker}).integer == 1;
-             ++i) {
-          asio::steady_timer t{io, 20ms};
-          co_await t.async_wait(asio::use_awaitable);
-        }
+        BOOST_TEST(promoted != dead);
+        co_await c.async_inspect(resource, asio::use_awaitable);
         BOOST_TEST(cluster[promoted].command({"EXISTS", marker}).integer == 0);
-        // Past the guard it votes again, with the promoted replica holding the key.
-        for (int i = 0; i < 200; ++i) {
-          auto [now_yes, now_why] = co_await votes();
-          if (now_yes) break;
-          asio::steady_timer t{io, 20ms};
-          co_await t.async_wait(asio::use_awaitable);
-        }
-        auto [after, after_why] = co_await votes();
-        BOOST_TEST(after, after_why);
-        auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 3s, .fenced = true},
-                                        asio::use_awaitable);
-        BOOST_TEST(lk.fence() > token_before);
-        const std::size_t owner = cluster.owner_of(slot);
-        BOOST_TEST(owner != dead);
-        for (int i = 0; i < 100 && cluster[owner].command({"GET", resource}).text != lk.token();
-             ++i) {
-          asio::steady_timer t{io, 20ms};
-          co_await t.async_wait(asio::use_awaitable);
-        }
-        BOOST_TEST(cluster[owner].command({"GET", resource}).text == lk.token());
+        // With a plain server frozen a lock needs node 0: waiting, it outlasts the guard and
+        // is then taken on the promoted primary.
+        plain[1].freeze();
+        auto lk = co_await c.async_lock(resource, {.ttl = 1s, .wait = 5s}, asio::use_awaitable);
+        BOOST_TEST(cluster[promoted].command({"GET", resource}).text == lk.token());
+        plain[1].thaw();
         co_await c.async_unlock(std::move(lk), asio::use_awaitable);
+        // The slot's counters there are repaired before they count: the next token is
+        // above the last one handed out before the failover.
+        auto fenced = co_await c.async_lock(resource, {.ttl = 1s, .wait = 3s, .fenced = true},
+                                            asio::use_awaitable);
+        BOOST_TEST(fenced.fence() > token_before);
+        co_await c.async_unlock(std::move(fenced), asio::use_awaitable);
       }(),
       60s);
 }

@@ -1,5 +1,9 @@
 #include "redis_cluster.hpp"
 
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -55,12 +59,13 @@ redis_cluster::redis_cluster(std::size_t primaries, std::size_t replicas)
   const std::string log = dir.path() + "/create.log";
   detail::child_process cli;
   cli.spawn(argv, log);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{30};
-  while (cli.running()) {
-    if (std::chrono::steady_clock::now() > until)
-      throw std::runtime_error("redis-cli --cluster create did not finish: " + file_text(log));
-    std::this_thread::sleep_for(std::chrono::milliseconds{20});  // polls the child's exit
-  }
+  // Waits on the exit itself (a pidfd turns readable), without reaping: cli reaps at stop().
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, cli.pid(), 0));
+  pollfd p{fd, POLLIN, 0};
+  const bool exited = fd >= 0 && ::poll(&p, 1, 30'000) == 1;
+  if (fd >= 0) ::close(fd);
+  if (!exited)
+    throw std::runtime_error("redis-cli --cluster create did not finish: " + file_text(log));
   if (cli.exit_description() != "exited with code 0")
     throw std::runtime_error("redis-cli --cluster create " + cli.exit_description() + ": " +
                              file_text(log));
