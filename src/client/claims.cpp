@@ -727,7 +727,6 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
         std::any_of(resources.begin(), resources.end(), bad_name))
       return fail(error::invalid_argument);
     if (resources.empty()) return fail(error_code{});
-    if (s->has_cluster) return fail(error::unsupported);
     std::vector<claim_item> items;
     items.reserve(resources.size());
     for (auto& r : resources) items.emplace_back(std::move(r), mode);
@@ -750,7 +749,6 @@ void start_claim(std::shared_ptr<client_state> s, std::string resource,
     if (s->closed) return fail(h, error::shut_down);
     if (bad_name(resource) || !check_ttl(ttl, s->cfg).empty() || bad_mode(mode))
       return fail(h, error::invalid_argument);
-    if (s->has_cluster) return fail(h, error::unsupported);
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
     s->claims->add_claim(std::move(resource), ttl, mode, std::move(h));
   });

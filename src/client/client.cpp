@@ -43,7 +43,9 @@ namespace detail {
 // names the commands that script runs, so that the missing permission can be found.
 std::string acl_hint(std::string_view server_text) {
   if (server_text.find("can't run this command") == std::string_view::npos) return {};
-  for (const script* sc : all_scripts()) {
+  std::vector<const script*> known(all_scripts().begin(), all_scripts().end());
+  known.insert(known.end(), shard_scripts().begin(), shard_scripts().end());
+  for (const script* sc : known) {
     if (server_text.find(sc->sha) == std::string_view::npos) continue;
     std::string names = " ";
     for (std::string_view body = sc->body;;) {
@@ -176,6 +178,11 @@ client_state::client_state(asio::any_io_executor ex, config c)
   // Every script is loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at
   // the back of the pipeline, behind commands sent after it.
   static const std::vector<const script*> preload(all_scripts().begin(), all_scripts().end());
+  static const std::vector<const script*> shard_preload = [] {
+    auto v = preload;
+    v.insert(v.end(), shard_scripts().begin(), shard_scripts().end());
+    return v;
+  }();
   std::shared_ptr<tls_settings> tls;
   if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
     std::string why;
@@ -185,7 +192,8 @@ client_state::client_state(asio::any_io_executor ex, config c)
   for (std::size_t i = 0; i < uris.size(); ++i) {
     if (uris[i].cluster) {
       has_cluster = true;
-      auto c = std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &preload, tls);
+      auto c =
+          std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &shard_preload, tls);
       c->set_promotion_command(forget_markers_command(cfg.key_prefix));
       nodes.push_back(std::move(c));
     } else {

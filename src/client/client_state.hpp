@@ -103,8 +103,9 @@ struct client_state : std::enable_shared_from_this<client_state> {
   strand_type strand;
   config cfg;
   std::vector<std::shared_ptr<node>> nodes;
-  /// Some node is a Redis Cluster: calls whose scripts touch keys of several slots
-  /// (fenced and fair locks, lock sets, claims) are refused with error::unsupported.
+  /// Some node is a Redis Cluster: fencing counters are kept per slot, and calls whose
+  /// scripts would touch keys of several slots and cannot be split per shard (fair locks,
+  /// fenced sets) are refused with error::unsupported.
   bool has_cluster = false;
   /// cfg.observer, or null: every event is built only after checking it.
   redlock::observer* obs = nullptr;

@@ -96,8 +96,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       return complete(error::invalid_argument, multi_lock{});
     }
     if (diag_) subject_ = join_names(resources_);
-    if (s_->has_cluster) {
-      extra_ = ": a lock set's keys would span a Redis Cluster node's slots";
+    if (s_->has_cluster && opts_.fenced) {
+      extra_ = ": a fenced set's counters would span a Redis Cluster node's slots";
       return complete(error::unsupported, multi_lock{});
     }
     keys_.reserve(resources_.size());

@@ -8,6 +8,10 @@ namespace redlock::detail {
 // here (each is checked against SCRIPT LOAD by a test, so a change here that forgets its
 // SHA1 fails the suite).
 
+// How a cluster node splits the multi-key scripts (their per-shard forms are at the end).
+extern const split_form multi_acquire_split, multi_extend_split, multi_release_split,
+    quiet_multi_release_split, claim_split, settle_split;
+
 // ---- single locks --------------------------------------------------------------------------
 
 // compare-and-delete. KEYS: the lock key; ARGV: token. 1 deleted, 0 not ours. A release announces
@@ -209,7 +213,7 @@ return 1
 // holder} key k held by another owner, nothing taken; {1} taken (unfenced); {2} taken, node
 // unmarked; {1, counters...} taken and counted. A key of another type fails the script with
 // WRONGTYPE in its check, before anything is set.
-const script multi_acquire_script{.body = R"lua(
+constexpr std::string_view multi_acquire_text = R"lua(
 for i = 3, #KEYS do
   local v = redis.call("GET", KEYS[i])
   if v then
@@ -230,8 +234,10 @@ for i = 3, #ARGV do
   r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1)
 end
 return r
-)lua",
-                                  .sha = "75096bbba10cf025eeb16743cf203bcf17d24849"};
+)lua";
+const script multi_acquire_script{.body = multi_acquire_text,
+                                  .sha = "75096bbba10cf025eeb16743cf203bcf17d24849",
+                                  .split = &multi_acquire_split};
 
 // KEYS as above; ARGV: token, then field, T pairs. Raises the counters only where the marker
 // exists and every key still holds our token: 1, else 0.
@@ -255,7 +261,7 @@ return 1
                                 .sha = "adb543345f9dedcab9b5cbd85da15d570949079c"};
 
 // KEYS: the set's keys; ARGV: token, TTL. PEXPIRE on all if every key holds our token: 1, else 0.
-const script multi_extend_script{.body = R"lua(
+constexpr std::string_view multi_extend_text = R"lua(
 for i = 1, #KEYS do
   if redis.call("GET", KEYS[i]) ~= ARGV[1] then
     return 0
@@ -265,12 +271,14 @@ for i = 1, #KEYS do
   redis.call("PEXPIRE", KEYS[i], ARGV[2])
 end
 return 1
-)lua",
-                                 .sha = "684e617ceb429a34e833c2b012464935bd7e70b0"};
+)lua";
+const script multi_extend_script{.body = multi_extend_text,
+                                 .sha = "684e617ceb429a34e833c2b012464935bd7e70b0",
+                                 .split = &multi_extend_split};
 
 // KEYS: the set's keys; ARGV: token. Deletes the keys that hold our token and announces each
 // release as single releases do: how many were deleted.
-const script multi_release_script{.body = R"lua(
+constexpr std::string_view multi_release_text = R"lua(
 local n = 0
 for i = 1, #KEYS do
   if redis.call("GET", KEYS[i]) == ARGV[1] then
@@ -279,12 +287,14 @@ for i = 1, #KEYS do
   end
 end
 return n
-)lua",
-                                  .sha = "f10cf0a373ffb0415173183e67dec495aa88175d"};
+)lua";
+const script multi_release_script{.body = multi_release_text,
+                                  .sha = "f10cf0a373ffb0415173183e67dec495aa88175d",
+                                  .split = &multi_release_split};
 
 // The clean-up of a failed set attempt: as multi_release_script, announcing nothing (see
 // quiet_release_script).
-const script quiet_multi_release_script{.body = R"lua(
+constexpr std::string_view quiet_multi_release_text = R"lua(
 local n = 0
 for i = 1, #KEYS do
   if redis.call("GET", KEYS[i]) == ARGV[1] then
@@ -292,8 +302,10 @@ for i = 1, #KEYS do
   end
 end
 return n
-)lua",
-                                        .sha = "1c28f29383d24a7545d47876901629ac149443cf"};
+)lua";
+const script quiet_multi_release_script{.body = quiet_multi_release_text,
+                                        .sha = "1c28f29383d24a7545d47876901629ac149443cf",
+                                        .split = &quiet_multi_release_split};
 
 // ---- claims (src/client/claims.cpp) ---------------------------------------------------------
 
@@ -303,14 +315,18 @@ return n
 // spread marker) or a value starting with "D" (an own marker: a settled claim_mode::own_marker
 // claim, see own_marker_done); tokens are lowercase hex, so no holder's token looks done. 68 is
 // "D".
-const script claim_script{.body = R"lua(
+constexpr std::string_view claim_text = R"lua(
 local r = {}
 for i = 1, #KEYS do
   local v = redis.pcall("set", KEYS[i], ARGV[i + 1], "NX", "PX", ARGV[1], "GET")
   if v == false then
     r[i] = 1
   elseif type(v) == "table" then
-    r[i] = 3
+    if string.find(v.err, "WRONGTYPE", 1, true) then
+      r[i] = 3
+    else
+      r[i] = -2
+    end
   elseif v == "done" or string.byte(v) == 68 then
     r[i] = 2
   else
@@ -318,8 +334,9 @@ for i = 1, #KEYS do
   end
 end
 return r
-)lua",
-                          .sha = "90a4695f4a2c91cccaa948a90609bee46200862a"};
+)lua";
+const script claim_script{
+    .body = claim_text, .sha = "3151d78a66feaf4f21e14488dc5c167e8e1ce3ca", .split = &claim_split};
 
 // KEYS: names; ARGV: keep (ms, "0" to delete), then one token per name. Where our token is still
 // there: delete it, or turn it into a done marker living `keep` ms (kept a string: a Lua number
@@ -330,12 +347,14 @@ return r
 // the marker is written there only onto a free or already-done name, never over another owner's
 // claim, and answers 2 (not a vote), so that a done marker is on every node that answers and
 // survives the restart of one of them.
-const script settle_script{.body = R"lua(
+constexpr std::string_view settle_text = R"lua(
 local keep = ARGV[1]
 local r = {}
 for i = 1, #KEYS do
   local v = redis.pcall("get", KEYS[i])
-  if ARGV[i + 1] == "" then
+  if type(v) == "table" and not string.find(v.err, "WRONGTYPE", 1, true) then
+    r[i] = -2
+  elseif ARGV[i + 1] == "" then
     if keep ~= "0" and (v == false or v == "done") then
       redis.call("set", KEYS[i], "done", "PX", keep)
       r[i] = 2
@@ -356,8 +375,67 @@ for i = 1, #KEYS do
   end
 end
 return r
-)lua",
-                           .sha = "cb1f8bcc625c14b25a47670486e947995ce02df6"};
+)lua";
+const script settle_script{
+    .body = settle_text, .sha = "c818c10db26171793d8ec468f44d227d65009957", .split = &settle_split};
+
+// ---- per-shard forms (a node that is a Redis Cluster) ---------------------------------------
+//
+// A call whose keys span slots goes to each shard as its per-shard form: the script's own text
+// after a prelude that reads the keys from ARGV (KEYS: the part's first key, so that the call is
+// routed and redirected by it; ARGV: the number of keys, the keys, then the script's ARGV), with
+// the flag that lets it touch keys of other slots on its shard. A key whose slot is not on the
+// shard (a stale map, a migration) fails its command: the claim and settle scripts answer -2 for
+// it (not done there), the set scripts check every key before they write.
+
+constexpr std::string_view shard_prelude = R"lua(#!lua flags=allow-cross-slot-keys
+local n = tonumber(ARGV[1])
+local K, A = {}, {}
+for i = 1, n do
+  K[i] = ARGV[i + 1]
+end
+for i = n + 2, #ARGV do
+  A[i - n - 1] = ARGV[i]
+end
+local KEYS, ARGV = K, A)lua";
+
+std::string shard_text(std::string_view body) {
+  return std::string{shard_prelude} + std::string{body};
+}
+
+const std::string multi_acquire_shard_text = shard_text(multi_acquire_text);
+const std::string multi_extend_shard_text = shard_text(multi_extend_text);
+const std::string multi_release_shard_text = shard_text(multi_release_text);
+const std::string quiet_multi_release_shard_text = shard_text(quiet_multi_release_text);
+const std::string claim_shard_text = shard_text(claim_text);
+const std::string settle_shard_text = shard_text(settle_text);
+
+const script multi_acquire_shard_script{.body = multi_acquire_shard_text,
+                                        .sha = "e2d5ea8c759d7dc6c04684ea0dfcb9e59a26fd15"};
+const script multi_extend_shard_script{.body = multi_extend_shard_text,
+                                       .sha = "60288624e856d27c760b1a953239e2f1400465de"};
+const script multi_release_shard_script{.body = multi_release_shard_text,
+                                        .sha = "e512fd02183a5fa3e4fd9940ea08e776bedfac81"};
+const script quiet_multi_release_shard_script{.body = quiet_multi_release_shard_text,
+                                              .sha = "2da49a145660021070415aa201767c50e5dce1cf"};
+const script claim_shard_script{.body = claim_shard_text,
+                                .sha = "aae7f88d1d279afcfa418ee30699c7d28b2653fa"};
+const script settle_shard_script{.body = settle_shard_text,
+                                 .sha = "6214c6d4ebfd0c4dff4a5becd19e3fb0ce1125e9"};
+
+using merge = split_form::merge;
+// Lead keys (the fence hash and marker of a set) go to every part unused: fenced sets are not
+// split (their counters would span slots), and a call whose ARGV does not fit the form is sent
+// whole.
+const split_form multi_acquire_split{
+    &multi_acquire_shard_script,      2, 2, false, merge::set_acquire,
+    &quiet_multi_release_shard_script};
+const split_form multi_extend_split{&multi_extend_shard_script, 0, 2, false, merge::all_ones};
+const split_form multi_release_split{&multi_release_shard_script, 0, 1, false, merge::sum};
+const split_form quiet_multi_release_split{&quiet_multi_release_shard_script, 0, 1, false,
+                                           merge::sum};
+const split_form claim_split{&claim_shard_script, 0, 1, true, merge::per_key};
+const split_form settle_split{&settle_shard_script, 0, 1, true, merge::per_key};
 
 // ---- inspection ----------------------------------------------------------------------------
 
@@ -382,6 +460,14 @@ end
 return {info,t,v,redis.call("pttl",KEYS[1]),f}
 )lua",
                             .sha = "1af8f658bf709ec9c3dbf19caee855f020755f85"};
+
+std::span<const script* const> shard_scripts() {
+  static const script* const all[] = {
+      &multi_acquire_shard_script,       &multi_extend_shard_script, &multi_release_shard_script,
+      &quiet_multi_release_shard_script, &claim_shard_script,        &settle_shard_script,
+  };
+  return all;
+}
 
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {

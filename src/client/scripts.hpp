@@ -49,5 +49,8 @@ extern const script inspect_script;
 
 /// Every script above, once.
 std::span<const script* const> all_scripts();
+/// The per-shard forms of the scripts a cluster node splits (split_form::per_shard), once:
+/// loaded on cluster shards only, since their first line needs Redis 7.
+std::span<const script* const> shard_scripts();
 
 }  // namespace redlock::detail

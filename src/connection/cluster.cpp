@@ -244,6 +244,248 @@ void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
   });
 }
 
+// ---- calls split per shard ---------------------------------------------------------------
+
+// The parts of one split call: each is routed as a request of its own (redirections and
+// all), and the user's request is answered once, when the last part is, with the reply the
+// whole call would have given (split_form::merge). A part that failed stands for "may have
+// run" (-1 per key) and one never sent for "not run" (-2); a definite refusal (a key held, a
+// token not found) outweighs a failure elsewhere.
+class cluster_node::splitter final : public request_sink {
+ public:
+  splitter(cluster_node& owner, request& outer, const split_form& form, split_plan plan)
+      : owner_(owner), outer_(&outer), form_(form), plan_(std::move(plan)) {
+    parts_.resize(plan_.payloads.size());
+    took_.assign(parts_.size(), false);
+    if (form_.how == split_form::merge::per_key) codes_.assign(plan_.keys, -2);
+  }
+
+  // Routes every part; an error when none was accepted (then nothing will be answered).
+  error_code start(std::list<splitter>::iterator self) {
+    self_ = self;
+    error_code first;
+    const script* lua = plan_.by_sha ? form_.per_shard : nullptr;
+    for (std::size_t k = 0; k < parts_.size(); ++k) {
+      parts_[k] = request{plan_.payloads[k], lua, outer_->deadline, this, k, false};
+      if (const auto ec = owner_.route(parts_[k])) {
+        // Not sent: its keys were not taken there (-2), and the whole is not done.
+        if (!first) first = ec;
+        if (!failure_) failure_ = ec;
+      } else {
+        ++remaining_;
+        took_[k] = true;  // until it says it took nothing
+      }
+    }
+    return remaining_ > 0 ? error_code{} : first;
+  }
+
+  void on_reply(std::size_t k, error_code ec, const resp::reply* r) override {
+    const auto& items = plan_.items[k];
+    if (ec || !r) {
+      if (!failure_) failure_ = ec ? ec : error_code{error::node_timeout};
+      for (auto j : items)
+        if (!codes_.empty()) codes_[j] = -1;
+    } else {
+      take(k, items, *r);
+    }
+    if (--remaining_ == 0) finish();
+  }
+
+ private:
+  void take(std::size_t k, const std::vector<std::uint32_t>& items, const resp::reply& r) {
+    using merge = split_form::merge;
+    const resp::node& top = r[0];
+    const bool array = top.kind == resp::type::array;
+    if (top.is_error()) {
+      note_error(top.text);
+    } else if (form_.how == merge::per_key) {
+      const bool fits = array && top.size == items.size() && r.size() == items.size() + 1;
+      for (std::size_t i = 0; i < items.size(); ++i)
+        codes_[items[i]] =
+            fits && r[i + 1].kind == resp::type::integer ? r[i + 1].integer : std::int64_t{-1};
+      if (fits) answered_ = true;
+      if (!fits) note_error("ERR a shard's reply to its part of a split call was malformed");
+    } else if (form_.how == merge::set_acquire) {
+      if (array && top.size >= 1 && r[1].kind == resp::type::integer && r[1].integer == 1) {
+        answered_ = true;
+      } else if (array && top.size == 3 && r.size() == 4 && r[1].integer == 0 &&
+                 r[2].kind == resp::type::integer && r[2].integer >= 1 &&
+                 static_cast<std::uint64_t>(r[2].integer) <= items.size()) {
+        took_[k] = false;
+        if (!refused_) {
+          refused_ = true;
+          refused_at_ = items[static_cast<std::size_t>(r[2].integer - 1)] + 1;
+          holder_.assign(r[3].text);
+        }
+      } else {
+        note_error("ERR a shard's reply to its part of a split call was malformed");
+      }
+    } else if (top.kind == resp::type::integer) {
+      answered_ = true;
+      total_ += top.integer;
+      if (top.integer != 1) refused_ = true;  // all_ones: a token not found
+    } else {
+      note_error("ERR a shard's reply to its part of a split call was malformed");
+    }
+  }
+
+  void note_error(std::string_view text) {
+    if (!error_reply_) error_text_.assign(text);
+    error_reply_ = true;
+  }
+
+  void finish() {
+    using merge = split_form::merge;
+    // A refused set: what the other parts took (or may have) is given back on this node.
+    if (refused_ && form_.how == merge::set_acquire && plan_.undo.size() == parts_.size())
+      for (std::size_t k = 0; k < parts_.size(); ++k)
+        if (took_[k]) owner_.route_detached(std::move(plan_.undo[k]));
+    // Moved out first: answering may start another call on this node, and this one ends.
+    request_sink* sink = outer_->sink;
+    const std::size_t index = outer_->index;
+    const auto how = form_.how;
+    const bool refused = refused_, error_reply = error_reply_;
+    const error_code failure = failure_;
+    const std::int64_t total = total_, refused_at = refused_at_;
+    std::string text = std::move(refused_ ? holder_ : error_text_);
+    std::vector<std::int64_t> codes = std::move(codes_);
+    const bool answered = answered_;
+    owner_.splits_.erase(self_);
+
+    resp::reply out;
+    auto integer = [&](std::int64_t v) {
+      resp::node n;
+      n.kind = resp::type::integer;
+      n.integer = v;
+      return n;
+    };
+    auto array = [&](std::size_t size) {
+      resp::node n;
+      n.kind = resp::type::array;
+      n.size = size;
+      return n;
+    };
+    auto error_node = [&] {
+      resp::node n;
+      n.kind = resp::type::simple_error;
+      n.text = text;
+      return n;
+    };
+    const bool definite = refused && (how == merge::set_acquire || how == merge::all_ones);
+    if (how == merge::per_key ? !answered && failure : failure && !definite)
+      return sink->on_reply(index, failure, nullptr);
+    if (how == merge::per_key) {
+      out.push_back(array(codes.size()));
+      for (auto c : codes) out.push_back(integer(c));
+    } else if (definite && how == merge::set_acquire) {
+      out.push_back(array(3));
+      out.push_back(integer(0));
+      out.push_back(integer(refused_at));
+      resp::node h;
+      h.kind = resp::type::bulk_string;
+      h.text = text;
+      out.push_back(h);
+    } else if (definite) {
+      out.push_back(integer(0));
+    } else if (error_reply) {
+      out.push_back(error_node());
+    } else if (how == merge::set_acquire) {
+      out.push_back(array(1));
+      out.push_back(integer(1));
+    } else {
+      out.push_back(integer(how == merge::sum ? total : 1));
+    }
+    for (std::size_t i = 1; i < out.size(); ++i) out[i].depth = 1;
+    sink->on_reply(index, {}, &out);
+  }
+
+  cluster_node& owner_;
+  request* outer_;
+  const split_form& form_;
+  split_plan plan_;
+  std::vector<request> parts_;
+  std::vector<bool> took_;  // sent, and not refused: may hold its keys
+  std::list<splitter>::iterator self_;
+  std::size_t remaining_ = 0;
+  std::vector<std::int64_t> codes_;  // per_key: each split key's answer
+  std::int64_t total_ = 0;           // sum
+  std::int64_t refused_at_ = 0;      // set_acquire: the refused key (1-based, whole call)
+  std::string holder_;               // set_acquire: who holds it
+  bool refused_ = false;
+  bool answered_ = false;  // a part answered as the script does
+  bool error_reply_ = false;
+  std::string error_text_;
+  error_code failure_;  // a part's error (timeout, lost connection)
+};
+
+// The script a detached payload (EVAL of a script's text, or EVALSHA) calls, if it is one
+// that splits.
+const split_form* cluster_node::detached_form(std::string_view payload) const {
+  if (!preload_) return nullptr;
+  const auto call = parse_script_call(payload);
+  if (!call) return nullptr;
+  for (const script* sc : *preload_)
+    if (sc->split && (call->by_sha ? sc->sha : sc->body) == call->script) return sc->split;
+  return nullptr;
+}
+
+cluster_node::plan_result cluster_node::plan_split(std::string_view payload, const split_form* form,
+                                                   split_plan& out) {
+  if (!form) return plan_result::whole;
+  const auto call = parse_script_call(payload);
+  if (!call || call->keys.size() <= form->lead_keys) return plan_result::whole;
+  const std::size_t lead = form->lead_keys, m = call->keys.size() - lead;
+  const std::size_t per_key = form->arg_per_key ? m : 0;
+  if (call->args.size() != form->shared_args + per_key) return plan_result::whole;
+  const std::uint16_t first = key_slot(call->keys[0]);
+  if (std::all_of(call->keys.begin(), call->keys.end(),
+                  [&](std::string_view k) { return key_slot(k) == first; }))
+    return plan_result::whole;  // one slot: the script as it is
+  std::vector<std::uint32_t> part_of_shard(shards_.size(), no_part);
+  for (std::uint32_t j = 0; j < m; ++j) {
+    const std::uint16_t s = owner_[key_slot(call->keys[lead + j])];
+    if (s == no_shard || !shards_[s].conn) return plan_result::unmapped;
+    if (part_of_shard[s] == no_part) {
+      part_of_shard[s] = static_cast<std::uint32_t>(out.items.size());
+      out.items.emplace_back();
+    }
+    out.items[part_of_shard[s]].push_back(j);
+  }
+  const script& ps = *form->per_shard;
+  out.keys = m;
+  out.by_sha = call->by_sha;
+  out.payloads.resize(out.items.size());
+  for (std::size_t k = 0; k < out.items.size(); ++k) {
+    const auto& items = out.items[k];
+    resp::command_writer w{out.payloads[k]};
+    w.begin(5 + lead + items.size() + form->shared_args + (form->arg_per_key ? items.size() : 0))
+        .arg(call->by_sha ? "EVALSHA" : "EVAL")
+        .arg(call->by_sha ? ps.sha : ps.body)
+        .arg(std::int64_t{1})
+        .arg(call->keys[lead + items.front()])
+        .arg(std::int64_t(lead + items.size()));
+    for (std::size_t i = 0; i < lead; ++i) w.arg(call->keys[i]);
+    for (auto j : items) w.arg(call->keys[lead + j]);
+    for (std::size_t i = 0; i < form->shared_args; ++i) w.arg(call->args[i]);
+    if (form->arg_per_key)
+      for (auto j : items) w.arg(call->args[form->shared_args + j]);
+    if (form->undo && form->shared_args > 0) {
+      // EVAL: nobody reads its reply, so a flushed script cache must not hide it.
+      out.undo.emplace_back();
+      resp::command_writer u{out.undo.back()};
+      u.begin(6 + items.size())
+          .arg("EVAL")
+          .arg(form->undo->body)
+          .arg(std::int64_t{1})
+          .arg(call->keys[lead + items.front()])
+          .arg(std::int64_t(items.size()));
+      for (auto j : items) u.arg(call->keys[lead + j]);
+      u.arg(call->args[0]);
+    }
+  }
+  return plan_result::split;
+}
+
 // ---- requests --------------------------------------------------------------------------
 
 error_code cluster_node::submit(request& r) {
@@ -259,6 +501,22 @@ error_code cluster_node::submit(request& r) {
 }
 
 error_code cluster_node::route(request& outer) {
+  if (outer.lua && outer.lua->split) {
+    split_plan plan;
+    switch (plan_split(outer.payload, outer.lua->split, plan)) {
+      case plan_result::whole:
+        break;
+      case plan_result::unmapped:
+        schedule_refresh();
+        return error::node_unavailable;
+      case plan_result::split: {
+        auto it = splits_.emplace(splits_.end(), *this, outer, *outer.lua->split, std::move(plan));
+        const error_code ec = it->start(it);
+        if (ec) splits_.erase(it);
+        return ec;
+      }
+    }
+  }
   const auto key = first_key(outer.payload);
   std::uint16_t s = no_shard;
   if (key) {
@@ -340,6 +598,19 @@ void cluster_node::submit_detached(std::string payload) {
 }
 
 void cluster_node::route_detached(std::string payload) {
+  split_plan plan;
+  switch (plan_split(payload, detached_form(payload), plan)) {
+    case plan_result::whole:
+      break;
+    case plan_result::unmapped:
+      if (pending_detached_.size() < cfg_.max_queued_per_node)
+        pending_detached_.push_back(std::move(payload));
+      schedule_refresh();
+      return;
+    case plan_result::split:
+      for (auto& part : plan.payloads) route_detached(std::move(part));
+      return;
+  }
   const auto key = first_key(payload);
   const std::uint16_t s = key ? owner_[key_slot(*key)] : no_shard;
   if (s == no_shard || !shards_[s].conn) {

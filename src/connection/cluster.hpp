@@ -16,6 +16,7 @@
 // client's strand.
 
 #include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,10 +82,23 @@ class cluster_node final : public node,
     std::uint8_t redirects = 0;
   };
   static constexpr std::uint16_t no_shard = 0xffff;
+  static constexpr std::uint32_t no_part = 0xffffffff;
   static constexpr std::size_t map_request = static_cast<std::size_t>(-1);
   // Redirections followed per request: a slot moved twice while one request was on its
   // way is possible, a longer chain is a broken cluster.
   static constexpr std::uint8_t max_redirects = 4;
+
+  class splitter;  // a call split per shard, its parts' replies merged (cluster.cpp)
+  struct split_plan {
+    std::vector<std::string> payloads;              // one call of the per-shard form each
+    std::vector<std::vector<std::uint32_t>> items;  // the split keys each part carries
+    std::vector<std::string> undo;                  // set_acquire: each part's giving back
+    std::size_t keys = 0;                           // split keys in the whole call
+    bool by_sha = false;
+  };
+  enum class plan_result : std::uint8_t { whole, split, unmapped };
+  plan_result plan_split(std::string_view payload, const split_form* form, split_plan& out);
+  const split_form* detached_form(std::string_view payload) const;
 
   void open_seed();
   void ask_for_map(const std::shared_ptr<connection>& via);
@@ -127,6 +141,7 @@ class cluster_node final : public node,
   int refresh_failures_ = 0;
 
   std::deque<hop> hops_;  // stable addresses: shards hold `inner`
+  std::list<splitter> splits_;
   std::vector<std::size_t> free_hops_;
   std::deque<request*> pending_;  // before the first map
   std::deque<std::string> pending_detached_;

@@ -75,10 +75,38 @@ void prepare_tls_peer(ssl_st* ssl, const tls_settings& t, const node_uri& uri);
 std::string tls_failure_text(ssl_st* ssl, const tls_settings& t, const node_uri& uri,
                              std::string fallback);
 
+struct split_form;
+
 /// A Lua script run by EVALSHA; `sha` is the SHA1 of `body` (checked by a test).
 struct script {
   std::string_view body;
   std::string_view sha;
+  /// Set for a script that takes many independent keys (claims, lock sets): how a node
+  /// that is a Redis Cluster sends a call of it whose keys span slots.
+  const split_form* split = nullptr;
+};
+
+/// How a cluster node sends a call whose keys span slots: one call per shard of
+/// `per_shard`, the same script reading its keys from ARGV (Redis Cluster refuses declared
+/// keys of several slots, and allows a script flagged allow-cross-slot-keys to touch the
+/// keys of its own shard), with the parts' replies merged into the one the whole call
+/// would have given.
+struct split_form {
+  enum class merge : std::uint8_t {
+    per_key,      ///< an array with one element per split key, in order
+    all_ones,     ///< an integer: 1 when every part answered 1, else 0
+    sum,          ///< an integer: the sum of the parts'
+    set_acquire,  ///< {1} when every part did, else {0, k, holder} of a refused key k
+  };
+  const script* per_shard;
+  std::uint8_t lead_keys;    ///< keys before the split ones: passed to every part, not used
+  std::uint8_t shared_args;  ///< ARGV entries every part gets
+  bool arg_per_key;          ///< one more ARGV entry per split key after the shared ones
+  merge how;
+  /// set_acquire: the per-shard script that gives a part's keys back (ARGV: the call's
+  /// first shared argument, the token) when another part was refused: a node never keeps
+  /// part of a set.
+  const script* undo = nullptr;
 };
 
 /// What one connection accepts from its server: enough for every reply a lock client

@@ -109,6 +109,29 @@ std::optional<std::string_view> first_key(std::string_view payload) noexcept {
   return arg;
 }
 
+std::optional<script_call> parse_script_call(std::string_view payload) {
+  std::size_t pos = 0, argc = 0;
+  if (!read_length(payload, pos, '*', argc) || argc < 3) return std::nullopt;
+  std::string_view cmd, numkeys;
+  script_call c;
+  if (!read_bulk(payload, pos, cmd)) return std::nullopt;
+  c.by_sha = equals_nocase(cmd, "EVALSHA");
+  if (!c.by_sha && !equals_nocase(cmd, "EVAL")) return std::nullopt;
+  if (!read_bulk(payload, pos, c.script) || !read_bulk(payload, pos, numkeys)) return std::nullopt;
+  std::size_t n = 0;
+  const auto [p, ec] = std::from_chars(numkeys.data(), numkeys.data() + numkeys.size(), n);
+  if (ec != std::errc{} || p != numkeys.data() + numkeys.size() || n > argc - 3)
+    return std::nullopt;
+  c.keys.resize(n);
+  c.args.resize(argc - 3 - n);
+  for (auto& k : c.keys)
+    if (!read_bulk(payload, pos, k)) return std::nullopt;
+  for (auto& a : c.args)
+    if (!read_bulk(payload, pos, a)) return std::nullopt;
+  if (pos != payload.size()) return std::nullopt;
+  return c;
+}
+
 std::optional<redirect> parse_redirect(std::string_view text) noexcept {
   redirect r;
   if (text.substr(0, 6) == "MOVED ") {

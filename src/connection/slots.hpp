@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -30,6 +31,18 @@ std::string_view slot_tag(std::uint16_t slot);
 /// EVALSHA when they declare a key. Nothing for a command without keys (PING, a script
 /// with no keys) or bytes that are not such an array.
 std::optional<std::string_view> first_key(std::string_view payload) noexcept;
+
+/// A script call (EVAL or EVALSHA) taken apart: what a cluster node needs to send a call
+/// whose keys span slots as one call per shard.
+struct script_call {
+  bool by_sha = false;      ///< EVALSHA (else EVAL)
+  std::string_view script;  ///< the SHA1, or the script's text
+  std::vector<std::string_view> keys;
+  std::vector<std::string_view> args;
+};
+/// Parses one RESP-encoded EVAL or EVALSHA; nothing for any other command or bytes that
+/// are not an array of bulk strings.
+std::optional<script_call> parse_script_call(std::string_view payload);
 
 /// A redirection a cluster shard answered with: "MOVED slot host:port" (the slot lives
 /// elsewhere now) or "ASK slot host:port" (this one key is being moved: ask there once,

@@ -3,6 +3,7 @@
 // is left without a TTL, duplicates and bad batches have fixed answers, and concurrent
 // single calls really travel in shared batches.
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
@@ -140,6 +141,21 @@ BOOST_AUTO_TEST_CASE(every_scripts_hash_matches_what_redis_computes) {
   for (const auto* s : all) {
     BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
   }
+  // The per-shard forms of cluster nodes, and each splitting script's form among them.
+  const auto shard = redlock::detail::shard_scripts();
+  BOOST_TEST(shard.size() == 6u);
+  for (const auto* s : shard) {
+    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
+    BOOST_TEST(s->body.starts_with("#!lua flags=allow-cross-slot-keys\n"));
+  }
+  std::size_t split = 0;
+  for (const auto* s : all) {
+    if (!s->split) continue;
+    ++split;
+    BOOST_TEST((std::find(shard.begin(), shard.end(), s->split->per_shard) != shard.end()));
+    BOOST_TEST(s->split->per_shard->body.ends_with(s->body));
+  }
+  BOOST_TEST(split == shard.size());
 }
 
 BOOST_AUTO_TEST_CASE(a_batch_reports_won_held_done_and_duplicate_per_name) {

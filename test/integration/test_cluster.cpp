@@ -133,22 +133,128 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
   }());
 }
 
-BOOST_AUTO_TEST_CASE(kinds_still_spanning_slots_are_refused_as_unsupported_before_any_traffic) {
+BOOST_AUTO_TEST_CASE(fair_locks_and_fenced_sets_are_refused_as_unsupported_before_any_traffic) {
   auto c = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
     auto [e2, l2] = co_await c.async_try_lock("f", {.ttl = 5s, .fair = true},
                                               asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e2 == redlock::error::unsupported);
     const std::vector<std::string> names{"a", "b"};
-    auto [e3, set] =
-        co_await c.async_try_lock_all(names, {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+    auto [e3, set] = co_await c.async_try_lock_all(names, {.ttl = 5s, .fenced = true},
+                                                   asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e3 == redlock::error::unsupported);
-    auto [e4, claimed] = co_await c.async_try_claim(names, 5s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e4 == redlock::error::unsupported);
     BOOST_TEST(!redlock::make_error_code(redlock::error::unsupported).message().empty());
   }());
   BOOST_TEST(cluster.total_keys() == 0);
   BOOST_TEST(plain.total_keys() == 0);
+}
+
+// Claims in batches whose names span the shards: each batch is one call per shard (the
+// per-shard script form), and the cluster's answers count as one node's. With a plain
+// server frozen every claim needs the cluster.
+BOOST_AUTO_TEST_CASE(claim_batches_span_the_shards_and_another_client_sees_each_held_then_done) {
+  auto a = make_client();
+  auto b = make_client();
+  std::vector<std::string> names;
+  for (int i = 0; i < 150; ++i) names.push_back("save:" + std::to_string(i));
+  std::vector<redlock::claim_result> won;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    plain[1].freeze();
+    won = co_await a.async_try_claim(names, 10s, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(won.size() == names.size());
+    for (std::size_t j = 0; j < won.size(); ++j)
+      BOOST_TEST((won[j].status == redlock::claim_status::won), names[j]);
+    // Single claims of one coroutine each are coalesced into batches as well.
+    std::vector<redlock::lock> singles(40);
+    std::size_t single_won = 0;
+    co_await [&]() -> asio::awaitable<void> {
+      auto ex = co_await asio::this_coro::executor;
+      auto left = std::make_shared<std::size_t>(singles.size());
+      boost::asio::steady_timer all_in{ex, std::chrono::steady_clock::time_point::max()};
+      for (std::size_t k = 0; k < singles.size(); ++k) {
+        asio::co_spawn(
+            ex,
+            [&, k, left]() -> asio::awaitable<void> {
+              auto r = co_await a.async_claim("one:" + std::to_string(k), 10s, asio::use_awaitable);
+              if (r.status == redlock::claim_status::won) ++single_won;
+              singles[k] = std::move(r.lock);
+              if (--*left == 0) all_in.cancel();
+            },
+            asio::detached);
+      }
+      co_await all_in.async_wait(asio::as_tuple(asio::use_awaitable));
+    }();
+    BOOST_TEST(single_won == singles.size());
+    auto seen = co_await b.async_try_claim(names, 10s, asio::use_awaitable);
+    for (std::size_t j = 0; j < seen.size(); ++j)
+      BOOST_TEST((seen[j].status == redlock::claim_status::held), names[j]);
+    std::vector<redlock::lock> locks;
+    for (auto& r : won) locks.push_back(std::move(r.lock));
+    auto [ec, settled] = co_await a.async_settle(std::span<redlock::lock>{locks}, 30s,
+                                                 asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec.message() == error_code{}.message());
+    BOOST_TEST(settled == names.size());
+    auto again = co_await b.async_try_claim(names, 10s, asio::use_awaitable);
+    for (std::size_t j = 0; j < again.size(); ++j)
+      BOOST_TEST((again[j].status == redlock::claim_status::done), names[j]);
+    auto [ec2, released] = co_await a.async_settle(std::span<redlock::lock>{singles}, 0ms,
+                                                   asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(released == singles.size());
+    plain[1].thaw();
+  }());
+  // The markers are on the shards that own their slots, each with a TTL; every primary has
+  // some, and no call was refused for spanning slots.
+  for (const auto& name : names) {
+    const std::size_t owner = cluster.owner_of(redlock::detail::key_slot(name));
+    BOOST_TEST(cluster[owner].command({"GET", name}).text == "done", name);
+  }
+  for (std::size_t p : cluster.primaries())
+    BOOST_TEST(cluster[p].command({"DBSIZE"}).integer > 0, "primary " << p);
+  BOOST_TEST(cluster.keys_without_ttl() == "");
+  BOOST_TEST(redirections("CROSSSLOT") == 0);
+}
+
+// Lock sets whose names span the shards: each shard takes its part whole or not at all, the
+// cluster counts as one node, and what a refused attempt took is given back.
+BOOST_AUTO_TEST_CASE(sets_span_the_shards_and_a_refused_attempt_leaves_nothing_taken) {
+  auto a = make_client();
+  auto b = make_client();
+  std::vector<std::string> mine;
+  for (int i = 0; i < 12; ++i) mine.push_back("row:" + std::to_string(i));
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    plain[1].freeze();
+    auto set = co_await a.async_lock_all(mine, {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    BOOST_TEST(set.valid());
+    for (const auto& r : mine) BOOST_TEST(cluster_holds(r, set.token()), r);
+    // b wants rows on every shard and one of a's: it gets none of them.
+    std::vector<std::string> theirs{"row:3", "other:1", "other:2", "other:3", "other:4"};
+    auto [ec, none] =
+        co_await b.async_try_lock_all(theirs, {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::contended);
+    // The shards that took their part gave it back: an inspection by b goes down the same
+    // shard connection as the giving back, after it.
+    for (const auto& r : theirs) {
+      if (r == "row:3") continue;
+      auto report = co_await b.async_inspect(r, asio::use_awaitable);
+      BOOST_TEST((report.at(0).key == redlock::node_report::key_state::free), r);
+    }
+    co_await a.async_extend(set, 8s, asio::use_awaitable);
+    BOOST_TEST(set.valid());
+    for (const auto& r : mine) {
+      const auto owner = cluster.owner_of(redlock::detail::key_slot(r));
+      BOOST_TEST(cluster[owner].command({"PTTL", r}).integer > 5000, r);
+    }
+    co_await a.async_unlock(std::move(set), asio::use_awaitable);
+    auto got = co_await b.async_lock_all(theirs, {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
+    BOOST_TEST(got.valid());
+    for (const auto& r : theirs) BOOST_TEST(cluster_holds(r, got.token()), r);
+    co_await b.async_unlock(std::move(got), asio::use_awaitable);
+    plain[1].thaw();
+  }());
+  // Releases answered by a majority; the cluster's may lag: wait for them.
+  for (int i = 0; i < 400 && cluster.total_keys() > 0; ++i) io.run_for(5ms);
+  BOOST_TEST(cluster.total_keys() == 0);
+  BOOST_TEST(redirections("CROSSSLOT") == 0);
 }
 
 // Fenced locks on a fleet with a cluster node: the counters of each lock key's slot live in

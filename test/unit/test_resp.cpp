@@ -431,6 +431,37 @@ BOOST_AUTO_TEST_CASE(the_first_key_of_an_encoded_command_is_found_for_plain_comm
   BOOST_TEST(!first_key("+OK\r\n"));
 }
 
+BOOST_AUTO_TEST_CASE(a_script_call_is_taken_apart_into_keys_and_arguments) {
+  using redlock::detail::parse_script_call;
+  std::string p;
+  redlock::resp::append_command(p, "EVALSHA", "abcd", "3", "a", "b{t}", "c", "10", "x", "", "z");
+  auto c = parse_script_call(p);
+  BOOST_TEST_REQUIRE(c.has_value());
+  BOOST_TEST(c->by_sha);
+  BOOST_TEST(c->script == "abcd");
+  BOOST_TEST((c->keys == std::vector<std::string_view>{"a", "b{t}", "c"}));
+  BOOST_TEST((c->args == std::vector<std::string_view>{"10", "x", "", "z"}));
+  p.clear();
+  redlock::resp::append_command(p, "eval", "return 1", "0");
+  c = parse_script_call(p);
+  BOOST_TEST_REQUIRE(c.has_value());
+  BOOST_TEST(!c->by_sha);
+  BOOST_TEST(c->keys.empty());
+  BOOST_TEST(c->args.empty());
+  // More keys than arguments, another command, a truncated or overlong payload: nothing.
+  p.clear();
+  redlock::resp::append_command(p, "EVALSHA", "abcd", "3", "a", "b");
+  BOOST_TEST(!parse_script_call(p));
+  p.clear();
+  redlock::resp::append_command(p, "SET", "k", "v", "x");
+  BOOST_TEST(!parse_script_call(p));
+  p.clear();
+  redlock::resp::append_command(p, "EVAL", "return 1", "1", "k", "v");
+  BOOST_TEST(!parse_script_call(p.substr(0, p.size() - 3)));
+  BOOST_TEST(!parse_script_call(p + "+OK\r\n"));
+  BOOST_TEST(!parse_script_call("*3\r\n$4\r\nEVAL\r\n$1\r\nx\r\n$2\r\n-1\r\n"));
+}
+
 BOOST_AUTO_TEST_CASE(moved_and_ask_replies_are_parsed_and_others_are_not) {
   using redlock::detail::parse_redirect;
   auto m = parse_redirect("MOVED 3999 127.0.0.1:6381");
