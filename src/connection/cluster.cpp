@@ -218,7 +218,7 @@ std::size_t cluster_node::shard_for(const node_uri::endpoint& e, std::string_vie
 void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
   if (closed_) return;
   refresh_wanted_ = true;
-  if (refresh_armed_ || map_asked_) return;
+  if (map_asked_) return;
   using std::chrono::milliseconds;
   // After a failure, back off as a reconnect does; a redirection waits reconnect_min, so
   // that a burst of MOVED replies during a resharding asks for one map, not hundreds.
@@ -226,12 +226,19 @@ void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
   const auto hi = std::max(lo, static_cast<milliseconds::rep>(cfg_.reconnect_max.count()));
   const auto delay =
       milliseconds{std::min<milliseconds::rep>(hi, lo << std::min(refresh_failures_, 20))};
+  const auto when =
+      boot_clock::now() +
+      std::max(at_least, map_known_ || refresh_failures_ > 0 ? delay : milliseconds{0});
+  // One armed at most; a sooner need (a redirection while a slow periodic ask waits)
+  // brings it forward.
+  if (refresh_armed_ && refresh_at_ <= when) return;
   refresh_armed_ = true;
-  refresh_timer_.expires_after(
-      std::max(at_least, map_known_ || refresh_failures_ > 0 ? delay : milliseconds{0}));
-  refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+  refresh_at_ = when;
+  const std::uint64_t generation = ++refresh_generation_;
+  refresh_timer_.expires_at(when);  // a later wait, if any, ends as superseded
+  refresh_timer_.async_wait([weak = weak_from_this(), generation](error_code ec) {
     auto self = weak.lock();
-    if (!self) return;
+    if (!self || generation != self->refresh_generation_) return;
     self->refresh_armed_ = false;
     if (ec || self->closed_) return;
     self->refresh_wanted_ = false;
@@ -300,9 +307,14 @@ class cluster_node::splitter final : public request_sink {
       note_error(top.text);
     } else if (form_.how == merge::per_key) {
       const bool fits = array && top.size == items.size() && r.size() == items.size() + 1;
-      for (std::size_t i = 0; i < items.size(); ++i)
+      bool not_here = false;
+      for (std::size_t i = 0; i < items.size(); ++i) {
         codes_[items[i]] =
             fits && r[i + 1].kind == resp::type::integer ? r[i + 1].integer : std::int64_t{-1};
+        not_here |= codes_[items[i]] == -2;
+      }
+      // A key not done on its shard: most likely its slot moved behind our map.
+      if (not_here) owner_.schedule_refresh();
       if (fits) answered_ = true;
       if (!fits) note_error("ERR a shard's reply to its part of a split call was malformed");
     } else if (form_.how == merge::set_acquire) {
@@ -330,6 +342,7 @@ class cluster_node::splitter final : public request_sink {
   }
 
   void note_error(std::string_view text) {
+    if (text.find("non local key") != std::string_view::npos) owner_.schedule_refresh();
     if (!error_reply_) error_text_.assign(text);
     error_reply_ = true;
   }

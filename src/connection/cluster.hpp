@@ -138,6 +138,8 @@ class cluster_node final : public node,
   std::string map_payload_;
   boot_timer refresh_timer_;
   bool refresh_armed_ = false;
+  boot_clock::time_point refresh_at_{};   // when the armed refresh fires
+  std::uint64_t refresh_generation_ = 0;  // of the wait that counts (others were superseded)
   int refresh_failures_ = 0;
 
   std::deque<hop> hops_;  // stable addresses: shards hold `inner`
