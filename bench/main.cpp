@@ -67,7 +67,8 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
                           two of five (SIGSTOP), as it does its own nodes
   --tls-ca FILE           trusted CA for rediss:// nodes (bench/tls.sh uses it)
   --cluster-shards K      each of our own nodes is a Redis Cluster of K primaries (made
-                          with redis-cli --cluster create); runs w1 only
+                          with redis-cli --cluster create); runs w1 and claims
+                          only (w1 unless --only says claims)
   --duration S            measured seconds of each timed phase (default 10; quick 1.5)
   --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
   --contention-duration S w3's measured seconds (default 10; quick 2)
@@ -250,7 +251,7 @@ parsed parse_args(std::span<char*> args) {
     if (!o.nodes.empty()) usage_error("--cluster-shards makes its own nodes: not with --nodes");
     if (o.only.empty()) o.only = {"w1"};
     for (const auto& name : o.only)
-      if (name != "w1")
+      if (name != "w1" && name != "claims")
         usage_error(fmt::format("--cluster-shards: {} does not run on cluster nodes yet", name));
   }
   if (!o.node_pids.empty() && o.node_pids.size() != o.nodes.size())
