@@ -23,6 +23,10 @@
  *     unlock, extension, the restart guard, the background repair of unmarked nodes.
  *   - nodes that restart empty (key, counter and marker lost), and pauses: any process
  *     may be delayed between any two of its steps while the clock advances.
+ *   - FAILOVERS: node 0 is a Redis Cluster whose replica may be promoted. The replica
+ *     holds an older state of the node (replication is asynchronous); the promotion
+ *     puts that state in place of the live one, breaks the connections, holds the node
+ *     back from each client's reconnect on, and the clients delete its marker.
  *
  * Switches (-D...), all described in verify/README.md:
  *   variants    UNFENCED (plain locks: no counters, no second round, no repair),
@@ -32,13 +36,15 @@
  *               (counters 1 on a majority, 0 elsewhere, last token 1), UNREPAIRED
  *               (node 0 restarted earlier and is not repaired yet)
  *   one rule removed, each must fail: NO_DRIFT, NO_WRITEBACK, NO_MARKER, NO_GUARD,
- *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS; NO_OWNER_CHECK (holds on its own);
+ *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS, NO_FAILOVER_GUARD,
+ *               NO_FAILOVER_FORGET; NO_OWNER_CHECK (holds on its own);
  *               NO_SKIP (the write-back always runs, as before the skip: holds)
  *   the repair  REPAIR_AS_IMPLEMENTED (src/client/fencing.cpp up to 0e85438), or its
  *               parts REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART, REPAIR_FRESH_MAJORITY
  *   bounds      N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
  *               last one), EXTS, REPAIRS, REPAIRERS, RESTARTS (RESTART_NODE0: all hit
- *               node 0), QCAP, LATE, NO_FAST_CLOCKS, REPAIR_FIRST
+ *               node 0), FAILOVERS (all hit node 0), QCAP, LATE, NO_FAST_CLOCKS,
+ *               REPAIR_FIRST
  *
  * Node clocks: a key set at t with TTL expires at t + TTL, or up to DRIFT ticks earlier
  * (a node clock running fast); the client's validity is start + TTL - DRIFT.
@@ -98,6 +104,9 @@
 #endif
 #ifndef RESTARTS
 #define RESTARTS 1      /* node restarts */
+#endif
+#ifndef FAILOVERS
+#define FAILOVERS 0     /* promotions of node 0's replica */
 #endif
 #ifndef QCAP
 #define QCAP 2          /* requests still in flight per connection */
@@ -164,6 +173,18 @@ bit  marked[N];         /* fencing marker */
 bit  dirty[N];          /* restarted and not repaired yet (bounds the restarts) */
 byte heldu[N];          /* restart time + G: the guard holds the node back until then */
 byte nrestart;
+#if FAILOVERS > 0
+/* node 0's replica: a state the primary had at some earlier moment (ENV_SYNC copies the
+   primary's state whole, at any moment, so any prefix of its write history is possible).
+   Its marker is only kept where the promotion keeps it (NO_FAILOVER_FORGET) */
+byte rowner;
+byte rkexp;
+byte rctr;
+#ifdef NO_FAILOVER_FORGET
+bit  rmarked;
+#endif
+byte nfailover;
+#endif
 
 /* ---- connections, index c * N + i --------------------------------------------------- */
 chan rq[CN] = [QCAP] of { byte, byte, byte };   /* in flight: op, token, argument */
@@ -171,6 +192,9 @@ bit  conn[CN];          /* UP, or DOWN: broken by a restart, reconnecting */
 byte vheld[CN];         /* the client's view of heldu, learnt at the handshake */
 bit  cvalid[CN];        /* the client's waited-for request is on a live connection */
 bit  rvalid[CN];        /* the repair's read went over the connection still up */
+#if FAILOVERS > 0
+bit  promoted[CN];      /* broken by a failover: the reconnect sees the promotion */
+#endif
 byte cpend[C];          /* nodes the client's round waits for */
 byte nlate;             /* requests in flight that nobody waits for */
 byte rpend[C];          /* nodes the repair waits for */
@@ -311,39 +335,129 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
        node_exec(k % N, k / N, op, tok, arg, rk, rv, n, j, d); \
        op = 0; tok = 0; arg = 0; rk = 0; rv = 0 }
 
-/* a broken connection reconnects; the handshake reads the node's uptime */
+/* The client's reaction to a promotion it sees at a handshake (src/connection/cluster.cpp,
+   on_shard_event): the node counts as started now, so it is held back for G from this
+   client's reconnect on (the server's uptime is older, and now + G is the later of the
+   two), and the client deletes the node's marker (forget_markers_command in
+   src/client/client.cpp, sent on that connection). In the code, requests that were
+   waiting for this handshake run before the deletion, here after it. Nothing that counts
+   differs: the marker only decides whether they raise the counter, a raise is always
+   safe, and their replies come after the hold-back began, so they count for nothing. */
+#ifdef NO_FAILOVER_GUARD
+#define PROMOTION_HELD(k) heldu[(k) % N]        /* only the server's uptime counts */
+#else
+#define PROMOTION_HELD(k) (now + G)
+#endif
+#ifdef NO_FAILOVER_FORGET
+#define FORGET_MARKER(i) skip                   /* the older marker is trusted */
+#else
+#define FORGET_MARKER(i) marked[i] = 0
+#endif
+#if FAILOVERS > 0
+#define LEARN_HELD(k) \
+  if \
+  :: promoted[k] -> promoted[k] = 0; vheld[k] = PROMOTION_HELD(k); FORGET_MARKER(k % N) \
+  :: else -> vheld[k] = heldu[k % N] \
+  fi
+#else
+#define LEARN_HELD(k) vheld[k] = heldu[k % N]
+#endif
+
+/* a broken connection reconnects; the handshake reads the node's uptime (and, on a
+   cluster, whether its primary was promoted) */
 #define ENV_RECONNECT(k) \
-  :: atomic { conn[k] == DOWN -> conn[k] = UP; vheld[k] = heldu[k % N]; \
-       printf("t=%d client %d reconnects to node %d: restarted, held back until %d\n", \
+  :: atomic { conn[k] == DOWN -> conn[k] = UP; LEARN_HELD(k); \
+       printf("t=%d client %d reconnects to node %d: held back until %d\n", \
               now, k / N, k % N, vheld[k]) }
+
+/* n = how many nodes other than i lost state and are not repaired yet */
+#define COUNT_DIRTY_OTHERS(i) \
+  n = 0; \
+  for (j : 0 .. N - 1) { \
+    if \
+    :: j != i && dirty[j] -> n++ \
+    :: else \
+    fi \
+  }
+
+/* node i's connections break: what was in flight on them is lost */
+#define BREAK_CONNECTIONS(i) \
+  for (c : 0 .. C - 1) { \
+    k = c * N + i; \
+    do \
+    :: len(rq[k]) > 0 -> rq[k]?op, tok, arg; nlate-- \
+    :: else -> break \
+    od; \
+    conn[k] = DOWN; cvalid[k] = 0; rvalid[k] = 0 \
+  }
 
 /* node i restarts empty: everything in flight to it is lost */
 #define ENV_RESTART(i) \
   :: atomic { nrestart < RESTARTS -> \
-       n = 0; \
-       for (j : 0 .. N - 1) { \
-         if \
-         :: j != i && dirty[j] -> n++ \
-         :: else \
-         fi \
-       } \
+       COUNT_DIRTY_OTHERS(i); \
        if \
        :: !FENCED || n < MAX_DIRTY -> \
           nrestart++; \
           owner[i] = 0; kexp[i] = 0; ctr[i] = 0; marked[i] = 0; dirty[i] = 1; \
           heldu[i] = now + G; \
           printf("t=%d node %d RESTARTS EMPTY\n", now, i); \
-          for (c : 0 .. C - 1) { \
-            k = c * N + i; \
-            do \
-            :: len(rq[k]) > 0 -> rq[k]?op, tok, arg; nlate-- \
-            :: else -> break \
-            od; \
-            conn[k] = DOWN; cvalid[k] = 0; rvalid[k] = 0 \
-          } \
+          BREAK_CONNECTIONS(i) \
        :: else \
        fi; \
        n = 0; j = 0; c = 0; k = 0; op = 0; tok = 0; arg = 0 }
+
+#if FAILOVERS > 0
+#ifdef NO_FAILOVER_FORGET
+#define SYNC_MARKER rmarked != marked[0] ||
+#define COPY_MARKER rmarked = marked[0];
+#define CLEAR_MARKER rmarked = 0;
+#define PROMOTED_MARKER rmarked                 /* the older marker, trusted */
+#else
+#define SYNC_MARKER
+#define COPY_MARKER
+#define CLEAR_MARKER
+#define PROMOTED_MARKER 0                       /* deleted by the clients */
+#endif
+
+/* replication catches up: node 0's replica copies the primary's state as it is now */
+#define ENV_SYNC \
+  :: atomic { nfailover < FAILOVERS && \
+       (SYNC_MARKER rowner != owner[0] || rkexp != kexp[0] || rctr != ctr[0]) -> \
+       rowner = owner[0]; rkexp = kexp[0]; rctr = ctr[0]; COPY_MARKER \
+       printf("t=%d node 0's replica catches up: key %d, counter %d\n", now, rowner, rctr) }
+
+/* Node 0's replica is promoted: its older state replaces the live one (a key that
+   expired meanwhile was dropped from the copy at the tick: a replica hides expired keys
+   and the new primary deletes them). The old primary's connections break and what was
+   in flight on them is lost, as at a restart. The marker goes at once: nothing reaches
+   the new primary before some client's handshake with it, and that handshake is where
+   the code deletes it (LEARN_HELD deletes it again at every other client's handshake,
+   as each client does). A failover counts against MAX_DIRTY like a restart, since it
+   may have lost counter raises. The next replica is a full copy of the new primary;
+   after the last failover the replica is no longer tracked. */
+#define ENV_FAILOVER \
+  :: atomic { nfailover < FAILOVERS -> \
+       COUNT_DIRTY_OTHERS(0); \
+       if \
+       :: !FENCED || n < MAX_DIRTY -> \
+          nfailover++; \
+          owner[0] = rowner; kexp[0] = rkexp; ctr[0] = rctr; marked[0] = PROMOTED_MARKER; \
+          dirty[0] = 1; \
+          printf("t=%d node 0 FAILS OVER: key %d until %d, counter %d, marked %d\n", \
+                 now, owner[0], kexp[0], ctr[0], marked[0]); \
+          BREAK_CONNECTIONS(0); \
+          for (c : 0 .. C - 1) { \
+            promoted[c * N] = 1 \
+          } \
+          if \
+          :: nfailover < FAILOVERS -> \
+             rowner = owner[0]; rkexp = kexp[0]; rctr = ctr[0]; COPY_MARKER skip \
+          :: else -> rowner = 0; rkexp = 0; rctr = 0; CLEAR_MARKER skip \
+          fi \
+       :: else \
+       fi; \
+       n = 0; j = 0; c = 0; k = 0; op = 0; tok = 0; arg = 0 }
+#endif
 
 /* node i's clock runs fast: the key expires up to DRIFT ticks early */
 #define ENV_FAST(i) \
@@ -368,6 +482,12 @@ end:
          :: else
          fi
        }
+#if FAILOVERS > 0
+       if
+       :: rowner != 0 && rkexp <= now -> rowner = 0; rkexp = 0
+       :: else
+       fi;
+#endif
        i = 0
      }
   FOR_CN(ENV_DELIVER)
@@ -376,6 +496,10 @@ end:
   ENV_RESTART(0)        /* nodes are interchangeable: one restart may as well hit node 0 */
 #else
   FOR_N(ENV_RESTART)
+#endif
+#if FAILOVERS > 0
+  ENV_SYNC
+  ENV_FAILOVER
 #endif
 #ifdef EARLY_EXPIRY
   FOR_N(ENV_EARLY)
@@ -872,6 +996,12 @@ init {
 #ifdef UNREPAIRED
     /* node 0 restarted empty earlier, is past its guard, and was not repaired yet */
     ctr[0] = 0; marked[0] = 0; dirty[0] = 1;
+#endif
+#if FAILOVERS > 0
+    rctr = ctr[0];       /* node 0's replica starts in step with it */
+#ifdef NO_FAILOVER_FORGET
+    rmarked = marked[0];
+#endif
 #endif
     for (i : 0 .. C - 1) {
       run client(i)
