@@ -32,6 +32,7 @@
 #include "client/extend.hpp"
 #include "client/scripts.hpp"
 #include "client/wake.hpp"
+#include "connection/slots.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 
@@ -298,10 +299,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       extra_ = ": the wait must not be negative (0 means one attempt)";
       return complete(error::invalid_argument, lock{});
     }
-    if (s_->has_cluster && opts_.fair) {
-      extra_ = ": fair mode's lines are not laid out for a Redis Cluster node yet";
-      return complete(error::unsupported, lock{});
-    }
     key_.assign(s_->cfg.key_prefix);
     key_.append(resource_);
     if (opts_.fenced) {
@@ -309,8 +306,12 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       fence_keys_ = s_->fence_keys(key_);
     }
     if (opts_.fair) {
-      line_key_ = s_->cfg.key_prefix + "redlock:line:" + resource_;
-      expiry_key_ = s_->cfg.key_prefix + "redlock:line-expiry:" + resource_;
+      // On a fleet with a cluster node the line lives in the lock key's slot (the tag of
+      // the fencing counters), so that one script may touch the lock key and its line.
+      std::string tag;
+      if (s_->has_cluster) tag = fmt::format("{{{}}}:", slot_tag(key_slot(key_)));
+      line_key_ = s_->cfg.key_prefix + "redlock:line:" + tag + resource_;
+      expiry_key_ = s_->cfg.key_prefix + "redlock:line-expiry:" + tag + resource_;
       // The place in line: chosen once per call, so that retries keep it.
       line_ticket = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::system_clock::now().time_since_epoch())

@@ -103,9 +103,9 @@ struct client_state : std::enable_shared_from_this<client_state> {
   strand_type strand;
   config cfg;
   std::vector<std::shared_ptr<node>> nodes;
-  /// Some node is a Redis Cluster: fencing counters are kept per slot, and calls whose
-  /// scripts would touch keys of several slots and cannot be split per shard (fair locks,
-  /// fenced sets) are refused with error::unsupported.
+  /// Some node is a Redis Cluster: fencing counters and fair lines are kept in their lock
+  /// key's slot, and fenced sets (whose counters would span slots) are refused with
+  /// error::unsupported.
   bool has_cluster = false;
   /// cfg.observer, or null: every event is built only after checking it.
   redlock::observer* obs = nullptr;

@@ -140,12 +140,9 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
   }());
 }
 
-BOOST_AUTO_TEST_CASE(fair_locks_and_fenced_sets_are_refused_as_unsupported_before_any_traffic) {
+BOOST_AUTO_TEST_CASE(fenced_sets_are_refused_as_unsupported_before_any_traffic) {
   auto c = make_client();
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto [e2, l2] = co_await c.async_try_lock("f", {.ttl = 5s, .fair = true},
-                                              asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e2 == redlock::error::unsupported);
     const std::vector<std::string> names{"a", "b"};
     auto [e3, set] = co_await c.async_try_lock_all(names, {.ttl = 5s, .fenced = true},
                                                    asio::as_tuple(asio::use_awaitable));
@@ -154,6 +151,53 @@ BOOST_AUTO_TEST_CASE(fair_locks_and_fenced_sets_are_refused_as_unsupported_befor
   }());
   BOOST_TEST(cluster.total_keys() == 0);
   BOOST_TEST(plain.total_keys() == 0);
+}
+
+// Fair locks on a fleet with a cluster node: the line and its expiry set are named with the
+// lock key's slot tag, so that the acquire script touches one slot (else CROSSSLOT); a
+// waiter in line gets the lock when it is released, fenced or not.
+BOOST_AUTO_TEST_CASE(fair_lines_live_in_the_lock_keys_slot_and_serve_the_waiter) {
+  auto a = make_client();
+  auto b = make_client();
+  auto c = make_client();
+  for (const bool fenced : {false, true}) {
+    const std::string name = fenced ? "fair:fenced" : "fair:plain";
+    bool b_got = false;
+    std::string b_token;
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      // Unfenced, every lock needs the cluster; fenced, the slot's first repair reads every
+      // node, so all run (the cluster's answers show in CROSSSLOT below).
+      if (!fenced) plain[1].freeze();
+      redlock::lock_options fair{.ttl = 5s, .wait = 5s, .fair = true};
+      fair.fenced = fenced;
+      auto held = co_await a.async_lock(name, fair, asio::use_awaitable);
+      // b waits in line; its place is on the cluster, in the lock key's slot.
+      auto ex = co_await asio::this_coro::executor;
+      asio::steady_timer b_done{ex, std::chrono::steady_clock::time_point::max()};
+      asio::co_spawn(
+          ex,
+          [&]() -> asio::awaitable<void> {
+            auto lk = co_await b.async_lock(name, fair, asio::use_awaitable);
+            b_got = lk.valid();
+            b_token = lk.token();
+            co_await b.async_unlock(std::move(lk), asio::use_awaitable);
+            b_done.cancel();
+          },
+          asio::detached);
+      co_await a.async_unlock(std::move(held), asio::use_awaitable);
+      redlock::lock_options try_fair = fair;
+      try_fair.wait = 0ms;
+      co_await b_done.async_wait(asio::as_tuple(asio::use_awaitable));
+      auto after = co_await c.async_lock(name, try_fair, asio::use_awaitable);
+      BOOST_TEST(after.valid());
+      co_await c.async_unlock(std::move(after), asio::use_awaitable);
+      if (!fenced) plain[1].thaw();
+    }());
+    BOOST_TEST(b_got, name);
+    BOOST_TEST(b_token.size() > 0u);
+  }
+  BOOST_TEST(cluster.keys_without_ttl().find("line") == std::string::npos);
+  BOOST_TEST(redirections("CROSSSLOT") == 0);
 }
 
 // Claims in batches whose names span the shards: each batch is one call per shard (the
@@ -587,9 +631,13 @@ BOOST_AUTO_TEST_CASE(the_cli_lists_each_shard_and_runs_a_command_with_a_fencing_
   BOOST_TEST(out.find("fence=") != std::string::npos, out);
   BOOST_TEST(out.find("fence=0") == std::string::npos, out);
   BOOST_TEST(out.find("fence=\n") == std::string::npos, out);
-  // Fair mode's line still spans slots: a usage error, with why.
-  BOOST_TEST(run_cli({"run", "--nodes", nodes, "--fair", "res", "--", "true"}, out) == 64, out);
-  BOOST_TEST(out.find("Redis Cluster") != std::string::npos, out);
+  // Fair mode too: its line lives in the lock key's slot.
+  BOOST_TEST(run_cli({"run", "--nodes", nodes, "--fair", "--ttl", "1000", "--max-ttl", "1000",
+                      "res", "--", "/bin/sh", "-c", "echo fair=$REDLOCK_FENCE"},
+                     out) == 0,
+             out);
+  BOOST_TEST(out.find("fair=") != std::string::npos, out);
+  BOOST_TEST(out.find("fair=0") == std::string::npos, out);
 }
 #endif
 
