@@ -421,6 +421,8 @@ BOOST_AUTO_TEST_CASE(fenced_tokens_rise_per_resource_with_counters_kept_in_the_k
 // when missing keys are answered ASK) and back: nobody may hold a resource another holds,
 // and nothing may be left without a TTL.
 BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_without_ttl) {
+  // Single locks, sets spanning shards and claim batches, by three clients, while a slot
+  // migrates away and back.
   auto a = make_client();
   auto b = make_client();
   const std::uint16_t slot = redlock::detail::key_slot("{hot}");
@@ -451,6 +453,43 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
       progressed.notify_all();
     }
   };
+  // Sets of a hot name and a name of another slot (so each set is split per shard), on the
+  // same resources as the single locks; and claim batches of fresh names, half of them hot.
+  int set_cycles = 0, claims_won = 0;
+  auto set_worker = [&](redlock::client& c, int seed) -> asio::awaitable<void> {
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    int batch = 0;
+    while (moving.load()) {
+      std::vector<std::string> set{"{hot}:" + std::to_string(rng() % 8),
+                                   "cold:" + std::to_string(rng() % 8)};
+      auto [ec, lk] = co_await c.async_lock_all(set, {.ttl = 2s, .wait = 200ms},
+                                                asio::as_tuple(asio::use_awaitable));
+      if (!ec) {
+        for (const auto& r : set) {
+          if (holder.count(r)) ++overlaps;
+          holder[r] = lk.token();
+        }
+        asio::steady_timer t{io, 1ms};
+        co_await t.async_wait(asio::use_awaitable);
+        for (const auto& r : set)
+          if (lk.valid() && holder[r] == lk.token()) holder.erase(r);
+        co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+        ++set_cycles;
+      }
+      std::vector<std::string> names;
+      for (int k = 0; k < 8; ++k)
+        names.push_back((k % 2 ? "{hot}:claim:" : "claim:") + std::to_string(batch * 8 + k));
+      ++batch;
+      auto [ec2, won] = co_await c.async_try_claim(names, 2s, asio::as_tuple(asio::use_awaitable));
+      std::vector<redlock::lock> locks;
+      for (auto& r : won)
+        if (r.won()) locks.push_back(std::move(r.lock));
+      claims_won += static_cast<int>(locks.size());
+      co_await c.async_settle(std::span<redlock::lock>{locks}, 0ms,
+                              asio::as_tuple(asio::use_awaitable));
+    }
+  };
+  auto sets = make_client();
   const std::size_t home = cluster.owner_of(slot);
   std::size_t away = 0;
   for (std::size_t p : cluster.primaries())
@@ -474,10 +513,21 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
   run_bounded(
       io,
       [&]() -> asio::awaitable<void> {
+        // All three run at once (a co_spawn with use_awaitable would start only when
+        // awaited); the last to end wakes this one.
         auto ex = co_await asio::this_coro::executor;
-        auto w1 = asio::co_spawn(ex, worker(a, 1), asio::use_awaitable);
-        co_await worker(b, 2);
-        co_await std::move(w1);
+        asio::steady_timer all_done{ex, std::chrono::steady_clock::time_point::max()};
+        int running = 3;
+        std::exception_ptr failed;
+        auto finish = [&](std::exception_ptr e) {
+          if (e && !failed) failed = e;
+          if (--running == 0) all_done.cancel();
+        };
+        asio::co_spawn(ex, worker(a, 1), finish);
+        asio::co_spawn(ex, worker(b, 2), finish);
+        asio::co_spawn(ex, set_worker(sets, 3), finish);
+        co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (failed) std::rethrow_exception(failed);
       }(),
       60s);
   mover.join();
@@ -485,6 +535,8 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_twice_under_load_leaves_no_overlap_and_no_key_
   BOOST_TEST(cycled_while_migrating);
   BOOST_TEST(overlaps == 0);
   BOOST_TEST(cycles > 20);
+  BOOST_TEST(set_cycles > 0);
+  BOOST_TEST(claims_won > 0);
   BOOST_TEST(cluster.owner_of(slot) == home);
   // The clients were sent elsewhere and followed: without that, no cycle could run once
   // the slot had moved.
