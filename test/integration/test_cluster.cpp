@@ -616,6 +616,60 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(cluster.keys_without_ttl().empty());
 }
 
+// A claim batch while one primary is frozen: its part times out, and only the names on that
+// primary fail (a part's failure is "may have landed" for its own names alone); the names
+// on the other primaries are won on the cluster. Thawed, the batch's undo of the frozen
+// part's names runs there, so none of them is left holding our claim.
+BOOST_AUTO_TEST_CASE(a_frozen_primary_fails_only_the_claims_on_its_slots) {
+  auto c = make_client();
+  std::vector<std::string> names;
+  for (int i = 0; i < 60; ++i) names.push_back("batch:" + std::to_string(i));
+  std::size_t frozen = cluster.owner_of(redlock::detail::key_slot(names[0]));
+  std::vector<redlock::claim_result> got;
+  std::int64_t evals_before = 0;
+  // EVAL calls the frozen primary ran (the undo of a batch is one).
+  auto evals = [&]() -> std::int64_t {
+    const std::string info = cluster[frozen].command({"INFO", "commandstats"}).text;
+    const auto at = info.find("cmdstat_eval:calls=");
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + 19));
+  };
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        std::vector<std::string> warm_names{"warm"};
+        auto warm = co_await c.async_try_claim(warm_names, 2s, asio::use_awaitable);
+        BOOST_TEST(warm.at(0).won());
+        evals_before = evals();
+        plain[1].freeze();
+        cluster[frozen].freeze();
+        got = co_await c.async_try_claim(names, 5s, asio::use_awaitable);
+        cluster[frozen].thaw();
+        plain[1].thaw();
+      }(),
+      30s);
+  BOOST_TEST_REQUIRE(got.size() == names.size());
+  std::size_t on_frozen = 0;
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    const std::size_t owner = cluster.owner_of(redlock::detail::key_slot(names[j]));
+    if (owner == frozen) {
+      ++on_frozen;
+      BOOST_TEST(!got[j].won(), names[j]);
+    } else {
+      BOOST_TEST(got[j].won(), names[j]);
+      BOOST_TEST(cluster[owner].command({"GET", names[j]}).text == got[j].lock.token());
+    }
+  }
+  BOOST_TEST(on_frozen > 0u);
+  BOOST_TEST(on_frozen < names.size());
+  // Thawed, the frozen primary runs its part, then (once the connection's probe answers)
+  // the undo, an EVAL: wait for it, then none of its names holds a claim.
+  for (int i = 0; i < 400 && evals() == evals_before; ++i) io.run_for(5ms);
+  BOOST_TEST(evals() > evals_before);
+  for (std::size_t j = 0; j < names.size(); ++j)
+    if (!got[j].won()) BOOST_TEST(cluster[frozen].command({"EXISTS", names[j]}).integer == 0);
+  BOOST_TEST(cluster.keys_without_ttl().empty());
+}
+
 // A node named the wrong way round fails with a reason that says which way is right.
 BOOST_AUTO_TEST_CASE(a_cluster_named_as_a_server_and_a_server_named_as_a_cluster_say_so) {
   auto try_alone = [&](const std::string& node) {
