@@ -252,12 +252,18 @@ void run_claims(bench_context& ctx) {
     const std::string human = fmt::format(
         "claims {} x{} ({}) with {} in flight: {:.0f} claims/s ({:.0f}% won), claim p50/p99 "
         "{:.0f}/{:.0f} us; client {:.2f} us and servers {:.2f} us per claim; {:.2f} script "
-        "calls per claim (+{:.3f} EVAL); ceiling {:.0f}/s{}{}",
+        "calls per claim (+{:.3f} EVAL){}{}{}{}",
         cc.mode, cc.batch, to_string(cc.marker), cc.in_flight, l.number("ops_per_s").value_or(0),
         ops > 0 ? 100.0 * won / ops : 0.0, l.number("acquire_p50_us").value_or(0),
         l.number("acquire_p99_us").value_or(0), l.number("client_us_per_claim").value_or(0),
         l.number("server_us_per_claim").value_or(0), l.number("script_calls_per_claim").value_or(0),
-        l.number("eval_calls_per_claim").value_or(0), ceiling.value_or(0),
+        l.number("eval_calls_per_claim").value_or(0),
+        ceiling ? fmt::format("; ceiling {:.0f}/s", *ceiling) : std::string{},
+        l.number("busiest_server_us_per_claim")
+            ? fmt::format("; busiest server {:.2f} us per claim, spread {:.2f}",
+                          *l.number("busiest_server_us_per_claim"),
+                          l.number("server_cpu_spread").value_or(0))
+            : std::string{},
         l.number("failures").value_or(0) > 0
             ? fmt::format("; {:.0f} failures, first: {}", l.number("failures").value_or(0),
                           first_errors[k])
