@@ -431,22 +431,15 @@ class cluster_node::splitter final : public request_sink {
   error_code failure_;  // a part's error (timeout, lost connection)
 };
 
-// The script a detached payload (EVAL of a script's text, or EVALSHA) calls, if it is one
-// that splits.
-const split_form* cluster_node::detached_form(std::string_view payload) const {
-  if (!preload_) return nullptr;
-  const auto call = parse_script_call(payload);
-  if (!call) return nullptr;
-  for (const script* sc : *preload_)
-    if (sc->split && (call->by_sha ? sc->sha : sc->body) == call->script) return sc->split;
-  return nullptr;
-}
-
 cluster_node::plan_result cluster_node::plan_split(std::string_view payload, const split_form* form,
                                                    split_plan& out) {
-  if (!form) return plan_result::whole;
   const auto call = parse_script_call(payload);
-  if (!call || call->keys.size() <= form->lead_keys) return plan_result::whole;
+  if (!call) return plan_result::whole;
+  // A detached payload names its script only in its text (EVAL) or SHA1 (EVALSHA).
+  if (!form && preload_)
+    for (const script* sc : *preload_)
+      if (sc->split && (call->by_sha ? sc->sha : sc->body) == call->script) form = sc->split;
+  if (!form || call->keys.size() <= form->lead_keys) return plan_result::whole;
   const std::size_t lead = form->lead_keys, m = call->keys.size() - lead;
   const std::size_t per_key = form->arg_per_key ? m : 0;
   if (call->args.size() != form->shared_args + per_key) return plan_result::whole;
@@ -612,7 +605,7 @@ void cluster_node::submit_detached(std::string payload) {
 
 void cluster_node::route_detached(std::string payload) {
   split_plan plan;
-  switch (plan_split(payload, detached_form(payload), plan)) {
+  switch (plan_split(payload, nullptr, plan)) {
     case plan_result::whole:
       break;
     case plan_result::unmapped:

@@ -97,8 +97,9 @@ class cluster_node final : public node,
     bool by_sha = false;
   };
   enum class plan_result : std::uint8_t { whole, split, unmapped };
+  /// How a script call goes to the shards; `form` null: the script's own, looked up by the
+  /// text or SHA1 the payload names (a detached command has no script pointer).
   plan_result plan_split(std::string_view payload, const split_form* form, split_plan& out);
-  const split_form* detached_form(std::string_view payload) const;
 
   void open_seed();
   void ask_for_map(const std::shared_ptr<connection>& via);
