@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(a_key_deleted_behind_our_back_is_detected_and_never_recreat
     lk = co_await c.async_lock("stolen", {.ttl = 300ms}, asio::use_awaitable);
   }());
   redlock::keeper k{c, std::move(lk)};
-  for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "stolen"});
+  run_bounded(io, delete_once_held("stolen", 3));
   const auto ec = run_bounded(
       io,
       [&]() -> asio::awaitable<error_code> {
@@ -378,7 +378,7 @@ asio::awaitable<error_code> hold_with_diagnostics(redlock::client& c, std::strin
 }
 
 // Runs with_lock's diagnostics form on `resource` (TTL 300 ms) with work that runs until
-// the lock is lost, and calls `disturb(i)` for nodes 0 to 2 once the work runs.
+// the lock is lost, and awaits `disturb()` (which upsets nodes 0 to 2) once the work runs.
 template <typename Disturb>
 error_code lose_while_working(asio::io_context& io, redlock::client& c, std::string resource,
                               redlock::diagnostics& diag, Disturb disturb) {
@@ -389,7 +389,7 @@ error_code lose_while_working(asio::io_context& io, redlock::client& c, std::str
       [&]() -> asio::awaitable<error_code> {
         auto disturb_majority = [&]() -> asio::awaitable<void> {
           co_await started.async_wait(asio::as_tuple(asio::use_awaitable));  // the work runs
-          for (std::size_t i = 0; i < 3; ++i) disturb(i);
+          co_await disturb();
         };
         using namespace asio::experimental::awaitable_operators;
         const redlock::hold_options hold{.ttl = 300ms};
@@ -447,9 +447,8 @@ BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_when_a_majority_is_fro
 BOOST_AUTO_TEST_CASE(with_lock_diagnostics_say_why_the_lock_was_lost_while_the_work_ran) {
   auto c = make_client();
   redlock::diagnostics diag;
-  const auto ec = lose_while_working(io, c, "stolen-job", diag, [&](std::size_t i) {
-    fleet[i].command({"DEL", "stolen-job"});
-  });
+  const auto ec = lose_while_working(io, c, "stolen-job", diag,
+                                     [&] { return delete_once_held("stolen-job", 3); });
   BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
   BOOST_TEST(diag.message.find("\"stolen-job\"") != std::string::npos);
   BOOST_TEST(diag.message.find("refused a renewal") != std::string::npos);
@@ -462,8 +461,10 @@ BOOST_AUTO_TEST_CASE(with_lock_diagnostics_say_why_the_lock_was_lost_while_the_w
 BOOST_AUTO_TEST_CASE(with_lock_diagnostics_name_each_node_when_a_majority_freezes_under_the_work) {
   auto c = make_client();
   redlock::diagnostics diag;
-  const auto ec =
-      lose_while_working(io, c, "frozen-work", diag, [&](std::size_t i) { fleet[i].freeze(); });
+  const auto ec = lose_while_working(io, c, "frozen-work", diag, [&]() -> asio::awaitable<void> {
+    for (std::size_t i = 0; i < 3; ++i) fleet[i].freeze();
+    co_return;
+  });
   for (std::size_t i = 0; i < 3; ++i) fleet[i].thaw();
   BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
   BOOST_TEST(diag.message.find("deadline came without a confirmed renewal") != std::string::npos);
@@ -513,7 +514,7 @@ BOOST_AUTO_TEST_CASE(async_with_lock_completes_a_plain_callback_with_result_or_l
   bool done = false;
   redlock::diagnostics diag;
   auto lose_it = [&](redlock::keeper&) -> asio::awaitable<void> {
-    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "callback-lost"});
+    co_await delete_once_held("callback-lost", 3);
     co_await until_cancelled();  // the loss cancels it
   };
   redlock::async_with_lock(c, "callback-lost", fenced, diag, lose_it, [&](std::exception_ptr e) {

@@ -348,7 +348,7 @@ BOOST_AUTO_TEST_CASE(a_lock_whose_keys_are_deleted_is_reported_lost_once) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     // Found by async_extend.
     auto lk = co_await c.async_lock("gone", {.ttl = 5s, .wait = 2s}, asio::use_awaitable);
-    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "gone"});
+    co_await delete_once_held("gone", 3);
     auto [ec] = co_await c.async_extend(lk, 5s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::not_held);
     auto [again] = co_await c.async_extend(lk, 5s, asio::as_tuple(asio::use_awaitable));
@@ -356,7 +356,7 @@ BOOST_AUTO_TEST_CASE(a_lock_whose_keys_are_deleted_is_reported_lost_once) {
     // Found by a keeper.
     auto kept = co_await c.async_lock("kept", {.ttl = 300ms, .wait = 2s}, asio::use_awaitable);
     redlock::keeper k{c, std::move(kept)};
-    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "kept"});
+    co_await delete_once_held("kept", 3);
     auto [lost] = co_await k.async_wait_lost(asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(lost == redlock::error::lock_lost);
   }());
@@ -393,7 +393,7 @@ BOOST_AUTO_TEST_CASE(a_sets_extension_is_reported_per_resource_and_its_loss_too)
       BOOST_TEST(!e.outcome);
       BOOST_REQUIRE(e.nodes.size() == 3u);
     }
-    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "s2"});
+    co_await delete_once_held("s2", 3);
     auto [ec] = co_await c.async_extend(set, 5s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::not_held);
   }());
@@ -480,7 +480,7 @@ BOOST_AUTO_TEST_CASE(metrics_text_parses_and_its_counts_match_the_events) {
       BOOST_TEST(ec == redlock::error::contended);
     }
     auto lk = co_await c.async_lock("m-lost", {.ttl = 2s, .wait = 1s}, asio::use_awaitable);
-    for (std::size_t i = 0; i < 3; ++i) fleet[i].command({"DEL", "m-lost"});
+    co_await delete_once_held("m-lost", 3);
     auto [ec] = co_await c.async_extend(lk, 2s, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == redlock::error::not_held);
   }());

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "async_helpers.hpp"
 #include "fast_config.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/client.hpp"
@@ -47,6 +48,19 @@ struct fleet_fixture {
                                           boost::asio::use_awaitable);
       co_await c.async_unlock(std::move(lk), boost::asio::use_awaitable);
     }
+  }
+
+  /// Deletes `key` on nodes 0 to n-1 once each of them holds it, as someone stealing a
+  /// lock would. An acquisition ends at a majority: a SET still queued on a slow node would
+  /// land after the DEL and give that node the key back (and the lock its majority).
+  boost::asio::awaitable<void> delete_once_held(std::string key, std::size_t n) {
+    const bool held = co_await eventually([&] {
+      for (std::size_t i = 0; i < n; ++i)
+        if (!fleet.has_key(i, key)) return false;
+      return true;
+    });
+    BOOST_TEST_REQUIRE(held, "\"" << key << "\" never reached nodes 0 to " << n - 1);
+    for (std::size_t i = 0; i < n; ++i) fleet[i].command({"DEL", key});
   }
 
   /// How many nodes, running and not frozen, hold `key` now.
