@@ -724,6 +724,8 @@ BOOST_AUTO_TEST_CASE(inspection_reads_holder_ttl_and_fence_on_every_node) {
   BOOST_TEST_REQUIRE(lk.valid());
   // Node 3 down, node 4 with a key of another type at the name.
   fleet[3].kill();
+  // Once node 4's SET landed (it may lag the majority), or it would land on the hash.
+  BOOST_TEST_REQUIRE(redlock::test::run_until(io, [&] { return fleet.has_key(4, "inspected"); }));
   fleet[4].command({"DEL", "inspected"});
   fleet[4].command({"HSET", "inspected", "f", "v"});
   auto [ec, r] = inspect(io, c, "inspected");
