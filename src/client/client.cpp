@@ -353,6 +353,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     decided_ = false;
     second_round_ = false;
     marked_yes_ = unmarked_yes_ = 0;
+    repair_asked_ = false;
     retry_now_ = false;
     try {
       s_->tokens.next(token_);
@@ -420,6 +421,13 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       }
   }
 
+  // Starts the repair of this key's fence pair once per attempt that met an unmarked node.
+  void repair_unmarked() {
+    if (unmarked_yes_ == 0 || repair_asked_) return;
+    repair_asked_ = true;
+    s_->start_fence_repair(opts_.ttl, fence_keys_);
+  }
+
   bool should_send(std::size_t i) override { return counts(i); }
 
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
@@ -457,6 +465,9 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         if (!opts_.fenced) return vote::failed;
         marked_[i] = false;
         ++unmarked_yes_;
+        // One that answers after the decision (a slow node behind the majority) is
+        // repaired too: a node that always lags would otherwise never be.
+        if (decided_) repair_unmarked();
         round_.texts[i] =
             "set the key, but its fencing counters await repair (restarted empty "
             "or new), so its vote does not count";
@@ -492,7 +503,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         return;
       case vote_state::won: {
         decided_ = true;
-        if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl, fence_keys_);
+        repair_unmarked();
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         if (opts_.fenced) return hand_out_fenced();
         return succeed(0);
@@ -500,7 +511,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       case vote_state::lost:
         decided_ = true;
         if (unmarked_yes_ > 0) {
-          s_->start_fence_repair(opts_.ttl, fence_keys_);
+          repair_unmarked();
           extra_ = "; fence counters are being repaired on nodes that lost them";
           if (!s_->repair_problem.empty())
             extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
@@ -779,6 +790,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   std::array<std::uint64_t, max_nodes> fence_{};
   std::array<bool, max_nodes> marked_{};
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
+  bool repair_asked_ = false;  // this attempt started the repair of an unmarked node
   std::uint64_t fence_token_ = 0;
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;

@@ -15,7 +15,8 @@
 //   was then complete elsewhere before our first read; a server that restarted after
 //   the start fails the test.
 // A node left out is repaired by a later run, which every fenced attempt starts while
-// some node is unmarked.
+// some node is unmarked (on a fleet with a cluster node, per slot: an attempt that got an
+// unmarked answer, even one that came after its decision).
 
 #include <fmt/format.h>
 

@@ -441,6 +441,51 @@ BOOST_AUTO_TEST_CASE(fenced_tokens_rise_per_resource_with_counters_kept_in_the_k
   BOOST_TEST(cluster.keys_without_ttl().find("fence") != std::string::npos);
 }
 
+// A cluster node that lost a slot's fence counters and answers only after the plain
+// nodes decided (its primary frozen, then thawed) is repaired from that late answer, with
+// no further lock: a node that always lags behind the majority would otherwise stay
+// unmarked for that slot, and its votes would never count for tokens.
+BOOST_AUTO_TEST_CASE(a_late_unmarked_answer_repairs_the_slot_without_another_lock) {
+  auto c = make_client();
+  const std::string name = "late-fence";
+  const std::uint16_t slot = redlock::detail::key_slot(name);
+  const std::string tag{redlock::detail::slot_tag(slot)};
+  const std::string hash = "redlock:fence:{" + tag + "}";
+  const std::string marker = "redlock:fence:marker:{" + tag + "}";
+  const auto owner = cluster.owner_of(slot);
+  const redlock::lock_options fenced{.ttl = 5s, .wait = 3s, .fenced = true};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await c.async_lock(name, fenced, asio::use_awaitable);
+    co_await c.async_unlock(std::move(first), asio::use_awaitable);
+  }());
+  BOOST_TEST_REQUIRE(cluster[owner].command({"EXISTS", marker}).integer == 1);
+  // The slot's counters vanish on the cluster (as on a primary restarted empty), and its
+  // owner answers late.
+  cluster[owner].command({"DEL", hash, marker});
+  cluster[owner].freeze();
+  redlock::lock second;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    second = co_await c.async_lock(name, fenced, asio::use_awaitable);
+  }());
+  cluster[owner].thaw();
+  BOOST_TEST(second.valid());
+  BOOST_TEST(second.fence() > 0u);
+  const bool repaired = redlock::test::run_until(
+      io,
+      [&] {
+        return cluster[owner].command({"EXISTS", marker}).integer == 1;
+      },
+      5s);
+  BOOST_TEST(repaired, "the slot's marker is back on the cluster");
+  // Raised to cover the token handed out while it lagged.
+  std::uint64_t highest = 0;
+  const auto fields = cluster[owner].command({"HGETALL", hash});
+  for (std::size_t k = 1; k < fields.elements.size(); k += 2)
+    highest = std::max<std::uint64_t>(highest, std::stoull(fields.elements[k].text));
+  BOOST_TEST(highest >= second.fence());
+  run_bounded(io, c.async_unlock(std::move(second), asio::use_awaitable));
+}
+
 // Two independent clients take and release eight resources of one slot as fast as they
 // can while that slot is moved to another primary (with a pause while it is migrating,
 // when missing keys are answered ASK) and back: nobody may hold a resource another holds,
