@@ -3,10 +3,14 @@
 // promise: a clear protocol error, bounded memory, the connection reset (and re-made),
 // no crash, and the lock still decided by the healthy nodes.
 
+#include <array>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
+#include "client/scripts.hpp"
+#include "connection/slots.hpp"
 #include "connection_harness.hpp"
 #include "fake_server.hpp"
 #include "fast_config.hpp"
@@ -300,4 +304,131 @@ BOOST_AUTO_TEST_CASE(a_hostile_node_among_real_ones_does_not_stop_the_lock) {
     // The fake server reads on its own thread, possibly after the lock was decided.
     BOOST_TEST(co_await redlock::test::eventually([&] { return server.count("SET") >= 1u; }));
   }());
+}
+
+// ---- a hostile node that claims to be a Redis Cluster --------------------------------
+
+namespace {
+
+// Two fake servers that pass for a cluster of two primaries: A owns slots 0-8191, B the
+// rest. Each answers CLUSTER SLOTS with that map and the per-shard scripts (EVALSHA, or
+// EVAL of their text) as `on_script` says (by which of the two it is and the script's body);
+// anything else as a Redis 7 master would, or "unknown command".
+struct fake_cluster {
+  using on_script_fn = std::function<std::optional<fake_reply>(bool is_a, std::string_view body)>;
+  std::shared_ptr<std::array<std::atomic<std::uint16_t>, 2>> ports =
+      std::make_shared<std::array<std::atomic<std::uint16_t>, 2>>();
+  on_script_fn on_script;
+  fake_server a{responder(true)};
+  fake_server b{responder(false)};
+
+  explicit fake_cluster(on_script_fn f) : on_script(std::move(f)) {
+    (*ports)[0] = a.port();
+    (*ports)[1] = b.port();
+  }
+  std::string uri() const {
+    return "redis+cluster://127.0.0.1:" + std::to_string(a.port()) +
+           ",127.0.0.1:" + std::to_string(b.port());
+  }
+  // CLUSTER SLOTS as Redis 7 writes it: [start, end, [host, port, id]] per range.
+  static std::string slots_reply(std::uint16_t port_a, std::uint16_t port_b) {
+    auto entry = [](int lo, int hi, std::uint16_t port, char id) {
+      return "*3\r\n:" + std::to_string(lo) + "\r\n:" + std::to_string(hi) +
+             "\r\n*3\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port) + "\r\n$40\r\n" +
+             std::string(40, id) + "\r\n";
+    };
+    return "*2\r\n" + entry(0, 8191, port_a, 'a') + entry(8192, 16383, port_b, 'b');
+  }
+
+ private:
+  fake_server::responder responder(bool is_a) {
+    return [this, is_a](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+      if (c[0] == "CLUSTER")
+        return fake_reply{.bytes = slots_reply((*ports)[0].load(), (*ports)[1].load())};
+      if ((c[0] != "EVALSHA" && c[0] != "EVAL") || c.size() < 2) return std::nullopt;
+      for (const auto* lua : redlock::detail::shard_scripts())
+        if (lua->sha == c[1] || lua->body == c[1]) return on_script(is_a, lua->body);
+      return std::nullopt;
+    };
+  }
+};
+
+// A name whose slot is in [lo, hi].
+std::string name_in_slots(std::uint16_t lo, std::uint16_t hi) {
+  for (int i = 0;; ++i) {
+    std::string name = "n" + std::to_string(i);
+    const auto slot = redlock::detail::key_slot(name);
+    if (slot >= lo && slot <= hi) return name;
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_malformed_shard_reply_to_a_split_set_fails_that_node_and_is_given_back) {
+  // A takes its part of the set; B answers its part with an array no script returns.
+  fake_cluster cluster{[](bool is_a, std::string_view body) -> std::optional<fake_reply> {
+    const bool acquire = body.find("HINCRBY") != std::string_view::npos;
+    if (!acquire) return fake_reply{.bytes = is_a ? ":1\r\n" : ":0\r\n"};  // releases
+    return fake_reply{.bytes = is_a ? "*1\r\n:1\r\n" : "*2\r\n:7\r\n:7\r\n"};
+  }};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config({cluster.uri()})};
+  const std::vector<std::string> names{name_in_slots(0, 8191), name_in_slots(8192, 16383)};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, set] = co_await c.async_try_lock_all(names, {.ttl = 2s}, diag,
+                                                   asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum, ec.message());
+    BOOST_TEST(!set.valid());
+    BOOST_TEST(diag.message.find("malformed") != std::string::npos, diag.message);
+    // What A took is given back: the failed attempt's release (sent as EVAL: nobody
+    // reads its reply) reaches A's part.
+    auto released_on_a = [&] {
+      for (const auto& cmd : cluster.a.received())
+        if (cmd[0] == "EVAL" && std::find(cmd.begin(), cmd.end(), names[0]) != cmd.end())
+          return true;
+      return false;
+    };
+    BOOST_TEST(co_await redlock::test::eventually(released_on_a));
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  BOOST_TEST(cluster.b.count("EVALSHA") >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_slot_map_that_makes_no_sense_fails_the_lock_with_a_clear_error) {
+  const std::string node = "*3\r\n$9\r\n127.0.0.1\r\n:6379\r\n$1\r\nx\r\n";
+  const std::vector<std::string> maps{
+      "*0\r\n",                               // no slots at all
+      "*1\r\n*3\r\n:10\r\n:5\r\n" + node,     // a range that ends first
+      "*1\r\n*3\r\n:0\r\n:16384\r\n" + node,  // a slot past the last
+      "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:0\r\n$1\r\nx\r\n",  // port 0
+      "*1\r\n*3\r\n$1\r\n0\r\n:16383\r\n" + node,  // a string for a number
+      "*1\r\n:5\r\n",                              // not an entry
+      "-ERR This instance has cluster support disabled\r\n",
+  };
+  for (const auto& map : maps) {
+    BOOST_TEST_CONTEXT("CLUSTER SLOTS answered " << map.substr(0, 40)) {
+      fake_server server{
+          [&](const fake_server::command& cmd, std::size_t) -> std::optional<fake_reply> {
+            if (cmd[0] == "CLUSTER") return fake_reply{.bytes = map};
+            return std::nullopt;
+          }};
+      asio::io_context io;
+      const auto uri = "redis+cluster://127.0.0.1:" + std::to_string(server.port());
+      redlock::client c{io.get_executor(), fast_config({uri})};
+      run_bounded(
+          io,
+          [&]() -> asio::awaitable<void> {
+            redlock::diagnostics diag;
+            auto [ec, lk] = co_await c.async_try_lock("res", {.ttl = 2s}, diag,
+                                                      asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(ec == redlock::error::no_quorum, ec.message());
+            BOOST_TEST(diag.message.find("slot map") != std::string::npos, diag.message);
+            co_await c.async_shutdown(asio::use_awaitable);
+          }(),
+          10s);
+      BOOST_TEST(server.count("CLUSTER") >= 1u);
+      BOOST_TEST(server.count("EVALSHA") + server.count("SET") == 0u);
+    }
+  }
 }
