@@ -432,3 +432,29 @@ BOOST_AUTO_TEST_CASE(a_slot_map_that_makes_no_sense_fails_the_lock_with_a_clear_
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_shard_that_redirects_to_itself_forever_is_given_up_on_after_a_few_hops) {
+  std::atomic<std::uint16_t> port{0};
+  fake_server server{[&](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+    const std::string self = "127.0.0.1\r\n:" + std::to_string(port.load()) + "\r\n";
+    if (c[0] == "CLUSTER")
+      return fake_reply{.bytes = "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n$9\r\n" + self + "$1\r\nx\r\n"};
+    if (c[0] == "SET" || c[0] == "EVALSHA" || c[0] == "EVAL")
+      return fake_reply{.bytes = "-MOVED 1 127.0.0.1:" + std::to_string(port.load()) + "\r\n"};
+    return std::nullopt;
+  }};
+  port = server.port();
+  asio::io_context io;
+  const auto uri = "redis+cluster://127.0.0.1:" + std::to_string(server.port());
+  redlock::client c{io.get_executor(), fast_config({uri})};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] =
+        co_await c.async_try_lock("res", {.ttl = 2s}, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum, ec.message());
+    BOOST_TEST(diag.message.find("MOVED") != std::string::npos, diag.message);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  // The first send and four redirections, then the refusal stands.
+  BOOST_TEST(server.count("SET") == 5u);
+}
