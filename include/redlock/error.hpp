@@ -36,8 +36,8 @@ enum class error {
   // Added later (values are stable)
   tls_failed,   ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
   no_lock,      ///< unlock/extend of a lock object that holds none (empty, moved from, released)
-  unsupported,  ///< not available with this fleet (a kind of lock a Redis Cluster node cannot take
-                ///< yet)
+  unsupported,  ///< not available with this fleet (a kind of lock a Redis Cluster node cannot
+                ///< take; no call returns it today)
 };
 
 /// The "redlock" error category.

@@ -96,14 +96,13 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       return complete(error::invalid_argument, multi_lock{});
     }
     if (diag_) subject_ = join_names(resources_);
-    if (s_->has_cluster && opts_.fenced) {
-      extra_ = ": a fenced set's counters would span a Redis Cluster node's slots";
-      return complete(error::unsupported, multi_lock{});
-    }
+    // On a fleet with a cluster node, each key's counters live in its slot's pair.
+    slotted_ = opts_.fenced && s_->has_cluster;
     keys_.reserve(resources_.size());
     for (const auto& r : resources_) {
       keys_.push_back(s_->cfg.key_prefix + r);
       if (opts_.fenced) fields_.push_back(s_->fence_field(r));
+      if (slotted_) pairs_.push_back(s_->fence_keys(keys_.back()));
     }
     if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
     const auto now = boot_clock::now();
@@ -148,6 +147,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     decided_ = false;
     second_round_ = false;
     marked_yes_ = unmarked_yes_ = 0;
+    unmarked_keys_.clear();
+    repair_asked_ = false;
     try {
       s_->tokens.next(token_);
     } catch (const boost::system::system_error& e) {
@@ -156,6 +157,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
     const std::size_t n = keys_.size();
     payload_.clear();
+    if (slotted_) return send_attempt(write_slotted_attempt());
     resp::command_writer w{payload_};
     w.begin(7 + n + fields_.size())
         .arg("EVALSHA")
@@ -173,13 +175,39 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
           break;
         }
     }
+    send_attempt(&multi_acquire_script);
+  }
+
+  // The attempt of a fenced set with each key's pair (a fleet with a cluster node): the set's
+  // keys, then token, TTL, and each key's hash, marker and field. Its unmarked pairs are
+  // named by the answers, which start their repairs.
+  const script* write_slotted_attempt() {
+    const std::size_t n = keys_.size();
+    resp::command_writer w{payload_};
+    w.begin(5 + 4 * n).arg("EVALSHA").arg(slotted_multi_acquire_script.sha).arg(std::int64_t(n));
+    for (const auto& k : keys_) w.arg(k);
+    w.arg(token_).arg(std::int64_t{opts_.ttl.count()});
+    for (std::size_t k = 0; k < n; ++k) w.arg(pairs_[k].hash).arg(pairs_[k].marker).arg(fields_[k]);
+    return &slotted_multi_acquire_script;
+  }
+
+  void send_attempt(const script* lua) {
     // Validity counts from before the first byte can leave: now, at enqueue.
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
     // A connection still being made (a fresh client) is waited for within the attempt.
-    send_to_all(payload_, &multi_acquire_script,
-                std::min(start_ + s_->cfg.node_timeout, valid_until_), valid_until_);
+    send_to_all(payload_, lua, std::min(start_ + s_->cfg.node_timeout, valid_until_), valid_until_);
     on_tally();
+  }
+
+  // Starts the repairs this attempt's unmarked answers call for, once per attempt: the
+  // fleet's pair, or (slotted) the pair of each key an answer named.
+  void repair_unmarked() {
+    if (unmarked_yes_ == 0 || repair_asked_) return;
+    repair_asked_ = true;
+    if (!slotted_) return s_->start_fence_repair(opts_.ttl);
+    for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
+      if (unmarked_keys_[k]) s_->start_fence_repair(opts_.ttl, pairs_[k]);
   }
 
   // A fenced yes from a node whose counters await repair sets the keys but cannot count.
@@ -206,8 +234,27 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         ++marked_yes_;
         return vote::yes;
       case 2:
+        if (slotted_) {
+          // {2, k...}: the keys whose slot's pair is unmarked on this node. (pairs_, not
+          // keys_: a late answer may come after the keys went to the set handed out.)
+          const std::size_t m = pairs_.size();
+          if (r.size() < 3) return vote::failed;
+          for (std::size_t j = 2; j < r.size(); ++j) {
+            if (r[j].kind != resp::type::integer || r[j].integer < 1 ||
+                static_cast<std::size_t>(r[j].integer) > m)
+              return vote::failed;
+            unmarked_keys_.resize(m);
+            unmarked_keys_[static_cast<std::size_t>(r[j].integer) - 1] = true;
+          }
+        }
         marked_[i] = false;
         ++unmarked_yes_;
+        // One that answers after the decision (a slow node behind the majority) is
+        // repaired too: a node that always lags would otherwise never be.
+        if (decided_) {
+          repair_asked_ = false;
+          repair_unmarked();
+        }
         round_.texts[i] =
             "took the set, but its fencing counters await repair (restarted "
             "empty or new), so its vote does not count";
@@ -241,14 +288,14 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         return;
       case vote_state::won:
         decided_ = true;
-        if (unmarked_yes_ > 0) s_->start_fence_repair(opts_.ttl);
+        repair_unmarked();
         if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
         if (opts_.fenced) return hand_out_fenced();
         return succeed();
       case vote_state::lost:
         decided_ = true;
         if (unmarked_yes_ > 0) {
-          s_->start_fence_repair(opts_.ttl);
+          repair_unmarked();
           extra_ = "; fence counters are being repaired on nodes that lost them";
         }
         return fail_attempt(failure_reason(round_.errors, s_->size(), round_.held));
@@ -280,6 +327,20 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     const std::size_t n = keys_.size();
     payload2_.clear();
     resp::command_writer w{payload2_};
+    if (slotted_) {
+      // Each key's T into its own pair: the set's keys, token, then hash, marker, field, T.
+      w.begin(4 + 5 * n).arg("EVALSHA").arg(slotted_multi_raise_script.sha).arg(std::int64_t(n));
+      for (const auto& k : keys_) w.arg(k);
+      w.arg(token_);
+      for (std::size_t k = 0; k < n; ++k)
+        w.arg(pairs_[k].hash)
+            .arg(pairs_[k].marker)
+            .arg(fields_[k])
+            .arg(static_cast<std::int64_t>(fences_[k]));
+      outstanding_ +=
+          send_write_back(*s_, payload2_, &slotted_multi_raise_script, valid_until_, this);
+      return on_write_back_tally();
+    }
     w.begin(6 + 3 * n)
         .arg("EVALSHA")
         .arg(multi_raise_script.sha)
@@ -400,6 +461,12 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   std::vector<std::string> resources_;
   std::vector<std::string> keys_;
   std::vector<std::string> fields_;
+  // A fenced set on a fleet with a cluster node: each key's pair, and which of them an
+  // answer of this attempt said are unmarked.
+  bool slotted_ = false;
+  std::vector<fence_key_pair> pairs_;
+  std::vector<bool> unmarked_keys_;
+  bool repair_asked_ = false;
   lock_options opts_;
   bool wait_;
   boot_clock::time_point wait_deadline_{};

@@ -10,7 +10,8 @@ namespace redlock::detail {
 
 // How a cluster node splits the multi-key scripts (their per-shard forms are at the end).
 extern const split_form multi_acquire_split, multi_extend_split, multi_release_split,
-    quiet_multi_release_split, claim_split, settle_split;
+    quiet_multi_release_split, claim_split, settle_split, slotted_multi_acquire_split,
+    slotted_multi_raise_split;
 
 // ---- single locks --------------------------------------------------------------------------
 
@@ -260,6 +261,65 @@ return 1
 )lua",
                                 .sha = "adb543345f9dedcab9b5cbd85da15d570949079c"};
 
+// Fenced sets on a fleet with a cluster node, where each key's counters live in its slot's
+// pair (fence_key_pair). KEYS: the set's keys; ARGV: token, TTL, then per key its pair's hash,
+// its marker and its counter field. {0, k, holder} as multi_acquire; {2, k...} taken, the keys
+// k (1-based) with an unmarked pair, nothing counted; {1, counters...} taken and counted.
+constexpr std::string_view slotted_multi_acquire_text = R"lua(
+for i = 1, #KEYS do
+  local v = redis.call("GET", KEYS[i])
+  if v then
+    return {0, i, v}
+  end
+end
+for i = 1, #KEYS do
+  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+end
+local r = {2}
+for i = 1, #KEYS do
+  if redis.call("EXISTS", ARGV[3 * i + 1]) == 0 then
+    r[#r + 1] = i
+  end
+end
+if #r > 1 then
+  return r
+end
+r = {1}
+for i = 1, #KEYS do
+  r[i + 1] = redis.call("HINCRBY", ARGV[3 * i], ARGV[3 * i + 2], 1)
+end
+return r
+)lua";
+const script slotted_multi_acquire_script{.body = slotted_multi_acquire_text,
+                                          .sha = "2e13aa13d7b0a5b6800fae13af43215c187a56c8",
+                                          .split = &slotted_multi_acquire_split};
+
+// KEYS: the set's keys; ARGV: token, then per key its pair's hash, marker, field and T. As
+// multi_raise, with each key's own pair: 1 raised, 0 (nothing written) if a key no longer
+// holds our token or a pair is unmarked.
+constexpr std::string_view slotted_multi_raise_text = R"lua(
+for i = 1, #KEYS do
+  if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+    return 0
+  end
+end
+for i = 1, #KEYS do
+  if redis.call("EXISTS", ARGV[4 * i - 1]) == 0 then
+    return 0
+  end
+end
+for i = 1, #KEYS do
+  local cur = tonumber(redis.call("HGET", ARGV[4 * i - 2], ARGV[4 * i]) or "0")
+  if cur < tonumber(ARGV[4 * i + 1]) then
+    redis.call("HSET", ARGV[4 * i - 2], ARGV[4 * i], ARGV[4 * i + 1])
+  end
+end
+return 1
+)lua";
+const script slotted_multi_raise_script{.body = slotted_multi_raise_text,
+                                        .sha = "053abe3421fac85433432ad66f46379be6ec4577",
+                                        .split = &slotted_multi_raise_split};
+
 // KEYS: the set's keys; ARGV: token, TTL. PEXPIRE on all if every key holds our token: 1, else 0.
 constexpr std::string_view multi_extend_text = R"lua(
 for i = 1, #KEYS do
@@ -409,6 +469,8 @@ const std::string multi_release_shard_text = shard_text(multi_release_text);
 const std::string quiet_multi_release_shard_text = shard_text(quiet_multi_release_text);
 const std::string claim_shard_text = shard_text(claim_text);
 const std::string settle_shard_text = shard_text(settle_text);
+const std::string slotted_multi_acquire_shard_text = shard_text(slotted_multi_acquire_text);
+const std::string slotted_multi_raise_shard_text = shard_text(slotted_multi_raise_text);
 
 const script multi_acquire_shard_script{.body = multi_acquire_shard_text,
                                         .sha = "e2d5ea8c759d7dc6c04684ea0dfcb9e59a26fd15"};
@@ -422,20 +484,29 @@ const script claim_shard_script{.body = claim_shard_text,
                                 .sha = "aae7f88d1d279afcfa418ee30699c7d28b2653fa"};
 const script settle_shard_script{.body = settle_shard_text,
                                  .sha = "6214c6d4ebfd0c4dff4a5becd19e3fb0ce1125e9"};
+const script slotted_multi_acquire_shard_script{.body = slotted_multi_acquire_shard_text,
+                                                .sha = "aede3db011fa9e1b5ade7798c86631d41220804b"};
+const script slotted_multi_raise_shard_script{.body = slotted_multi_raise_shard_text,
+                                              .sha = "6948c6395c9a599e9593599b9083ffeef5f3d226"};
 
 using merge = split_form::merge;
-// Lead keys (the fence hash and marker of a set) go to every part unused: fenced sets are not
-// split (their counters would span slots), and a call whose ARGV does not fit the form is sent
-// whole.
-const split_form multi_acquire_split{
-    &multi_acquire_shard_script,      2, 2, false, merge::set_acquire,
+// Lead keys (the fence hash and marker of a set) go to every part unused. A fenced set on a
+// fleet with a cluster node runs the slotted scripts (each key's pair in its own slot); a call
+// whose ARGV does not fit the form is sent whole.
+const split_form multi_acquire_split{&multi_acquire_shard_script,      2, 2, 0, merge::set_acquire,
+                                     &quiet_multi_release_shard_script};
+const split_form multi_extend_split{&multi_extend_shard_script, 0, 2, 0, merge::all_ones};
+const split_form multi_release_split{&multi_release_shard_script, 0, 1, 0, merge::sum};
+const split_form quiet_multi_release_split{&quiet_multi_release_shard_script, 0, 1, 0, merge::sum};
+const split_form claim_split{&claim_shard_script, 0, 1, 1, merge::per_key};
+const split_form settle_split{&settle_shard_script, 0, 1, 1, merge::per_key};
+// A part of a fenced set's write-back that did not raise (a key lost, a pair unmarked) makes
+// the node's answer 0: its vote for the tokens does not count (raising elsewhere is safe).
+const split_form slotted_multi_acquire_split{
+    &slotted_multi_acquire_shard_script, 0, 2, 3, merge::set_acquire,
     &quiet_multi_release_shard_script};
-const split_form multi_extend_split{&multi_extend_shard_script, 0, 2, false, merge::all_ones};
-const split_form multi_release_split{&multi_release_shard_script, 0, 1, false, merge::sum};
-const split_form quiet_multi_release_split{&quiet_multi_release_shard_script, 0, 1, false,
-                                           merge::sum};
-const split_form claim_split{&claim_shard_script, 0, 1, true, merge::per_key};
-const split_form settle_split{&settle_shard_script, 0, 1, true, merge::per_key};
+const split_form slotted_multi_raise_split{&slotted_multi_raise_shard_script, 0, 1, 4,
+                                           merge::all_ones};
 
 // ---- inspection ----------------------------------------------------------------------------
 
@@ -463,8 +534,14 @@ return {info,t,v,redis.call("pttl",KEYS[1]),f}
 
 std::span<const script* const> shard_scripts() {
   static const script* const all[] = {
-      &multi_acquire_shard_script,       &multi_extend_shard_script, &multi_release_shard_script,
-      &quiet_multi_release_shard_script, &claim_shard_script,        &settle_shard_script,
+      &multi_acquire_shard_script,
+      &multi_extend_shard_script,
+      &multi_release_shard_script,
+      &quiet_multi_release_shard_script,
+      &claim_shard_script,
+      &settle_shard_script,
+      &slotted_multi_acquire_shard_script,
+      &slotted_multi_raise_shard_script,
   };
   return all;
 }
@@ -488,6 +565,8 @@ std::span<const script* const> all_scripts() {
       &multi_extend_script,
       &multi_release_script,
       &quiet_multi_release_script,
+      &slotted_multi_acquire_script,
+      &slotted_multi_raise_script,
       &claim_script,
       &settle_script,
       &inspect_script,

@@ -34,6 +34,9 @@ extern const script multi_raise_script;
 extern const script multi_extend_script;
 extern const script multi_release_script;
 extern const script quiet_multi_release_script;
+// Fenced sets on a fleet with a cluster node: each key's counters in its slot's pair
+extern const script slotted_multi_acquire_script;
+extern const script slotted_multi_raise_script;
 
 // Claims
 extern const script claim_script;

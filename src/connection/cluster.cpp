@@ -265,6 +265,7 @@ class cluster_node::splitter final : public request_sink {
     parts_.resize(plan_.payloads.size());
     took_.assign(parts_.size(), false);
     if (form_.how == split_form::merge::per_key) codes_.assign(plan_.keys, -2);
+    if (form_.how == split_form::merge::set_acquire) codes_.assign(plan_.keys, 0);
   }
 
   // Routes every part; an error when none was accepted (then nothing will be answered).
@@ -318,8 +319,26 @@ class cluster_node::splitter final : public request_sink {
       if (fits) answered_ = true;
       if (!fits) note_error("ERR a shard's reply to its part of a split call was malformed");
     } else if (form_.how == merge::set_acquire) {
-      if (array && top.size >= 1 && r[1].kind == resp::type::integer && r[1].integer == 1) {
+      // {1}, or {1, a counter per key}, or {2, the 1-based keys whose pair is unmarked}.
+      const bool flat = array && top.size >= 1 && r.size() == top.size + 1 &&
+                        std::all_of(r.begin() + 1, r.end(), [](const resp::node& n) {
+                          return n.kind == resp::type::integer;
+                        });
+      const std::int64_t code = flat ? r[1].integer : -1;
+      auto in_part = [&](const resp::node& n) {
+        return n.integer >= 1 && static_cast<std::uint64_t>(n.integer) <= items.size();
+      };
+      if (code == 1 && top.size == 1) {
         answered_ = true;
+        ++bare_parts_;
+      } else if (code == 1 && top.size == items.size() + 1) {
+        answered_ = true;
+        ++counted_parts_;
+        for (std::size_t i = 0; i < items.size(); ++i) codes_[items[i]] = r[i + 2].integer;
+      } else if (code == 2 && top.size >= 2 && std::all_of(r.begin() + 2, r.end(), in_part)) {
+        answered_ = true;
+        for (std::size_t i = 2; i < r.size(); ++i)
+          unmarked_.push_back(items[static_cast<std::size_t>(r[i].integer - 1)] + 1);
       } else if (array && top.size == 3 && r.size() == 4 && r[1].integer == 0 &&
                  r[2].kind == resp::type::integer && r[2].integer >= 1 &&
                  static_cast<std::uint64_t>(r[2].integer) <= items.size()) {
@@ -363,6 +382,9 @@ class cluster_node::splitter final : public request_sink {
     std::string text = std::move(refused_ ? holder_ : error_text_);
     std::vector<std::int64_t> codes = std::move(codes_);
     const bool answered = answered_;
+    const bool mixed = counted_parts_ > 0 && bare_parts_ > 0;
+    const bool counted = counted_parts_ > 0;
+    std::vector<std::int64_t> unmarked = std::move(unmarked_);
     owner_.splits_.erase(self_);
 
     resp::reply out;
@@ -400,11 +422,19 @@ class cluster_node::splitter final : public request_sink {
       out.push_back(h);
     } else if (definite) {
       out.push_back(integer(0));
-    } else if (error_reply) {
+    } else if (error_reply || (how == merge::set_acquire && mixed && unmarked.empty())) {
+      if (!error_reply) text = "ERR the shards' replies to the parts of a split set disagree";
       out.push_back(error_node());
+    } else if (how == merge::set_acquire && !unmarked.empty()) {
+      std::sort(unmarked.begin(), unmarked.end());
+      out.push_back(array(1 + unmarked.size()));
+      out.push_back(integer(2));
+      for (auto k : unmarked) out.push_back(integer(k));
     } else if (how == merge::set_acquire) {
-      out.push_back(array(1));
+      out.push_back(array(1 + (counted ? codes.size() : 0)));
       out.push_back(integer(1));
+      if (counted)
+        for (auto c : codes) out.push_back(integer(c));
     } else {
       out.push_back(integer(how == merge::sum ? total : 1));
     }
@@ -420,10 +450,13 @@ class cluster_node::splitter final : public request_sink {
   std::vector<bool> took_;  // sent, and not refused: may hold its keys
   std::list<splitter>::iterator self_;
   std::size_t remaining_ = 0;
-  std::vector<std::int64_t> codes_;  // per_key: each split key's answer
-  std::int64_t total_ = 0;           // sum
-  std::int64_t refused_at_ = 0;      // set_acquire: the refused key (1-based, whole call)
-  std::string holder_;               // set_acquire: who holds it
+  std::vector<std::int64_t> codes_;     // per_key: each split key's answer
+  std::int64_t total_ = 0;              // sum
+  std::int64_t refused_at_ = 0;         // set_acquire: the refused key (1-based, whole call)
+  std::string holder_;                  // set_acquire: who holds it
+  std::vector<std::int64_t> unmarked_;  // set_acquire: keys (1-based) of unmarked pairs
+  std::size_t counted_parts_ = 0;       // set_acquire: parts that answered {1, counters}
+  std::size_t bare_parts_ = 0;          // set_acquire: parts that answered {1}
   bool refused_ = false;
   bool answered_ = false;  // a part answered as the script does
   bool error_reply_ = false;
@@ -441,8 +474,8 @@ cluster_node::plan_result cluster_node::plan_split(std::string_view payload, con
       if (sc->split && (call->by_sha ? sc->sha : sc->body) == call->script) form = sc->split;
   if (!form || call->keys.size() <= form->lead_keys) return plan_result::whole;
   const std::size_t lead = form->lead_keys, m = call->keys.size() - lead;
-  const std::size_t per_key = form->arg_per_key ? m : 0;
-  if (call->args.size() != form->shared_args + per_key) return plan_result::whole;
+  const std::size_t per_key = form->args_per_key;
+  if (call->args.size() != form->shared_args + per_key * m) return plan_result::whole;
   const std::uint16_t first = key_slot(call->keys[0]);
   if (std::all_of(call->keys.begin(), call->keys.end(),
                   [&](std::string_view k) { return key_slot(k) == first; }))
@@ -464,7 +497,7 @@ cluster_node::plan_result cluster_node::plan_split(std::string_view payload, con
   for (std::size_t k = 0; k < out.items.size(); ++k) {
     const auto& items = out.items[k];
     resp::command_writer w{out.payloads[k]};
-    w.begin(5 + lead + items.size() + form->shared_args + (form->arg_per_key ? items.size() : 0))
+    w.begin(5 + lead + items.size() + form->shared_args + per_key * items.size())
         .arg(call->by_sha ? "EVALSHA" : "EVAL")
         .arg(call->by_sha ? ps.sha : ps.body)
         .arg(std::int64_t{1})
@@ -473,8 +506,9 @@ cluster_node::plan_result cluster_node::plan_split(std::string_view payload, con
     for (std::size_t i = 0; i < lead; ++i) w.arg(call->keys[i]);
     for (auto j : items) w.arg(call->keys[lead + j]);
     for (std::size_t i = 0; i < form->shared_args; ++i) w.arg(call->args[i]);
-    if (form->arg_per_key)
-      for (auto j : items) w.arg(call->args[form->shared_args + j]);
+    for (auto j : items)
+      for (std::size_t t = 0; t < per_key; ++t)
+        w.arg(call->args[form->shared_args + j * per_key + t]);
     if (form->undo && form->shared_args > 0) {
       // EVAL: nobody reads its reply, so a flushed script cache must not hide it.
       out.undo.emplace_back();

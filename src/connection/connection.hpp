@@ -93,15 +93,18 @@ struct script {
 /// would have given.
 struct split_form {
   enum class merge : std::uint8_t {
-    per_key,      ///< an array with one element per split key, in order
-    all_ones,     ///< an integer: 1 when every part answered 1, else 0
-    sum,          ///< an integer: the sum of the parts'
-    set_acquire,  ///< {1} when every part did, else {0, k, holder} of a refused key k
+    per_key,   ///< an array with one element per split key, in order
+    all_ones,  ///< an integer: 1 when every part answered 1, else 0
+    sum,       ///< an integer: the sum of the parts'
+    /// A set's acquisition: {0, k, holder} of a refused key k if any part was refused;
+    /// else {2, unmarked keys...} if any part named keys whose fencing pair is unmarked;
+    /// else {1[, one counter per key]}.
+    set_acquire,
   };
   const script* per_shard;
-  std::uint8_t lead_keys;    ///< keys before the split ones: passed to every part, not used
-  std::uint8_t shared_args;  ///< ARGV entries every part gets
-  bool arg_per_key;          ///< one more ARGV entry per split key after the shared ones
+  std::uint8_t lead_keys;     ///< keys before the split ones: passed to every part, not used
+  std::uint8_t shared_args;   ///< ARGV entries every part gets
+  std::uint8_t args_per_key;  ///< ARGV entries per split key after the shared ones
   merge how;
   /// set_acquire: the per-shard script that gives a part's keys back (ARGV: the call's
   /// first shared argument, the token) when another part was refused: a node never keeps

@@ -137,13 +137,13 @@ BOOST_AUTO_TEST_CASE(every_scripts_hash_matches_what_redis_computes) {
   // All of the client's scripts (src/client/scripts.cpp), not only the claims' ones.
   redlock::test::redis_fleet fleet{1};
   const auto all = redlock::detail::all_scripts();
-  BOOST_TEST(all.size() == 20u);
+  BOOST_TEST(all.size() == 22u);
   for (const auto* s : all) {
     BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
   }
   // The per-shard forms of cluster nodes, and each splitting script's form among them.
   const auto shard = redlock::detail::shard_scripts();
-  BOOST_TEST(shard.size() == 6u);
+  BOOST_TEST(shard.size() == 8u);
   for (const auto* s : shard) {
     BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
     BOOST_TEST(s->body.starts_with("#!lua flags=allow-cross-slot-keys\n"));

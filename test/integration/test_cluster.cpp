@@ -140,17 +140,121 @@ BOOST_AUTO_TEST_CASE(a_second_client_is_refused_what_the_first_holds_and_gets_it
   }());
 }
 
-BOOST_AUTO_TEST_CASE(fenced_sets_are_refused_as_unsupported_before_any_traffic) {
-  auto c = make_client();
+// Fenced sets on a fleet with a cluster node: each key's counter lives in its own slot's pair,
+// the set's call is split per shard, tokens rise per resource across sets and single locks of
+// either client, a contender gets nothing, and a pair that vanished on one shard is repaired
+// from the answer that names it.
+BOOST_AUTO_TEST_CASE(fenced_sets_span_the_shards_with_tokens_that_rise_per_resource) {
+  auto cfg = config();
+  cfg.node_timeout = 2s;  // a slot's first repair reads every node
+  redlock::client a{io.get_executor(), cfg};
+  redlock::client b{io.get_executor(), cfg};
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) names.push_back("fset:" + std::to_string(i));
+  std::map<std::string, std::uint64_t> last;
+  int violations = 0;
+  auto note = [&](const std::string& r, std::uint64_t fence) {
+    if (fence <= last[r]) ++violations;
+    last[r] = fence;
+  };
+  const redlock::lock_options fenced{.ttl = 5s, .wait = 5s, .fenced = true};
+  // Whether the cluster's pair of every row is marked (repaired).
+  auto cluster_marked = [&] {
+    for (const auto& r : names) {
+      const auto slot = redlock::detail::key_slot(r);
+      const std::string marker =
+          "redlock:fence:marker:{" + std::string{redlock::detail::slot_tag(slot)} + "}";
+      if (cluster[cluster.owner_of(slot)].command({"EXISTS", marker}).integer != 1) return false;
+    }
+    return true;
+  };
+  // Whether client `c` is connected to every node again (after a thaw).
+  auto connected_everywhere = [&](redlock::client& c) -> asio::awaitable<bool> {
+    for (int i = 0; i < 500; ++i) {
+      auto reports = co_await c.async_inspect("probe", asio::use_awaitable);
+      if (std::all_of(reports.begin(), reports.end(), [](const auto& n) { return !n.error; }))
+        co_return true;
+      asio::steady_timer apart{co_await asio::this_coro::executor, 10ms};
+      co_await apart.async_wait(asio::use_awaitable);
+    }
+    co_return false;
+  };
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Rounds with every node up (the first ones repair each slot's pair), then, once
+        // the cluster's pairs are repaired, with a plain node frozen, so that the cluster's
+        // answer is needed.
+        for (int round = 0; round < 6; ++round) {
+          if (round == 3) {
+            BOOST_TEST_REQUIRE(co_await redlock::test::eventually(cluster_marked));
+            plain[1].freeze();
+          }
+          redlock::client& c = round % 2 ? a : b;
+          auto set = co_await c.async_lock_all(names, fenced, asio::use_awaitable);
+          BOOST_TEST_REQUIRE(set.fences().size() == names.size());
+          for (std::size_t k = 0; k < names.size(); ++k) note(set.resources()[k], set.fences()[k]);
+          if (round >= 3)  // won with the cluster's vote (before, it may lag the majority)
+            for (const auto& r : names) BOOST_TEST(cluster_holds(r, set.token()), r);
+          // The other client wants one of the set's rows: it gets none of its names.
+          std::vector<std::string> theirs{names[2], "free:1", "free:2"};
+          redlock::client& other = round % 2 ? b : a;
+          auto [ec, none] = co_await other.async_try_lock_all(theirs, fenced,
+                                                              asio::as_tuple(asio::use_awaitable));
+          BOOST_TEST(ec == redlock::error::contended, ec.message());
+          co_await c.async_unlock(std::move(set), asio::use_awaitable);
+          // A single fenced lock on a row of the set shares its counter.
+          auto one =
+              co_await other.async_lock(names[round % names.size()], fenced, asio::use_awaitable);
+          note(names[round % names.size()], one.fence());
+          co_await other.async_unlock(std::move(one), asio::use_awaitable);
+        }
+        plain[1].thaw();
+        BOOST_TEST_REQUIRE(co_await connected_everywhere(a));
+      }(),
+      60s);
+  BOOST_TEST(violations == 0);
+  // Each row's counter sits in its slot's pair on the primary that owns it.
+  for (const auto& r : names) {
+    const auto slot = redlock::detail::key_slot(r);
+    const std::string tag{redlock::detail::slot_tag(slot)};
+    const auto owner = cluster.owner_of(slot);
+    BOOST_TEST(
+        cluster[owner].command({"EXISTS", "redlock:fence:marker:{" + tag + "}"}).integer == 1, r);
+    BOOST_TEST(!cluster[owner].command({"HGETALL", "redlock:fence:{" + tag + "}"}).elements.empty(),
+               r);
+  }
+
+  // One row's pair vanishes on the cluster: the next set is won on the plain nodes, and the
+  // cluster's answer naming that row starts its repair.
+  const std::string& gone = names[4];
+  const std::string tag{redlock::detail::slot_tag(redlock::detail::key_slot(gone))};
+  const auto owner = cluster.owner_of(redlock::detail::key_slot(gone));
+  const std::string marker = "redlock:fence:marker:{" + tag + "}";
+  cluster[owner].command({"DEL", "redlock:fence:{" + tag + "}", marker});
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    const std::vector<std::string> names{"a", "b"};
-    auto [e3, set] = co_await c.async_try_lock_all(names, {.ttl = 5s, .fenced = true},
-                                                   asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e3 == redlock::error::unsupported);
-    BOOST_TEST(!redlock::make_error_code(redlock::error::unsupported).message().empty());
+    auto set = co_await a.async_lock_all(names, fenced, asio::use_awaitable);
+    for (std::size_t k = 0; k < names.size(); ++k) note(set.resources()[k], set.fences()[k]);
+    co_await a.async_unlock(std::move(set), asio::use_awaitable);
   }());
-  BOOST_TEST(cluster.total_keys() == 0);
-  BOOST_TEST(plain.total_keys() == 0);
+  BOOST_TEST(redlock::test::run_until(
+      io,
+      [&] {
+        return cluster[owner].command({"EXISTS", marker}).integer == 1;
+      },
+      5s));
+  // Repaired: with a plain node frozen, the cluster's vote counts again for that row.
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    plain[1].freeze();
+    auto set = co_await b.async_lock_all(names, fenced, asio::use_awaitable);
+    for (std::size_t k = 0; k < names.size(); ++k) note(set.resources()[k], set.fences()[k]);
+    co_await b.async_unlock(std::move(set), asio::use_awaitable);
+    plain[1].thaw();
+  }());
+  BOOST_TEST(violations == 0);
+  BOOST_TEST(redirections("CROSSSLOT") == 0);
+  BOOST_TEST(redlock::test::run_until(
+      io, [&] { return cluster.keys_without_ttl().find("fset") == std::string::npos; }, 5s));
 }
 
 // Fair locks on a fleet with a cluster node: the line and its expiry set are named with the
