@@ -97,7 +97,8 @@ po::options_description common_description() {
   po::options_description d{"Nodes, credentials and TLS (every command)"};
   const auto nodes = with_env_default(
       "the Redis masters, comma-separated: redis://[user:password@]host:port[/db], or "
-      "rediss://... for TLS",
+      "rediss://... for TLS; a node that is a Redis Cluster is "
+      "redis+cluster://host:port, the addresses after it without a scheme its other seeds",
       "nodes");
   const auto password_file = with_env_default(
       "the password for nodes whose URI names none, from the file's first line", "password");
