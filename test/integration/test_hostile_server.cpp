@@ -395,6 +395,27 @@ BOOST_AUTO_TEST_CASE(a_malformed_shard_reply_to_a_split_set_fails_that_node_and_
   BOOST_TEST(cluster.b.count("EVALSHA") >= 1u);
 }
 
+BOOST_AUTO_TEST_CASE(shards_that_disagree_on_a_fenced_set_fail_that_node_clearly) {
+  // A answers its part of a fenced set with a counter, B as if the set were unfenced.
+  fake_cluster cluster{[](bool is_a, std::string_view body) -> std::optional<fake_reply> {
+    const bool acquire = body.find("HINCRBY") != std::string_view::npos;
+    if (!acquire) return fake_reply{.bytes = ":1\r\n"};  // releases
+    return fake_reply{.bytes = is_a ? "*2\r\n:1\r\n:5\r\n" : "*1\r\n:1\r\n"};
+  }};
+  asio::io_context io;
+  redlock::client c{io.get_executor(), fast_config({cluster.uri()})};
+  const std::vector<std::string> names{name_in_slots(0, 8191), name_in_slots(8192, 16383)};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, set] = co_await c.async_try_lock_all(names, {.ttl = 2s, .fenced = true}, diag,
+                                                   asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::no_quorum, ec.message());
+    BOOST_TEST(!set.valid());
+    BOOST_TEST(diag.message.find("disagree") != std::string::npos, diag.message);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(a_slot_map_that_makes_no_sense_fails_the_lock_with_a_clear_error) {
   const std::string node = "*3\r\n$9\r\n127.0.0.1\r\n:6379\r\n$1\r\nx\r\n";
   const std::vector<std::string> maps{
