@@ -63,8 +63,8 @@ class category_impl final : public boost::system::error_category {
         return "the lock object holds no lock: it is empty, was moved from, or was already "
                "released";
       case error::unsupported:
-        return "not supported on this fleet: a node is a Redis Cluster, where fenced lock sets "
-               "are not available yet";
+        return "not supported on this fleet (a kind of lock that a node which is a Redis "
+               "Cluster cannot take)";
     }
     return "unknown redlock error";
   }
