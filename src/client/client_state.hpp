@@ -104,8 +104,7 @@ struct client_state : std::enable_shared_from_this<client_state> {
   config cfg;
   std::vector<std::shared_ptr<node>> nodes;
   /// Some node is a Redis Cluster: fencing counters and fair lines are kept in their lock
-  /// key's slot, and fenced sets (whose counters would span slots) are refused with
-  /// error::unsupported.
+  /// key's slot (a fenced set uses each key's own slot: the slotted set scripts).
   bool has_cluster = false;
   /// cfg.observer, or null: every event is built only after checking it.
   redlock::observer* obs = nullptr;

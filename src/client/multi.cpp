@@ -148,7 +148,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     second_round_ = false;
     marked_yes_ = unmarked_yes_ = 0;
     unmarked_keys_.clear();
-    repair_asked_ = false;
     try {
       s_->tokens.next(token_);
     } catch (const boost::system::system_error& e) {
@@ -157,7 +156,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
     const std::size_t n = keys_.size();
     payload_.clear();
-    if (slotted_) return send_attempt(write_slotted_attempt());
+    if (slotted_) {
+      write_slotted_attempt();
+      return send_attempt(&slotted_multi_acquire_script);
+    }
     resp::command_writer w{payload_};
     w.begin(7 + n + fields_.size())
         .arg("EVALSHA")
@@ -181,14 +183,13 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   // The attempt of a fenced set with each key's pair (a fleet with a cluster node): the set's
   // keys, then token, TTL, and each key's hash, marker and field. Its unmarked pairs are
   // named by the answers, which start their repairs.
-  const script* write_slotted_attempt() {
+  void write_slotted_attempt() {
     const std::size_t n = keys_.size();
     resp::command_writer w{payload_};
     w.begin(5 + 4 * n).arg("EVALSHA").arg(slotted_multi_acquire_script.sha).arg(std::int64_t(n));
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_).arg(std::int64_t{opts_.ttl.count()});
     for (std::size_t k = 0; k < n; ++k) w.arg(pairs_[k].hash).arg(pairs_[k].marker).arg(fields_[k]);
-    return &slotted_multi_acquire_script;
   }
 
   void send_attempt(const script* lua) {
@@ -200,11 +201,11 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     on_tally();
   }
 
-  // Starts the repairs this attempt's unmarked answers call for, once per attempt: the
-  // fleet's pair, or (slotted) the pair of each key an answer named.
+  // Starts the repairs this attempt's unmarked answers call for: the fleet's pair, or
+  // (slotted) the pair of each key an answer named. A pair whose repair runs is skipped
+  // (start_fence_repair).
   void repair_unmarked() {
-    if (unmarked_yes_ == 0 || repair_asked_) return;
-    repair_asked_ = true;
+    if (unmarked_yes_ == 0) return;
     if (!slotted_) return s_->start_fence_repair(opts_.ttl);
     for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
       if (unmarked_keys_[k]) s_->start_fence_repair(opts_.ttl, pairs_[k]);
@@ -251,10 +252,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         ++unmarked_yes_;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
-        if (decided_) {
-          repair_asked_ = false;
-          repair_unmarked();
-        }
+        if (decided_) repair_unmarked();
         round_.texts[i] =
             "took the set, but its fencing counters await repair (restarted "
             "empty or new), so its vote does not count";
@@ -466,7 +464,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   bool slotted_ = false;
   std::vector<fence_key_pair> pairs_;
   std::vector<bool> unmarked_keys_;
-  bool repair_asked_ = false;
   lock_options opts_;
   bool wait_;
   boot_clock::time_point wait_deadline_{};

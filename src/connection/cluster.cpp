@@ -265,7 +265,6 @@ class cluster_node::splitter final : public request_sink {
     parts_.resize(plan_.payloads.size());
     took_.assign(parts_.size(), false);
     if (form_.how == split_form::merge::per_key) codes_.assign(plan_.keys, -2);
-    if (form_.how == split_form::merge::set_acquire) codes_.assign(plan_.keys, 0);
   }
 
   // Routes every part; an error when none was accepted (then nothing will be answered).
@@ -334,6 +333,7 @@ class cluster_node::splitter final : public request_sink {
       } else if (code == 1 && top.size == items.size() + 1) {
         answered_ = true;
         ++counted_parts_;
+        codes_.resize(plan_.keys);  // a fenced set's counters, in the whole call's order
         for (std::size_t i = 0; i < items.size(); ++i) codes_[items[i]] = r[i + 2].integer;
       } else if (code == 2 && top.size >= 2 && std::all_of(r.begin() + 2, r.end(), in_part)) {
         answered_ = true;
@@ -450,7 +450,7 @@ class cluster_node::splitter final : public request_sink {
   std::vector<bool> took_;  // sent, and not refused: may hold its keys
   std::list<splitter>::iterator self_;
   std::size_t remaining_ = 0;
-  std::vector<std::int64_t> codes_;     // per_key: each split key's answer
+  std::vector<std::int64_t> codes_;     // per_key: each split key's answer; set_acquire: counters
   std::int64_t total_ = 0;              // sum
   std::int64_t refused_at_ = 0;         // set_acquire: the refused key (1-based, whole call)
   std::string holder_;                  // set_acquire: who holds it
