@@ -65,6 +65,9 @@ class category_impl final : public boost::system::error_category {
       case error::unsupported:
         return "not supported on this fleet (a kind of lock that a node which is a Redis "
                "Cluster cannot take)";
+      case error::extension_in_flight:
+        return "another extension of this lock is still in flight: wait for it before extending "
+               "again (the nodes keep whichever TTL arrives last)";
     }
     return "unknown redlock error";
   }

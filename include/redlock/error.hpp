@@ -38,6 +38,9 @@ enum class error {
   no_lock,      ///< unlock/extend of a lock object that holds none (empty, moved from, released)
   unsupported,  ///< not available with this fleet (a kind of lock a Redis Cluster node cannot
                 ///< take; no call returns it today)
+  /// an extension of a lock while another extension of the same lock is still in flight:
+  /// the nodes would end with whichever ran last, so the second is refused (nothing sent)
+  extension_in_flight,
 };
 
 /// The "redlock" error category.

@@ -27,6 +27,7 @@ struct lock_data {
   std::uint64_t fence = 0;
   std::uint16_t nodes = 0xffff;  // nodes the key may be on (claims ask a majority first)
   bool lost = false;
+  bool extending = false;  // an extension is in flight (at most one at a time)
   // The client's list of what it holds (client_state::held), used on its strand only.
   lock_data* prev = nullptr;
   lock_data* next = nullptr;

@@ -83,6 +83,7 @@ class multi_lock {
   std::chrono::milliseconds ttl_{0};
   boot_clock::time_point deadline_{};
   bool lost_ = false;
+  bool extending_ = false;  // an extension is in flight (at most one at a time)
 };
 
 }  // namespace redlock

@@ -103,11 +103,15 @@ class retry_loop {
   }
 
   /// Node i's answer to the write-back: an ack only if the script raised the counters
-  /// (1) and the node may still vote for a lock of `ttl`.
+  /// ({1, marker, ...}), every marker names the server that answered (its counters are
+  /// trusted: a raise on an incarnation that lost counters vouches for nothing), and the
+  /// node may still vote for a lock of `ttl`.
   void count_write_back(const client_state& s, std::size_t i, error_code ec, const resp::reply* r,
                         std::chrono::milliseconds ttl) {
-    const bool ack = !ec && (*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
-                     s.votes(i, ttl, boot_clock::now());
+    bool ack = !ec && (*r)[0].kind == resp::type::array && r->size() >= 3 &&
+               r->size() == (*r)[0].size + 1 && (*r)[1].kind == resp::type::integer &&
+               (*r)[1].integer == 1 && s.votes(i, ttl, boot_clock::now());
+    for (std::size_t m = 2; ack && m < r->size(); ++m) ack = marker_trusted((*reqs2_)[i], (*r)[m]);
     ack ? ++acks_ : ++refusals_;
   }
 

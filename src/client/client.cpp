@@ -44,9 +44,7 @@ namespace detail {
 // names the commands that script runs, so that the missing permission can be found.
 std::string acl_hint(std::string_view server_text) {
   if (server_text.find("can't run this command") == std::string_view::npos) return {};
-  std::vector<const script*> known(all_scripts().begin(), all_scripts().end());
-  known.insert(known.end(), shard_scripts().begin(), shard_scripts().end());
-  for (const script* sc : known) {
+  for (const script* sc : all_scripts()) {
     if (server_text.find(sc->sha) == std::string_view::npos) continue;
     std::string names = " ";
     for (std::string_view body = sc->body;;) {
@@ -67,20 +65,6 @@ std::string acl_hint(std::string_view server_text) {
 }
 
 namespace {
-
-// EVAL (nobody reads the reply) of forget_fence_markers_script for this prefix's slot
-// markers; glob characters in the prefix are escaped.
-std::string forget_markers_command(const std::string& prefix) {
-  std::string pattern;
-  for (char ch : prefix) {
-    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern += '\\';
-    pattern += ch;
-  }
-  pattern += "redlock:fence:marker:{*}";
-  std::string payload;
-  resp::append_command(payload, "EVAL", forget_fence_markers_script.body, "0", pattern);
-  return payload;
-}
 
 [[noreturn]] void bad_config(const std::string& what) {
   throw boost::system::system_error(error::invalid_config, what);
@@ -179,11 +163,6 @@ client_state::client_state(asio::any_io_executor ex, config c)
   // Every script is loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at
   // the back of the pipeline, behind commands sent after it.
   static const std::vector<const script*> preload(all_scripts().begin(), all_scripts().end());
-  static const std::vector<const script*> shard_preload = [] {
-    auto v = preload;
-    v.insert(v.end(), shard_scripts().begin(), shard_scripts().end());
-    return v;
-  }();
   std::shared_ptr<tls_settings> tls;
   if (std::any_of(uris.begin(), uris.end(), [](const node_uri& u) { return u.tls; })) {
     std::string why;
@@ -193,10 +172,8 @@ client_state::client_state(asio::any_io_executor ex, config c)
   for (std::size_t i = 0; i < uris.size(); ++i) {
     if (uris[i].cluster) {
       has_cluster = true;
-      auto c =
-          std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &shard_preload, tls);
-      c->set_promotion_command(forget_markers_command(cfg.key_prefix));
-      nodes.push_back(std::move(c));
+      nodes.push_back(
+          std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &preload, tls));
     } else {
       nodes.push_back(
           std::make_shared<connection>(strand, std::move(uris[i]), cfg, i, &preload, tls));
@@ -443,9 +420,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       if (top.is_string()) return held_by(top.text);
       return vote::failed;
     }
-    // {0, holder} held; {1, counter} set on a marked node ({1, 0} unfenced); {2, 0} set,
-    // node unmarked; {3, id} (fair) another waiter is first in line.
-    if (top.kind != resp::type::array || r.size() != 3 || r[1].kind != resp::type::integer)
+    // {0, holder} held; {1, counter, marker} set ({1, 0} unfair and unfenced), counted if
+    // the marker names the server that answered; {3, id} (fair) another waiter is first.
+    const std::size_t size = opts_.fenced && r.size() > 1 && r[1].integer == 1 ? 4 : 3;
+    if (top.kind != resp::type::array || r.size() != size || r[1].kind != resp::type::integer)
       return vote::failed;
     switch (r[1].integer) {
       case 0:
@@ -458,19 +436,18 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         if (!opts_.fenced) return vote::yes;
         if (r[2].kind != resp::type::integer) return vote::failed;
         fence_[i] = static_cast<std::uint64_t>(r[2].integer);
-        marked_[i] = true;
-        ++marked_yes_;
-        return vote::yes;
-      case 2:
-        if (!opts_.fenced) return vote::failed;
-        marked_[i] = false;
+        marked_[i] = trusted_marker(i, r[3]);
+        if (marked_[i]) {
+          ++marked_yes_;
+          return vote::yes;
+        }
         ++unmarked_yes_;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
         if (decided_) repair_unmarked();
         round_.texts[i] =
-            "set the key, but its fencing counters await repair (restarted empty "
-            "or new), so its vote does not count";
+            "set the key, but its fencing counters await repair (new, or restarted or "
+            "promoted since they were last repaired), so its vote does not count";
         return vote::yes;
       default:
         return vote::failed;

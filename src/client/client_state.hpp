@@ -259,6 +259,7 @@ struct lock_access {
   static std::chrono::milliseconds& ttl(lock& l) { return l.d_->ttl; }
   static boot_clock::time_point& deadline(lock& l) { return l.d_->deadline; }
   static bool& lost(lock& l) { return l.d_->lost; }
+  static bool& extending(lock& l) { return l.d_->extending; }
 };
 
 using void_completion = completion<void(error_code)>;

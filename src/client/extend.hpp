@@ -33,6 +33,9 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
     if (s_->closed) return complete(error::shut_down), false;
     if (Access::token(lk).empty()) return complete(error::no_lock), false;
     if (!lk.owns()) return complete(error::not_held), false;
+    // Two extensions in flight would leave the nodes with whichever TTL ran last, while
+    // the lock kept whichever verdict came last: one at a time.
+    if (Access::extending(lk)) return complete(error::extension_in_flight), false;
     if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;
       return complete(error::invalid_argument), false;
@@ -48,6 +51,7 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
     ttl_ = ttl;
     start_ = now;
     old_deadline_ = lk.deadline();
+    Access::extending(lk) = true;
     return true;
   }
 
@@ -88,6 +92,7 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
 
   // The lock's state changes before the caller hears of the outcome.
   void finish(const extension_verdict& v) {
+    Access::extending(*lk_) = false;
     Access::deadline(*lk_) = v.deadline;
     if (!v.outcome) Access::ttl(*lk_) = ttl_;
     if (v.lost) Access::lost(*lk_) = true;

@@ -2,9 +2,11 @@
 // and the repair of fencing counters on nodes that lost them.
 //
 // Fencing counters live in one hash per node. A persistent marker key says a node's
-// counters can be trusted; a node without it (new, or restarted empty) contributes no
-// counter value to a token until a repair has raised its counters to a maximum that
-// covers every token handed out, and then set its marker. The repair's rule, checked
+// counters can be trusted: its value names the incarnation of the server they were repaired
+// on (run id and replication id). A node whose marker is missing or names another
+// incarnation (new, restarted empty or from disk, a replica promoted) contributes no
+// counter value to a token until a repair has raised its counters to a maximum that covers
+// every token handed out, and then named its incarnation in the marker. The repair's rule, checked
 // with spin (verify/redlock.pml; docs/safety.md, "What was model-checked"):
 // - the maximum is taken when a majority of the nodes that answered are marked, or when
 //   every node answered (a new fleet, or one whose first repair reached only some
@@ -81,11 +83,12 @@ voter_facts client_state::facts(std::size_t i) const {
           .duplicate = duplicate[i],
           .duplicate_of = duplicate_of[i],
           .started_at = st.started_at,
-          .clock_jump_at = st.clock_jump_at};
+          .clock_jump_at = st.clock_jump_at,
+          .promoted_at = st.promoted_at};
 }
 
 bool client_state::independent(std::size_t i, std::string* why) const {
-  return may_vote(facts(i), false, {}, {}, why);
+  return independent_master(facts(i), why);
 }
 
 bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
@@ -142,16 +145,19 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   struct node_read {
     bool answered = false;
     bool marked = false;
+    std::string incarnation;  // of the server that answered the read
     std::map<std::string, std::int64_t> counters;
   };
 
   vote classify(std::size_t i, const resp::reply& r) override {
-    // {marked, {field, value, field, value, ...}}
-    if (r[0].kind != resp::type::array || r.size() < 3 || r[1].kind != resp::type::integer)
+    // {marker or nil, {field, value, field, value, ...}}
+    if (r[0].kind != resp::type::array || r.size() < 3 ||
+        (!r[1].is_string() && r[1].kind != resp::type::null) || r[2].kind != resp::type::array)
       return vote::failed;
     node_read& nr = results_[i];
     nr.answered = true;
-    nr.marked = r[1].integer == 1;
+    nr.marked = trusted_marker(i, r[1]);
+    nr.incarnation = status_incarnation(i);
     if (nr.marked) node_marked(i);  // another client may have repaired it
     for (std::size_t k = 3; k + 1 < r.size(); k += 2) {
       std::int64_t v = 0;
@@ -169,15 +175,25 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
     if (!write_repairs()) done();
   }
 
-  // A repair write: success marks the node.
+  // A repair write: success marks the node, if the server that took it is the one read
+  // (the marker names that incarnation; on another it vouches for nothing).
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
     if (ec)
       note_failure(i, ec, {});
     else if ((*r)[0].is_error())
       note_failure(i, error::server_error, (*r)[0].text);
-    else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
+    else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
+             writes_[i].answered_by && *writes_[i].answered_by == results_[i].incarnation)
       node_marked(i);
+    else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
+      failed_ = fmt::format("node {}: its server restarted or was promoted during the repair", i);
     if (outstanding_ == 0) done();
+  }
+
+  // The incarnation of the server behind node i's answer just read ("" if unknown).
+  std::string status_incarnation(std::size_t i) const {
+    const std::string* by = reqs_answered_by(i);
+    return by ? *by : std::string{};
   }
 
   void on_cancel() override {}  // nobody can cancel a repair
@@ -217,20 +233,25 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
       if (!results_[i].answered || !s_->independent(i)) continue;
       for (auto& [field, v] : results_[i].counters) maxima[field] = std::max(maxima[field], v);
     }
-    write_.clear();
-    resp::command_writer w{write_};
-    w.begin(5 + 2 * maxima.size()).arg("EVALSHA").arg(fence_repair_script.sha).arg(std::int64_t{2});
-    w.arg(hash_).arg(marker_);
-    for (auto& [field, v] : maxima) w.arg(field).arg(v);
     wrote_ = true;
     const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!results_[i].answered || results_[i].marked) continue;
+      if (!results_[i].answered || results_[i].marked || results_[i].incarnation.empty()) continue;
+      // Each write names the incarnation its node's read came from.
+      std::string& write = write_[i];
+      write.clear();
+      resp::command_writer w{write};
+      w.begin(6 + 2 * maxima.size())
+          .arg("EVALSHA")
+          .arg(fence_repair_script.sha)
+          .arg(std::int64_t{2});
+      w.arg(hash_).arg(marker_).arg(results_[i].incarnation);
+      for (auto& [field, v] : maxima) w.arg(field).arg(v);
       // Past its guard at the start (votes() reads the server it is connected to now),
       // and connected now: a write queued while reconnecting could reach a server that
       // restarted after our reads.
       if (!s_->nodes[i]->ready() || !s_->votes(i, ttl_, started_)) continue;
-      send_second(writes_[i], i, write_, &fence_repair_script, deadline);
+      send_second(writes_[i], i, write, &fence_repair_script, deadline);
     }
     return outstanding_ > 0;
   }
@@ -251,7 +272,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   std::array<request, max_nodes> writes_{};
   std::vector<node_read> results_;
   std::string payload_;
-  std::string write_;
+  std::array<std::string, max_nodes> write_;
   bool wrote_ = false;  // the repair writes went out
   std::string failed_;  // the last node error, for diagnostics
 };

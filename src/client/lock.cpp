@@ -64,6 +64,7 @@ void lock_data_recycler::operator()(lock_data* d) const noexcept {
   d->fence = 0;
   d->nodes = 0xffff;
   d->lost = false;
+  d->extending = false;
   d->prev = d->next = nullptr;
   d->linked = false;
   p->free.push_back(d);

@@ -39,6 +39,7 @@ struct multi_lock_access {
   static std::chrono::milliseconds& ttl(multi_lock& l) { return l.ttl_; }
   static boot_clock::time_point& deadline(multi_lock& l) { return l.deadline_; }
   static bool& lost(multi_lock& l) { return l.lost_; }
+  static bool& extending(multi_lock& l) { return l.extending_; }
 };
 
 void client_state::release_set_detached(const std::vector<std::string>& keys,
@@ -96,13 +97,13 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       return complete(error::invalid_argument, multi_lock{});
     }
     if (diag_) subject_ = join_names(resources_);
-    // On a fleet with a cluster node, each key's counters live in its slot's pair.
-    slotted_ = opts_.fenced && s_->has_cluster;
     keys_.reserve(resources_.size());
     for (const auto& r : resources_) {
       keys_.push_back(s_->cfg.key_prefix + r);
+      // Each key's counter pair: the fleet's, or on a fleet with a cluster node the one
+      // in the key's slot.
       if (opts_.fenced) fields_.push_back(s_->fence_field(r));
-      if (slotted_) pairs_.push_back(s_->fence_keys(keys_.back()));
+      if (opts_.fenced) pairs_.push_back(s_->fence_keys(keys_.back()));
     }
     if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
     const auto now = boot_clock::now();
@@ -156,21 +157,17 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
     const std::size_t n = keys_.size();
     payload_.clear();
-    if (slotted_) {
-      write_slotted_attempt();
-      return send_attempt(&slotted_multi_acquire_script);
-    }
+    // KEYS: the keys, or (fenced) each key with its pair; ARGV: token, TTL[, fields].
     resp::command_writer w{payload_};
-    w.begin(7 + n + fields_.size())
+    const std::size_t per_key = opts_.fenced ? 3 : 1;
+    w.begin(5 + per_key * n + fields_.size())
         .arg("EVALSHA")
         .arg(multi_acquire_script.sha)
-        .arg(std::int64_t(2 + n))
-        .arg(s_->fence_hash_key)
-        .arg(s_->fence_marker_key);
-    for (const auto& k : keys_) w.arg(k);
+        .arg(std::int64_t(per_key * n));
+    write_keys(w);
     w.arg(token_).arg(std::int64_t{opts_.ttl.count()});
     for (const auto& f : fields_) w.arg(f);
-    if (opts_.fenced) {
+    if (opts_.fenced && !s_->has_cluster) {
       for (std::size_t i = 0; i < s_->size(); ++i)
         if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
           s_->start_fence_repair(opts_.ttl);
@@ -180,16 +177,12 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     send_attempt(&multi_acquire_script);
   }
 
-  // The attempt of a fenced set with each key's pair (a fleet with a cluster node): the set's
-  // keys, then token, TTL, and each key's hash, marker and field. Its unmarked pairs are
-  // named by the answers, which start their repairs.
-  void write_slotted_attempt() {
-    const std::size_t n = keys_.size();
-    resp::command_writer w{payload_};
-    w.begin(5 + 4 * n).arg("EVALSHA").arg(slotted_multi_acquire_script.sha).arg(std::int64_t(n));
-    for (const auto& k : keys_) w.arg(k);
-    w.arg(token_).arg(std::int64_t{opts_.ttl.count()});
-    for (std::size_t k = 0; k < n; ++k) w.arg(pairs_[k].hash).arg(pairs_[k].marker).arg(fields_[k]);
+  // The set's keys; for a fenced set each followed by its counter pair's hash and marker.
+  void write_keys(resp::command_writer& w) const {
+    for (std::size_t k = 0; k < keys_.size(); ++k) {
+      w.arg(keys_[k]);
+      if (opts_.fenced) w.arg(pairs_[k].hash).arg(pairs_[k].marker);
+    }
   }
 
   void send_attempt(const script* lua) {
@@ -201,12 +194,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     on_tally();
   }
 
-  // Starts the repairs this attempt's unmarked answers call for: the fleet's pair, or
-  // (slotted) the pair of each key an answer named. A pair whose repair runs is skipped
-  // (start_fence_repair).
+  // Starts the repairs this attempt's unmarked answers call for: the pair of each key an
+  // answer did not vouch for. A pair whose repair runs is skipped (start_fence_repair).
   void repair_unmarked() {
     if (unmarked_yes_ == 0) return;
-    if (!slotted_) return s_->start_fence_repair(opts_.ttl);
     for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
       if (unmarked_keys_[k]) s_->start_fence_repair(opts_.ttl, pairs_[k]);
   }
@@ -218,45 +209,41 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
-    // {1[, counters]} / {2} taken; {0, k, holder} held. A key of another type fails the
-    // script with WRONGTYPE before anything is set (on_reply records it).
-    const std::size_t n = keys_.size();
+    // {1} / {1, counter, marker, ...} taken; {0, k, holder} held. A key of another type
+    // fails the script with WRONGTYPE before anything is set (on_reply records it).
+    // (pairs_, not keys_: a late answer may come after the keys went to the set handed out.)
+    const std::size_t n = pairs_.size();
     if (r[0].kind != resp::type::array || r.size() < 2 || r[1].kind != resp::type::integer)
       return vote::failed;
     switch (r[1].integer) {
-      case 1:
+      case 1: {
         if (!opts_.fenced) return r.size() == 2 ? vote::yes : vote::failed;
-        if (r.size() != n + 2) return vote::failed;
+        if (r.size() != 2 * n + 2) return vote::failed;
+        bool trusted = true;
         for (std::size_t k = 0; k < n; ++k) {
-          if (r[k + 2].kind != resp::type::integer) return vote::failed;
-          counters_[i * n + k] = static_cast<std::uint64_t>(r[k + 2].integer);
+          if (r[2 * k + 2].kind != resp::type::integer) return vote::failed;
+          counters_[i * n + k] = static_cast<std::uint64_t>(r[2 * k + 2].integer);
+          if (trusted_marker(i, r[2 * k + 3])) continue;
+          // This key's pair is not vouched for on this node: repaired, and the node's
+          // vote does not count.
+          trusted = false;
+          unmarked_keys_.resize(n);
+          unmarked_keys_[k] = true;
         }
-        marked_[i] = true;
-        ++marked_yes_;
-        return vote::yes;
-      case 2:
-        if (slotted_) {
-          // {2, k...}: the keys whose slot's pair is unmarked on this node. (pairs_, not
-          // keys_: a late answer may come after the keys went to the set handed out.)
-          const std::size_t m = pairs_.size();
-          if (r.size() < 3) return vote::failed;
-          for (std::size_t j = 2; j < r.size(); ++j) {
-            if (r[j].kind != resp::type::integer || r[j].integer < 1 ||
-                static_cast<std::size_t>(r[j].integer) > m)
-              return vote::failed;
-            unmarked_keys_.resize(m);
-            unmarked_keys_[static_cast<std::size_t>(r[j].integer) - 1] = true;
-          }
+        marked_[i] = trusted;
+        if (trusted) {
+          ++marked_yes_;
+          return vote::yes;
         }
-        marked_[i] = false;
         ++unmarked_yes_;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
         if (decided_) repair_unmarked();
         round_.texts[i] =
-            "took the set, but its fencing counters await repair (restarted "
-            "empty or new), so its vote does not count";
+            "took the set, but its fencing counters await repair (new, or restarted or "
+            "promoted since they were last repaired), so its vote does not count";
         return vote::yes;
+      }
       case 0:
         round_.texts[i] = fmt::format("\"{}\" held by another owner", blocker(r));
         return vote::held;
@@ -322,30 +309,12 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   // Round two of a fenced acquisition: every resource's T raised to at least T on every
   // node where every key of the set still holds our token. Only then are the tokens valid.
   void start_write_back() {
+    // KEYS: each key with its pair; ARGV: token, then each key's field and T.
     const std::size_t n = keys_.size();
     payload2_.clear();
     resp::command_writer w{payload2_};
-    if (slotted_) {
-      // Each key's T into its own pair: the set's keys, token, then hash, marker, field, T.
-      w.begin(4 + 5 * n).arg("EVALSHA").arg(slotted_multi_raise_script.sha).arg(std::int64_t(n));
-      for (const auto& k : keys_) w.arg(k);
-      w.arg(token_);
-      for (std::size_t k = 0; k < n; ++k)
-        w.arg(pairs_[k].hash)
-            .arg(pairs_[k].marker)
-            .arg(fields_[k])
-            .arg(static_cast<std::int64_t>(fences_[k]));
-      outstanding_ +=
-          send_write_back(*s_, payload2_, &slotted_multi_raise_script, valid_until_, this);
-      return on_write_back_tally();
-    }
-    w.begin(6 + 3 * n)
-        .arg("EVALSHA")
-        .arg(multi_raise_script.sha)
-        .arg(std::int64_t(2 + n))
-        .arg(s_->fence_hash_key)
-        .arg(s_->fence_marker_key);
-    for (const auto& k : keys_) w.arg(k);
+    w.begin(4 + 5 * n).arg("EVALSHA").arg(multi_raise_script.sha).arg(std::int64_t(3 * n));
+    write_keys(w);
     w.arg(token_);
     for (std::size_t k = 0; k < n; ++k)
       w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
@@ -461,7 +430,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   std::vector<std::string> fields_;
   // A fenced set on a fleet with a cluster node: each key's pair, and which of them an
   // answer of this attempt said are unmarked.
-  bool slotted_ = false;
   std::vector<fence_key_pair> pairs_;
   std::vector<bool> unmarked_keys_;
   lock_options opts_;

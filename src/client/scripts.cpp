@@ -8,10 +8,9 @@ namespace redlock::detail {
 // here (each is checked against SCRIPT LOAD by a test, so a change here that forgets its
 // SHA1 fails the suite).
 
-// How a cluster node splits the multi-key scripts (their per-shard forms are at the end).
-extern const split_form multi_acquire_split, multi_extend_split, multi_release_split,
-    quiet_multi_release_split, claim_split, settle_split, slotted_multi_acquire_split,
-    slotted_multi_raise_split;
+// How a cluster node splits the multi-key scripts per slot (at the end).
+extern const split_form multi_acquire_split, multi_raise_split, multi_extend_split,
+    multi_release_split, quiet_multi_release_split, claim_split, settle_split;
 
 // ---- single locks --------------------------------------------------------------------------
 
@@ -71,73 +70,62 @@ return r
 
 // ---- fencing (src/client/fencing.cpp) -------------------------------------------------------
 
+// A fence marker's value names the incarnation of the server whose counters it vouches for
+// (its run id and replication id, as the handshake reads them: node_status::incarnation).
+// The scripts answer the marker's value and the client compares it with the incarnation of
+// the server that answered (request::answered_by): a server restarted from disk, or a
+// replica promoted, keeps the marker but is a new incarnation, so its counters are not
+// trusted until the repair raised them and wrote its own name.
+
 // SET NX PX GET, then the counter. KEYS: lock key, fence hash, fence marker; ARGV: token, TTL,
-// counter field. {0, holder} held by another owner; {2, 0} set, but this node's counters are not
-// trusted (no marker); {1, counter} set and counted.
+// counter field. {0, holder} held by another owner; {1, counter, marker} set (the counter
+// counts only if the marker names the server that answered).
 const script fence_acquire_script{.body = R"lua(
 local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET")
 if cur then
   return {0, cur}
 end
-if redis.call("EXISTS", KEYS[3]) == 0 then
-  return {2, 0}
-end
-return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1)}
+return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1), redis.call("GET", KEYS[3])}
 )lua",
-                                  .sha = "85a09cd270654f84c9e0ca1a5608e839519c118d"};
+                                  .sha = "5b25a5f5d0e2b5d3402e17fb4bd8ee21cadc08fa"};
 
-// The write-back: raises the counter to at least T, only where the lock key still holds our token
-// and the marker exists. KEYS: lock key, fence hash, marker; ARGV: token, field, T. 1 raised (or
-// already there), 0 not ours or unmarked.
+// The write-back: raises the counter to at least T, only where the lock key still holds our
+// token. KEYS: lock key, fence hash, marker; ARGV: token, field, T. {1, marker} raised (or
+// already there: an acknowledgement if the marker names the server that answered), 0 not
+// ours.
 const script fence_raise_script{.body = R"lua(
-if redis.call("GET", KEYS[1]) ~= ARGV[1] or redis.call("EXISTS", KEYS[3]) == 0 then
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return 0
 end
 local cur = tonumber(redis.call("HGET", KEYS[2], ARGV[2]) or "0")
 if cur < tonumber(ARGV[3]) then
   redis.call("HSET", KEYS[2], ARGV[2], ARGV[3])
 end
-return 1
+return {1, redis.call("GET", KEYS[3])}
 )lua",
-                                .sha = "49dcf8d6e662d58afdd9271ef0a28c4d59bd3911"};
+                                .sha = "a5db72bb47205c661dc19da7fcf0c7f64ee16ef2"};
 
-// A primary of a Redis Cluster node that was promoted from a replica may have lost counter
-// increments while keeping its markers: every marker on it goes, so that each slot's
-// counters are repaired before they count again. No KEYS: runs on the one primary it is
-// sent to (a script without a shebang may touch its local keys of any slot). ARGV: the
-// markers' glob pattern. How many were deleted.
-const script forget_fence_markers_script{.body = R"lua(
-local cursor, n = "0", 0
-repeat
-  local r = redis.call("SCAN", cursor, "MATCH", ARGV[1], "COUNT", 1000)
-  cursor = r[1]
-  for _, k in ipairs(r[2]) do
-    n = n + redis.call("DEL", k)
-  end
-until cursor == "0"
-return n
-)lua",
-                                         .sha = "20632dcf020a65ea00a4249ab360f44ba06b8da6"};
-
-// The repair's read. KEYS: fence hash, marker. {marker exists, {field, value, ...}}.
+// The repair's read. KEYS: fence hash, marker. {marker (nil if none), {field, value, ...}}.
 const script fence_read_script{.body = R"lua(
-return {redis.call("EXISTS", KEYS[2]), redis.call("HGETALL", KEYS[1])}
+return {redis.call("GET", KEYS[2]), redis.call("HGETALL", KEYS[1])}
 )lua",
-                               .sha = "3aa96d9ff4b7158054abffc8ae15b037d7263978"};
+                               .sha = "2844f16582c8d38c34b059c7485de726e2d7a44a"};
 
-// The repair's write: raises each counter to at least the given value, then sets the marker. KEYS:
-// fence hash, marker; ARGV: field, value pairs. 1.
+// The repair's write: raises each counter to at least the given value, then names the
+// incarnation whose counters the read saw in the marker. KEYS: fence hash, marker; ARGV: that
+// incarnation, then field, value pairs. 1. (Written onto a server that restarted since the
+// read, the marker names the old incarnation and vouches for nothing.)
 const script fence_repair_script{.body = R"lua(
-for i = 1, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0")
   if cur < tonumber(ARGV[i + 1]) then
     redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1])
   end
 end
-redis.call("SET", KEYS[2], "1")
+redis.call("SET", KEYS[2], ARGV[1])
 return 1
 )lua",
-                                 .sha = "9803d945fee34599355ed7f9141d69b99887d125"};
+                                 .sha = "73c4316ada2301a6d2c949fc5134f1b851b0b9e6"};
 
 // ---- fair mode -----------------------------------------------------------------------------
 //
@@ -186,16 +174,16 @@ const script fair_acquire_script{.body = fair_acquire_text,
 
 // As fair_acquire_script, then counted as fence_acquire_script. KEYS: lock key, fence hash,
 // marker, line, line expiry; ARGV: token, TTL, field, id, ticket, place ms, join. {3, head}, {0,
-// holder}, {2, 0} or {1, counter}.
-const std::string fair_fence_acquire_text = R"lua(
+// holder} or {1, counter, marker}.
+const std::string fair_fence_acquire_text =
+    R"lua(
 local L, E, id, tk, ms, join = KEYS[4], KEYS[5], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-)lua" + fair_line.substr(1) + R"lua(if redis.call("EXISTS", KEYS[3]) == 0 then
-  return {2, 0}
-end
-return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1)}
+)lua" +
+    fair_line.substr(1) +
+    R"lua(return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1), redis.call("GET", KEYS[3])}
 )lua";
 const script fair_fence_acquire_script{.body = fair_fence_acquire_text,
-                                       .sha = "378d78714fcbae72f35645f3fa3c121e67b172b0"};
+                                       .sha = "9b8ac5f8fd7585f1d6d5c9f96564c465bf0f8bb1"};
 
 // Leaves the line. KEYS: line, line expiry; ARGV: id. 1.
 const script line_leave_script{.body = R"lua(
@@ -210,115 +198,67 @@ return 1
 // Multi-resource sets (src/client/multi.cpp): every key checked before any is set, so that a node
 // never keeps part of a set.
 
-// KEYS: fence hash, marker, then the set's keys; ARGV: token, TTL[, counter fields]. {0, k,
-// holder} key k held by another owner, nothing taken; {1} taken (unfenced); {2} taken, node
-// unmarked; {1, counters...} taken and counted. A key of another type fails the script with
-// WRONGTYPE in its check, before anything is set.
+// Every key a set script touches is in KEYS. An unfenced set's KEYS are its keys; a fenced set's
+// are one triple per key: the lock key, then the hash and marker of its counter's pair (the
+// fleet's one pair, repeated, or on a fleet with a cluster node the pair in the key's own
+// slot), so that the triples of one slot form a call of their own on a cluster node.
+
+// KEYS: the set's keys, or its triples; ARGV: token, TTL[, one counter field per key]. {0, k,
+// holder} key k (1-based) held by another owner, nothing taken; {1} taken (unfenced); {1,
+// counter, marker, counter, marker, ...} taken, with each key's counter and its pair's marker.
+// A key of another type fails the script with WRONGTYPE in its check, before anything is set.
 constexpr std::string_view multi_acquire_text = R"lua(
-for i = 3, #KEYS do
+local step = 1
+if #ARGV > 2 then
+  step = 3
+end
+for i = 1, #KEYS, step do
   local v = redis.call("GET", KEYS[i])
   if v then
-    return {0, i - 2, v}
+    return {0, (i - 1) / step + 1, v}
   end
 end
-for i = 3, #KEYS do
+for i = 1, #KEYS, step do
   redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
 end
-if #ARGV == 2 then
+if step == 1 then
   return {1}
 end
-if redis.call("EXISTS", KEYS[2]) == 0 then
-  return {2}
-end
 local r = {1}
-for i = 3, #ARGV do
-  r[i - 1] = redis.call("HINCRBY", KEYS[1], ARGV[i], 1)
+for j = 3, #ARGV do
+  local i = 3 * j - 8
+  r[#r + 1] = redis.call("HINCRBY", KEYS[i + 1], ARGV[j], 1)
+  r[#r + 1] = redis.call("GET", KEYS[i + 2])
 end
 return r
 )lua";
 const script multi_acquire_script{.body = multi_acquire_text,
-                                  .sha = "75096bbba10cf025eeb16743cf203bcf17d24849",
+                                  .sha = "ff07f5f527771550ad70e7a78a1c1b8def6fe846",
                                   .split = &multi_acquire_split};
 
-// KEYS as above; ARGV: token, then field, T pairs. Raises the counters only where the marker
-// exists and every key still holds our token: 1, else 0.
-const script multi_raise_script{.body = R"lua(
-if redis.call("EXISTS", KEYS[2]) == 0 then
-  return 0
-end
-for i = 3, #KEYS do
+// KEYS: the set's triples; ARGV: token, then per key its field and T. Where every key still
+// holds our token, raises each counter to at least its T: {1, marker, marker, ...} (each key's
+// pair's marker); else 0, nothing written.
+constexpr std::string_view multi_raise_text = R"lua(
+for i = 1, #KEYS, 3 do
   if redis.call("GET", KEYS[i]) ~= ARGV[1] then
     return 0
   end
 end
-for i = 2, #ARGV, 2 do
-  local cur = tonumber(redis.call("HGET", KEYS[1], ARGV[i]) or "0")
-  if cur < tonumber(ARGV[i + 1]) then
-    redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1])
+local r = {1}
+for j = 2, #ARGV, 2 do
+  local i = 3 * (j / 2) - 2
+  local cur = tonumber(redis.call("HGET", KEYS[i + 1], ARGV[j]) or "0")
+  if cur < tonumber(ARGV[j + 1]) then
+    redis.call("HSET", KEYS[i + 1], ARGV[j], ARGV[j + 1])
   end
-end
-return 1
-)lua",
-                                .sha = "adb543345f9dedcab9b5cbd85da15d570949079c"};
-
-// Fenced sets on a fleet with a cluster node, where each key's counters live in its slot's
-// pair (fence_key_pair). KEYS: the set's keys; ARGV: token, TTL, then per key its pair's hash,
-// its marker and its counter field. {0, k, holder} as multi_acquire; {2, k...} taken, the keys
-// k (1-based) with an unmarked pair, nothing counted; {1, counters...} taken and counted.
-constexpr std::string_view slotted_multi_acquire_text = R"lua(
-for i = 1, #KEYS do
-  local v = redis.call("GET", KEYS[i])
-  if v then
-    return {0, i, v}
-  end
-end
-for i = 1, #KEYS do
-  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
-end
-local r = {2}
-for i = 1, #KEYS do
-  if redis.call("EXISTS", ARGV[3 * i + 1]) == 0 then
-    r[#r + 1] = i
-  end
-end
-if #r > 1 then
-  return r
-end
-r = {1}
-for i = 1, #KEYS do
-  r[i + 1] = redis.call("HINCRBY", ARGV[3 * i], ARGV[3 * i + 2], 1)
+  r[#r + 1] = redis.call("GET", KEYS[i + 2])
 end
 return r
 )lua";
-const script slotted_multi_acquire_script{.body = slotted_multi_acquire_text,
-                                          .sha = "2e13aa13d7b0a5b6800fae13af43215c187a56c8",
-                                          .split = &slotted_multi_acquire_split};
-
-// KEYS: the set's keys; ARGV: token, then per key its pair's hash, marker, field and T. As
-// multi_raise, with each key's own pair: 1 raised, 0 (nothing written) if a key no longer
-// holds our token or a pair is unmarked.
-constexpr std::string_view slotted_multi_raise_text = R"lua(
-for i = 1, #KEYS do
-  if redis.call("GET", KEYS[i]) ~= ARGV[1] then
-    return 0
-  end
-end
-for i = 1, #KEYS do
-  if redis.call("EXISTS", ARGV[4 * i - 1]) == 0 then
-    return 0
-  end
-end
-for i = 1, #KEYS do
-  local cur = tonumber(redis.call("HGET", ARGV[4 * i - 2], ARGV[4 * i]) or "0")
-  if cur < tonumber(ARGV[4 * i + 1]) then
-    redis.call("HSET", ARGV[4 * i - 2], ARGV[4 * i], ARGV[4 * i + 1])
-  end
-end
-return 1
-)lua";
-const script slotted_multi_raise_script{.body = slotted_multi_raise_text,
-                                        .sha = "053abe3421fac85433432ad66f46379be6ec4577",
-                                        .split = &slotted_multi_raise_split};
+const script multi_raise_script{.body = multi_raise_text,
+                                .sha = "b824ccd1c977ee1ee4a6df62ff482e068ee34fc8",
+                                .split = &multi_raise_split};
 
 // KEYS: the set's keys; ARGV: token, TTL. PEXPIRE on all if every key holds our token: 1, else 0.
 constexpr std::string_view multi_extend_text = R"lua(
@@ -439,74 +379,24 @@ return r
 const script settle_script{
     .body = settle_text, .sha = "c818c10db26171793d8ec468f44d227d65009957", .split = &settle_split};
 
-// ---- per-shard forms (a node that is a Redis Cluster) ---------------------------------------
+// ---- calls split per slot (a node that is a Redis Cluster) -----------------------------------
 //
-// A call whose keys span slots goes to each shard as its per-shard form: the script's own text
-// after a prelude that reads the keys from ARGV (KEYS: the part's first key, so that the call is
-// routed and redirected by it; ARGV: the number of keys, the keys, then the script's ARGV), with
-// the flag that lets it touch keys of other slots on its shard. A key whose slot is not on the
-// shard (a stale map, a migration) fails its command: the claim and settle scripts answer -2 for
-// it (not done there), the set scripts check every key before they write.
-
-constexpr std::string_view shard_prelude = R"lua(#!lua flags=allow-cross-slot-keys
-local n = tonumber(ARGV[1])
-local K, A = {}, {}
-for i = 1, n do
-  K[i] = ARGV[i + 1]
-end
-for i = n + 2, #ARGV do
-  A[i - n - 1] = ARGV[i]
-end
-local KEYS, ARGV = K, A)lua";
-
-std::string shard_text(std::string_view body) {
-  return std::string{shard_prelude} + std::string{body};
-}
-
-const std::string multi_acquire_shard_text = shard_text(multi_acquire_text);
-const std::string multi_extend_shard_text = shard_text(multi_extend_text);
-const std::string multi_release_shard_text = shard_text(multi_release_text);
-const std::string quiet_multi_release_shard_text = shard_text(quiet_multi_release_text);
-const std::string claim_shard_text = shard_text(claim_text);
-const std::string settle_shard_text = shard_text(settle_text);
-const std::string slotted_multi_acquire_shard_text = shard_text(slotted_multi_acquire_text);
-const std::string slotted_multi_raise_shard_text = shard_text(slotted_multi_raise_text);
-
-const script multi_acquire_shard_script{.body = multi_acquire_shard_text,
-                                        .sha = "e2d5ea8c759d7dc6c04684ea0dfcb9e59a26fd15"};
-const script multi_extend_shard_script{.body = multi_extend_shard_text,
-                                       .sha = "60288624e856d27c760b1a953239e2f1400465de"};
-const script multi_release_shard_script{.body = multi_release_shard_text,
-                                        .sha = "e512fd02183a5fa3e4fd9940ea08e776bedfac81"};
-const script quiet_multi_release_shard_script{.body = quiet_multi_release_shard_text,
-                                              .sha = "2da49a145660021070415aa201767c50e5dce1cf"};
-const script claim_shard_script{.body = claim_shard_text,
-                                .sha = "aae7f88d1d279afcfa418ee30699c7d28b2653fa"};
-const script settle_shard_script{.body = settle_shard_text,
-                                 .sha = "6214c6d4ebfd0c4dff4a5becd19e3fb0ce1125e9"};
-const script slotted_multi_acquire_shard_script{.body = slotted_multi_acquire_shard_text,
-                                                .sha = "aede3db011fa9e1b5ade7798c86631d41220804b"};
-const script slotted_multi_raise_shard_script{.body = slotted_multi_raise_shard_text,
-                                              .sha = "6948c6395c9a599e9593599b9083ffeef5f3d226"};
+// A call whose keys span slots goes to a cluster node as one call of the same script per slot,
+// each with that slot's keys (and their ARGV entries), so that every key a part touches is
+// declared and Redis's own migration rules hold: a part whose keys are not all on the server
+// that got it is answered TRYAGAIN (or ASK first) and does not run. The node merges the parts'
+// answers into the one the whole call would have given (split_form::merge).
 
 using merge = split_form::merge;
-// Lead keys (the fence hash and marker of a set) go to every part unused. A fenced set on a
-// fleet with a cluster node runs the slotted scripts (each key's pair in its own slot); a call
-// whose ARGV does not fit the form is sent whole.
-const split_form multi_acquire_split{&multi_acquire_shard_script,      2, 2, 0, merge::set_acquire,
-                                     &quiet_multi_release_shard_script};
-const split_form multi_extend_split{&multi_extend_shard_script, 0, 2, 0, merge::all_ones};
-const split_form multi_release_split{&multi_release_shard_script, 0, 1, 0, merge::sum};
-const split_form quiet_multi_release_split{&quiet_multi_release_shard_script, 0, 1, 0, merge::sum};
-const split_form claim_split{&claim_shard_script, 0, 1, 1, merge::per_key};
-const split_form settle_split{&settle_shard_script, 0, 1, 1, merge::per_key};
-// A part of a fenced set's write-back that did not raise (a key lost, a pair unmarked) makes
-// the node's answer 0: its vote for the tokens does not count (raising elsewhere is safe).
-const split_form slotted_multi_acquire_split{
-    &slotted_multi_acquire_shard_script, 0, 2, 3, merge::set_acquire,
-    &quiet_multi_release_shard_script};
-const split_form slotted_multi_raise_split{&slotted_multi_raise_shard_script, 0, 1, 4,
-                                           merge::all_ones};
+// {shared ARGV entries, KEYS per item, ARGV entries per item, merge, undo}. A call with no ARGV
+// beyond the shared ones has one key per item (an unfenced set).
+const split_form multi_acquire_split{2, 3, 1, merge::set_acquire, &quiet_multi_release_script};
+const split_form multi_raise_split{1, 3, 2, merge::set_raise};
+const split_form multi_extend_split{2, 1, 0, merge::all_ones};
+const split_form multi_release_split{1, 1, 0, merge::sum};
+const split_form quiet_multi_release_split{1, 1, 0, merge::sum};
+const split_form claim_split{1, 1, 1, merge::per_key};
+const split_form settle_split{1, 1, 1, merge::per_key};
 
 // ---- inspection ----------------------------------------------------------------------------
 
@@ -532,43 +422,17 @@ return {info,t,v,redis.call("pttl",KEYS[1]),f}
 )lua",
                             .sha = "1af8f658bf709ec9c3dbf19caee855f020755f85"};
 
-std::span<const script* const> shard_scripts() {
-  static const script* const all[] = {
-      &multi_acquire_shard_script,
-      &multi_extend_shard_script,
-      &multi_release_shard_script,
-      &quiet_multi_release_shard_script,
-      &claim_shard_script,
-      &settle_shard_script,
-      &slotted_multi_acquire_shard_script,
-      &slotted_multi_raise_shard_script,
-  };
-  return all;
-}
-
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
-      &release_script,
-      &quiet_release_script,
-      &extend_script,
-      &batch_extend_script,
-      &fence_acquire_script,
-      &fence_raise_script,
-      &fence_read_script,
-      &fence_repair_script,
-      &forget_fence_markers_script,
-      &fair_acquire_script,
-      &fair_fence_acquire_script,
-      &line_leave_script,
-      &multi_acquire_script,
-      &multi_raise_script,
-      &multi_extend_script,
-      &multi_release_script,
-      &quiet_multi_release_script,
-      &slotted_multi_acquire_script,
-      &slotted_multi_raise_script,
-      &claim_script,
-      &settle_script,
+      &release_script,       &quiet_release_script,
+      &extend_script,        &batch_extend_script,
+      &fence_acquire_script, &fence_raise_script,
+      &fence_read_script,    &fence_repair_script,
+      &fair_acquire_script,  &fair_fence_acquire_script,
+      &line_leave_script,    &multi_acquire_script,
+      &multi_raise_script,   &multi_extend_script,
+      &multi_release_script, &quiet_multi_release_script,
+      &claim_script,         &settle_script,
       &inspect_script,
   };
   return all;

@@ -21,7 +21,6 @@ extern const script fence_acquire_script;
 extern const script fence_raise_script;
 extern const script fence_read_script;
 extern const script fence_repair_script;
-extern const script forget_fence_markers_script;
 
 // Fair mode
 extern const script fair_acquire_script;
@@ -34,9 +33,6 @@ extern const script multi_raise_script;
 extern const script multi_extend_script;
 extern const script multi_release_script;
 extern const script quiet_multi_release_script;
-// Fenced sets on a fleet with a cluster node: each key's counters in its slot's pair
-extern const script slotted_multi_acquire_script;
-extern const script slotted_multi_raise_script;
 
 // Claims
 extern const script claim_script;
@@ -52,8 +48,5 @@ extern const script inspect_script;
 
 /// Every script above, once.
 std::span<const script* const> all_scripts();
-/// The per-shard forms of the scripts a cluster node splits (split_form::per_shard), once:
-/// loaded on cluster shards only, since their first line needs Redis 7.
-std::span<const script* const> shard_scripts();
 
 }  // namespace redlock::detail

@@ -251,29 +251,31 @@ void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
   });
 }
 
-// ---- calls split per shard ---------------------------------------------------------------
+// ---- calls split per slot ----------------------------------------------------------------
 
 // The parts of one split call: each is routed as a request of its own (redirections and
 // all), and the user's request is answered once, when the last part is, with the reply the
 // whole call would have given (split_form::merge). A part that failed stands for "may have
-// run" (-1 per key) and one never sent for "not run" (-2); a definite refusal (a key held, a
-// token not found) outweighs a failure elsewhere.
+// run" (-1 per item) and one not run for "not run" (-2): never sent, or refused by Redis
+// without running (TRYAGAIN while its slot migrates, or any other error reply). A definite
+// refusal (a key held, a token not found) outweighs a failure elsewhere. Fence markers are
+// vetted against the server that answered each part: one that names it becomes
+// vetted_marker, any other nil, and the merged reply is "answered by" vetted_marker.
 class cluster_node::splitter final : public request_sink {
  public:
   splitter(cluster_node& owner, request& outer, const split_form& form, split_plan plan)
       : owner_(owner), outer_(&outer), form_(form), plan_(std::move(plan)) {
     parts_.resize(plan_.payloads.size());
     took_.assign(parts_.size(), false);
-    if (form_.how == split_form::merge::per_key) codes_.assign(plan_.keys, -2);
+    if (form_.how == split_form::merge::per_key) codes_.assign(plan_.items_in_call, -2);
   }
 
   // Routes every part; an error when none was accepted (then nothing will be answered).
   error_code start(std::list<splitter>::iterator self) {
     self_ = self;
     error_code first;
-    const script* lua = plan_.by_sha ? form_.per_shard : nullptr;
     for (std::size_t k = 0; k < parts_.size(); ++k) {
-      parts_[k] = request{plan_.payloads[k], lua, outer_->deadline, this, k, false};
+      parts_[k] = request{plan_.payloads[k], outer_->lua, outer_->deadline, this, k, false};
       if (const auto ec = owner_.route(parts_[k])) {
         // Not sent: its keys were not taken there (-2), and the whole is not done.
         if (!first) first = ec;
@@ -291,7 +293,7 @@ class cluster_node::splitter final : public request_sink {
     if (ec || !r) {
       if (!failure_) failure_ = ec ? ec : error_code{error::node_timeout};
       for (auto j : items)
-        if (!codes_.empty()) codes_[j] = -1;
+        if (!codes_.empty() && form_.how == split_form::merge::per_key) codes_[j] = -1;
     } else {
       take(k, items, *r);
     }
@@ -299,58 +301,33 @@ class cluster_node::splitter final : public request_sink {
   }
 
  private:
+  using merge = split_form::merge;
+
+  // A marker the part's server answered, as the merged reply carries it.
+  const resp::node& vet(std::size_t k, const resp::node& marker) const {
+    static const resp::node trusted{.kind = resp::type::bulk_string, .text = vetted_marker};
+    static const resp::node untrusted{.kind = resp::type::null};
+    return marker_trusted(parts_[k], marker) ? trusted : untrusted;
+  }
+
   void take(std::size_t k, const std::vector<std::uint32_t>& items, const resp::reply& r) {
-    using merge = split_form::merge;
     const resp::node& top = r[0];
     const bool array = top.kind == resp::type::array;
+    const bool flat = array && r.size() == top.size + 1;
     if (top.is_error()) {
+      // Not run: TRYAGAIN (its keys are split between two servers by a migration), or
+      // another refusal. Its items stay "not run"; a set's parts are given back (this one
+      // too: a script that failed half-way may have set some keys).
       note_error(top.text);
     } else if (form_.how == merge::per_key) {
-      const bool fits = array && top.size == items.size() && r.size() == items.size() + 1;
-      bool not_here = false;
-      for (std::size_t i = 0; i < items.size(); ++i) {
+      const bool fits = flat && top.size == items.size();
+      for (std::size_t i = 0; i < items.size(); ++i)
         codes_[items[i]] =
             fits && r[i + 1].kind == resp::type::integer ? r[i + 1].integer : std::int64_t{-1};
-        not_here |= codes_[items[i]] == -2;
-      }
-      // A key not done on its shard: most likely its slot moved behind our map.
-      if (not_here) owner_.schedule_refresh();
       if (fits) answered_ = true;
       if (!fits) note_error("ERR a shard's reply to its part of a split call was malformed");
-    } else if (form_.how == merge::set_acquire) {
-      // {1}, or {1, a counter per key}, or {2, the 1-based keys whose pair is unmarked}.
-      const bool flat = array && top.size >= 1 && r.size() == top.size + 1 &&
-                        std::all_of(r.begin() + 1, r.end(), [](const resp::node& n) {
-                          return n.kind == resp::type::integer;
-                        });
-      const std::int64_t code = flat ? r[1].integer : -1;
-      auto in_part = [&](const resp::node& n) {
-        return n.integer >= 1 && static_cast<std::uint64_t>(n.integer) <= items.size();
-      };
-      if (code == 1 && top.size == 1) {
-        answered_ = true;
-        ++bare_parts_;
-      } else if (code == 1 && top.size == items.size() + 1) {
-        answered_ = true;
-        ++counted_parts_;
-        codes_.resize(plan_.keys);  // a fenced set's counters, in the whole call's order
-        for (std::size_t i = 0; i < items.size(); ++i) codes_[items[i]] = r[i + 2].integer;
-      } else if (code == 2 && top.size >= 2 && std::all_of(r.begin() + 2, r.end(), in_part)) {
-        answered_ = true;
-        for (std::size_t i = 2; i < r.size(); ++i)
-          unmarked_.push_back(items[static_cast<std::size_t>(r[i].integer - 1)] + 1);
-      } else if (array && top.size == 3 && r.size() == 4 && r[1].integer == 0 &&
-                 r[2].kind == resp::type::integer && r[2].integer >= 1 &&
-                 static_cast<std::uint64_t>(r[2].integer) <= items.size()) {
-        took_[k] = false;
-        if (!refused_) {
-          refused_ = true;
-          refused_at_ = items[static_cast<std::size_t>(r[2].integer - 1)] + 1;
-          holder_.assign(r[3].text);
-        }
-      } else {
-        note_error("ERR a shard's reply to its part of a split call was malformed");
-      }
+    } else if (form_.how == merge::set_acquire || form_.how == merge::set_raise) {
+      take_set(k, items, r, flat);
     } else if (top.kind == resp::type::integer) {
       answered_ = true;
       total_ += top.integer;
@@ -360,86 +337,106 @@ class cluster_node::splitter final : public request_sink {
     }
   }
 
+  // set_acquire: {1}, {1, counter, marker, ...} or {0, k, holder}; set_raise: {1, marker,
+  // ...} or 0.
+  void take_set(std::size_t k, const std::vector<std::uint32_t>& items, const resp::reply& r,
+                bool flat) {
+    const resp::node& top = r[0];
+    const bool acquire = form_.how == merge::set_acquire;
+    const std::size_t per_item = acquire ? 2 : 1;
+    const bool ok = flat && top.size >= 1 && r[1].kind == resp::type::integer && r[1].integer == 1;
+    if (ok && acquire && top.size == 1) {
+      answered_ = true;
+      ++bare_parts_;
+    } else if (ok && top.size == 1 + per_item * items.size()) {
+      answered_ = true;
+      ++counted_parts_;
+      values_.resize(plan_.items_in_call * per_item);
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::size_t at = 2 + per_item * i;
+        if (acquire && r[at].kind != resp::type::integer)
+          return note_error("ERR a shard's reply to its part of a split call was malformed");
+        for (std::size_t e = 0; e < per_item; ++e) {
+          const resp::node& v = r[at + e];
+          values_[items[i] * per_item + e] = e + 1 == per_item ? vet(k, v) : v;
+        }
+      }
+    } else if (!acquire && top.kind == resp::type::integer && top.integer == 0) {
+      refused_ = true;
+    } else if (acquire && flat && top.size == 3 && r[1].kind == resp::type::integer &&
+               r[1].integer == 0 && r[2].kind == resp::type::integer && r[2].integer >= 1 &&
+               static_cast<std::uint64_t>(r[2].integer) <= items.size()) {
+      took_[k] = false;
+      if (!refused_) {
+        refused_ = true;
+        refused_at_ = items[static_cast<std::size_t>(r[2].integer - 1)] + 1;
+        holder_.assign(r[3].text);
+      }
+    } else {
+      note_error("ERR a shard's reply to its part of a split call was malformed");
+    }
+  }
+
   void note_error(std::string_view text) {
-    if (text.find("non local key") != std::string_view::npos) owner_.schedule_refresh();
     if (!error_reply_) error_text_.assign(text);
     error_reply_ = true;
   }
 
   void finish() {
-    using merge = split_form::merge;
-    // A refused set: what the other parts took (or may have) is given back on this node.
-    if (refused_ && form_.how == merge::set_acquire && plan_.undo.size() == parts_.size())
+    // A refused or failed set: what the other parts took (or may have) is given back on
+    // this node.
+    if ((refused_ || error_reply_ || failure_) && form_.how == merge::set_acquire &&
+        plan_.undo.size() == parts_.size())
       for (std::size_t k = 0; k < parts_.size(); ++k)
         if (took_[k]) owner_.route_detached(std::move(plan_.undo[k]));
-    // Moved out first: answering may start another call on this node, and this one ends.
-    request_sink* sink = outer_->sink;
-    const std::size_t index = outer_->index;
-    const auto how = form_.how;
-    const bool refused = refused_, error_reply = error_reply_;
-    const error_code failure = failure_;
-    const std::int64_t total = total_, refused_at = refused_at_;
-    std::string text = std::move(refused_ ? holder_ : error_text_);
-    std::vector<std::int64_t> codes = std::move(codes_);
-    const bool answered = answered_;
-    const bool mixed = counted_parts_ > 0 && bare_parts_ > 0;
-    const bool counted = counted_parts_ > 0;
-    std::vector<std::int64_t> unmarked = std::move(unmarked_);
-    owner_.splits_.erase(self_);
+    // Out of the node's list first (answering may start another call on this node); this
+    // splitter ends with the function, after the user's request was answered.
+    std::list<splitter> ending;
+    ending.splice(ending.end(), owner_.splits_, self_);
+    request& outer = *outer_;
+    const resp::reply out = merged();
+    if (out.empty()) return outer.sink->on_reply(outer.index, failure_, nullptr);
+    static const std::string vetted{vetted_marker};
+    outer.answered_by = &vetted;
+    outer.sink->on_reply(outer.index, {}, &out);
+  }
 
+  // The whole call's reply; empty when it is the failure's.
+  resp::reply merged() {
     resp::reply out;
-    auto integer = [&](std::int64_t v) {
-      resp::node n;
-      n.kind = resp::type::integer;
-      n.integer = v;
-      return n;
+    auto integer = [](std::int64_t v) {
+      return resp::node{.kind = resp::type::integer, .integer = v};
     };
-    auto array = [&](std::size_t size) {
-      resp::node n;
-      n.kind = resp::type::array;
-      n.size = size;
-      return n;
+    auto array = [](std::size_t size) {
+      return resp::node{.kind = resp::type::array, .size = size};
     };
-    auto error_node = [&] {
-      resp::node n;
-      n.kind = resp::type::simple_error;
-      n.text = text;
-      return n;
-    };
-    const bool definite = refused && (how == merge::set_acquire || how == merge::all_ones);
-    if (how == merge::per_key ? !answered && failure : failure && !definite)
-      return sink->on_reply(index, failure, nullptr);
+    const auto how = form_.how;
+    const bool set = how == merge::set_acquire || how == merge::set_raise;
+    const bool definite = refused_ && (set || how == merge::all_ones);
+    if (how == merge::per_key ? !answered_ && failure_ : failure_ && !definite) return out;
     if (how == merge::per_key) {
-      out.push_back(array(codes.size()));
-      for (auto c : codes) out.push_back(integer(c));
+      out.push_back(array(codes_.size()));
+      for (auto c : codes_) out.push_back(integer(c));
     } else if (definite && how == merge::set_acquire) {
       out.push_back(array(3));
       out.push_back(integer(0));
-      out.push_back(integer(refused_at));
-      resp::node h;
-      h.kind = resp::type::bulk_string;
-      h.text = text;
-      out.push_back(h);
+      out.push_back(integer(refused_at_));
+      out.push_back(resp::node{.kind = resp::type::bulk_string, .text = holder_});
     } else if (definite) {
       out.push_back(integer(0));
-    } else if (error_reply || (how == merge::set_acquire && mixed && unmarked.empty())) {
-      if (!error_reply) text = "ERR the shards' replies to the parts of a split set disagree";
-      out.push_back(error_node());
-    } else if (how == merge::set_acquire && !unmarked.empty()) {
-      std::sort(unmarked.begin(), unmarked.end());
-      out.push_back(array(1 + unmarked.size()));
-      out.push_back(integer(2));
-      for (auto k : unmarked) out.push_back(integer(k));
-    } else if (how == merge::set_acquire) {
-      out.push_back(array(1 + (counted ? codes.size() : 0)));
+    } else if (error_reply_ || (counted_parts_ > 0 && bare_parts_ > 0)) {
+      if (!error_reply_)
+        error_text_ = "ERR the shards' replies to the parts of a split set disagree";
+      out.push_back(resp::node{.kind = resp::type::simple_error, .text = error_text_});
+    } else if (set) {
+      out.push_back(array(1 + values_.size()));
       out.push_back(integer(1));
-      if (counted)
-        for (auto c : codes) out.push_back(integer(c));
+      for (const auto& v : values_) out.push_back(v);
     } else {
-      out.push_back(integer(how == merge::sum ? total : 1));
+      out.push_back(integer(how == merge::sum ? total_ : 1));
     }
     for (std::size_t i = 1; i < out.size(); ++i) out[i].depth = 1;
-    sink->on_reply(index, {}, &out);
+    return out;
   }
 
   cluster_node& owner_;
@@ -450,13 +447,13 @@ class cluster_node::splitter final : public request_sink {
   std::vector<bool> took_;  // sent, and not refused: may hold its keys
   std::list<splitter>::iterator self_;
   std::size_t remaining_ = 0;
-  std::vector<std::int64_t> codes_;     // per_key: each split key's answer; set_acquire: counters
-  std::int64_t total_ = 0;              // sum
-  std::int64_t refused_at_ = 0;         // set_acquire: the refused key (1-based, whole call)
-  std::string holder_;                  // set_acquire: who holds it
-  std::vector<std::int64_t> unmarked_;  // set_acquire: keys (1-based) of unmarked pairs
-  std::size_t counted_parts_ = 0;       // set_acquire: parts that answered {1, counters}
-  std::size_t bare_parts_ = 0;          // set_acquire: parts that answered {1}
+  std::vector<std::int64_t> codes_;  // per_key: each item's answer
+  std::vector<resp::node> values_;   // set_acquire, set_raise: per item, in the call's order
+  std::int64_t total_ = 0;           // sum
+  std::int64_t refused_at_ = 0;      // set_acquire: the refused item (1-based, whole call)
+  std::string holder_;               // set_acquire: who holds it
+  std::size_t counted_parts_ = 0;    // parts that answered with values per item
+  std::size_t bare_parts_ = 0;       // set_acquire: parts that answered {1}
   bool refused_ = false;
   bool answered_ = false;  // a part answered as the script does
   bool error_reply_ = false;
@@ -472,54 +469,51 @@ cluster_node::plan_result cluster_node::plan_split(std::string_view payload, con
   if (!form && preload_)
     for (const script* sc : *preload_)
       if (sc->split && (call->by_sha ? sc->sha : sc->body) == call->script) form = sc->split;
-  if (!form || call->keys.size() <= form->lead_keys) return plan_result::whole;
-  const std::size_t lead = form->lead_keys, m = call->keys.size() - lead;
-  const std::size_t per_key = form->args_per_key;
-  if (call->args.size() != form->shared_args + per_key * m) return plan_result::whole;
+  if (!form || call->keys.empty() || call->args.size() < form->shared_args)
+    return plan_result::whole;
+  const bool per_item_args = call->args.size() > form->shared_args;
+  const std::size_t kpi = per_item_args ? form->keys_per_item : 1;
+  const std::size_t api = per_item_args ? form->args_per_item : 0;
+  if (kpi == 0 || call->keys.size() % kpi != 0) return plan_result::whole;
+  const std::size_t m = call->keys.size() / kpi;
+  if (call->args.size() != form->shared_args + api * m) return plan_result::whole;
   const std::uint16_t first = key_slot(call->keys[0]);
   if (std::all_of(call->keys.begin(), call->keys.end(),
                   [&](std::string_view k) { return key_slot(k) == first; }))
-    return plan_result::whole;  // one slot: the script as it is
-  std::vector<std::uint32_t> part_of_shard(shards_.size(), no_part);
+    return plan_result::whole;  // one slot: the call as it is
+  // One part per slot, in order of first appearance (a set of 64 names: at most 64 parts).
+  std::vector<std::uint16_t> slot_of_part;
   for (std::uint32_t j = 0; j < m; ++j) {
-    const std::uint16_t s = owner_[key_slot(call->keys[lead + j])];
-    if (s == no_shard || !shards_[s].conn) return plan_result::unmapped;
-    if (part_of_shard[s] == no_part) {
-      part_of_shard[s] = static_cast<std::uint32_t>(out.items.size());
+    const std::uint16_t slot = key_slot(call->keys[j * kpi]);
+    if (owner_[slot] == no_shard || !shards_[owner_[slot]].conn) return plan_result::unmapped;
+    const auto part = static_cast<std::size_t>(
+        std::find(slot_of_part.begin(), slot_of_part.end(), slot) - slot_of_part.begin());
+    if (part == slot_of_part.size()) {
+      slot_of_part.push_back(slot);
       out.items.emplace_back();
     }
-    out.items[part_of_shard[s]].push_back(j);
+    out.items[part].push_back(j);
   }
-  const script& ps = *form->per_shard;
-  out.keys = m;
-  out.by_sha = call->by_sha;
+  out.items_in_call = m;
   out.payloads.resize(out.items.size());
   for (std::size_t k = 0; k < out.items.size(); ++k) {
     const auto& items = out.items[k];
     resp::command_writer w{out.payloads[k]};
-    w.begin(5 + lead + items.size() + form->shared_args + per_key * items.size())
+    w.begin(3 + (kpi + api) * items.size() + form->shared_args)
         .arg(call->by_sha ? "EVALSHA" : "EVAL")
-        .arg(call->by_sha ? ps.sha : ps.body)
-        .arg(std::int64_t{1})
-        .arg(call->keys[lead + items.front()])
-        .arg(std::int64_t(lead + items.size()));
-    for (std::size_t i = 0; i < lead; ++i) w.arg(call->keys[i]);
-    for (auto j : items) w.arg(call->keys[lead + j]);
+        .arg(call->script)
+        .arg(std::int64_t(kpi * items.size()));
+    for (auto j : items)
+      for (std::size_t t = 0; t < kpi; ++t) w.arg(call->keys[j * kpi + t]);
     for (std::size_t i = 0; i < form->shared_args; ++i) w.arg(call->args[i]);
     for (auto j : items)
-      for (std::size_t t = 0; t < per_key; ++t)
-        w.arg(call->args[form->shared_args + j * per_key + t]);
+      for (std::size_t t = 0; t < api; ++t) w.arg(call->args[form->shared_args + j * api + t]);
     if (form->undo && form->shared_args > 0) {
       // EVAL: nobody reads its reply, so a flushed script cache must not hide it.
       out.undo.emplace_back();
       resp::command_writer u{out.undo.back()};
-      u.begin(6 + items.size())
-          .arg("EVAL")
-          .arg(form->undo->body)
-          .arg(std::int64_t{1})
-          .arg(call->keys[lead + items.front()])
-          .arg(std::int64_t(items.size()));
-      for (auto j : items) u.arg(call->keys[lead + j]);
+      u.begin(4 + items.size()).arg("EVAL").arg(form->undo->body).arg(std::int64_t(items.size()));
+      for (auto j : items) u.arg(call->keys[j * kpi]);
       u.arg(call->args[0]);
     }
   }
@@ -624,6 +618,7 @@ void cluster_node::on_reply(std::size_t index, error_code ec, const resp::reply*
   request* outer = hp.outer;
   hp.outer = nullptr;
   free_hops_.push_back(index);
+  outer->answered_by = hp.inner.answered_by;  // the shard's server, for fence markers
   outer->sink->on_reply(outer->index, ec, reply);
 }
 
@@ -712,7 +707,6 @@ void cluster_node::on_shard_event(connection& c, node_event::kind k, const std::
       else
         seen->second = promotion;
       held_from_ = boot_clock::now();
-      if (!promotion_command_.empty()) c.submit_detached(promotion_command_);
       update_status();
       if (on_event)
         on_event(*this, node_event::kind::restarted,
@@ -730,7 +724,7 @@ void cluster_node::on_shard_event(connection& c, node_event::kind k, const std::
 void cluster_node::update_status() {
   node_status st;
   st.session = status_.session + 1;
-  st.started_at = held_from_;
+  st.promoted_at = held_from_;
   std::vector<std::string> ids;
   for (const auto& sh : shards_) {
     if (sh.slots == 0 || !sh.conn) continue;

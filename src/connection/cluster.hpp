@@ -12,8 +12,9 @@
 // For the restart guard the node's status is its shards' together: the latest start of
 // any primary counts, and a primary that was promoted from a replica (a failover, which
 // may have lost acknowledged writes) counts as started when this client first saw it in
-// that role (`second_repl_offset`, read at each shard's handshake). Everything runs on the
-// client's strand.
+// that role (`second_repl_offset`, read at each shard's handshake). A call of a multi-key
+// script whose keys span slots is split per slot (split_form), so that every part declares
+// all the keys it touches. Everything runs on the client's strand.
 
 #include <deque>
 #include <list>
@@ -57,10 +58,6 @@ class cluster_node final : public node,
   bool is_cluster() const override { return true; }
   const std::shared_ptr<tls_settings>& tls() const override { return tls_; }
 
-  /// A command sent (detached) to a primary the first time it is seen promoted from a
-  /// replica, before the node votes again: the client's forgetting of fencing markers.
-  void set_promotion_command(std::string payload) { promotion_command_ = std::move(payload); }
-
   /// The primaries of the current slot map.
   std::vector<shard_view> shards() const;
 
@@ -88,13 +85,12 @@ class cluster_node final : public node,
   // way is possible, a longer chain is a broken cluster.
   static constexpr std::uint8_t max_redirects = 4;
 
-  class splitter;  // a call split per shard, its parts' replies merged (cluster.cpp)
+  class splitter;  // a call split per slot, its parts' replies merged (cluster.cpp)
   struct split_plan {
-    std::vector<std::string> payloads;              // one call of the per-shard form each
-    std::vector<std::vector<std::uint32_t>> items;  // the split keys each part carries
+    std::vector<std::string> payloads;              // one call of the same script each
+    std::vector<std::vector<std::uint32_t>> items;  // the items each part carries
     std::vector<std::string> undo;                  // set_acquire: each part's giving back
-    std::size_t keys = 0;                           // split keys in the whole call
-    bool by_sha = false;
+    std::size_t items_in_call = 0;                  // items in the whole call
   };
   enum class plan_result : std::uint8_t { whole, split, unmapped };
   /// How a script call goes to the shards; `form` null: the script's own, looked up by the
@@ -156,7 +152,6 @@ class cluster_node final : public node,
   std::vector<std::pair<std::string, std::int64_t>> promotions_;
   boot_clock::time_point held_from_ = boot_clock::time_point::min();
   mutable std::string problem_;  // last_problem()'s text
-  std::string promotion_command_;
 };
 
 }  // namespace redlock::detail

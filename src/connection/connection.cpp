@@ -285,14 +285,13 @@ void connection::on_connected() {
     resp::append_command(handshake_payload_, "SELECT", std::int64_t{uri_.db});
     handshake_steps_.push_back(step::select);
   }
-  if (on_redirect_)
-    resp::append_command(handshake_payload_, "INFO", "server", "replication");
-  else
-    resp::append_command(handshake_payload_, "INFO", "server");
+  // The replication id names the incarnation with the run id: it changes when a replica
+  // is promoted, which the run id does not.
+  resp::append_command(handshake_payload_, "INFO", "server", "replication");
   handshake_steps_.push_back(step::info);
   resp::append_command(handshake_payload_, "ROLE");
   handshake_steps_.push_back(step::role);
-  resp::append_command(handshake_payload_, "EXISTS", cfg_.key_prefix + "redlock:fence:marker");
+  resp::append_command(handshake_payload_, "GET", cfg_.key_prefix + "redlock:fence:marker");
   handshake_steps_.push_back(step::marker);
   if (preload_) {
     for (const script* lua : *preload_) {
@@ -343,7 +342,7 @@ std::string_view connection::step_command(step st) {
     case step::role:
       return "ROLE";
     case step::marker:
-      return "EXISTS";
+      return "GET";
     case step::load:
       return "SCRIPT LOAD";
     case step::time:
@@ -380,6 +379,9 @@ void connection::on_handshake_reply(const resp::reply& r) {
         break;
       }
       pending_status_.run_id = info_field(top.text, "run_id");
+      if (!pending_status_.run_id.empty())
+        pending_status_.incarnation =
+            pending_status_.run_id + ":" + std::string{info_field(top.text, "master_replid")};
       std::int64_t uptime = 0;
       auto up = info_field(top.text, "uptime_in_seconds");
       std::from_chars(up.data(), up.data() + up.size(), uptime);
@@ -403,7 +405,8 @@ void connection::on_handshake_reply(const resp::reply& r) {
                                 r[1].text != "master";
       break;
     case step::marker:
-      pending_status_.fence_marked = top.kind == resp::type::integer && top.integer == 1;
+      pending_status_.fence_marked = top.is_string() && !pending_status_.incarnation.empty() &&
+                                     top.text == pending_status_.incarnation;
       break;
     case step::load:
       break;
@@ -984,6 +987,7 @@ void connection::watch_unresponsive() {
 }
 
 void connection::complete(request* req, error_code ec, const resp::reply* reply) {
+  req->answered_by = &status_.incarnation;
   req->sink->on_reply(req->index, ec, reply);
 }
 

@@ -41,13 +41,19 @@ using boot_timer = asio::basic_waitable_timer<boot_clock>;
 /// What the handshake and the clock probes learned about the server behind a connection.
 struct node_status {
   std::string run_id;
+  /// The server's run id and replication id ("<run_id>:<master_replid>"): new at every
+  /// restart and every promotion of a replica. Fence markers name it.
+  std::string incarnation;
   /// When the server started, by its uptime at the last handshake (rounded towards
   /// "later", so the restart guard errs on the safe side).
   boot_clock::time_point started_at = boot_clock::time_point::min();
   /// When a clock jump was last detected on this node (min() if never).
   boot_clock::time_point clock_jump_at = boot_clock::time_point::min();
+  /// When a promotion of a replica was last seen in this node (a cluster's failover;
+  /// min() if never): held back as a restart is, whether the restart guard is on or not.
+  boot_clock::time_point promoted_at = boot_clock::time_point::min();
   bool replica = false;       ///< ROLE said "slave": never votes
-  bool fence_marked = false;  ///< the fence marker key exists (counters are trusted)
+  bool fence_marked = false;  ///< the fence marker names this incarnation (counters trusted)
   /// A cluster shard's `second_repl_offset` (INFO replication): -1 for a primary that
   /// was never a replica; else where its last promotion began, so a new value is a new
   /// promotion (read on cluster shards only).
@@ -86,31 +92,38 @@ struct script {
   const split_form* split = nullptr;
 };
 
-/// How a cluster node sends a call whose keys span slots: one call per shard of
-/// `per_shard`, the same script reading its keys from ARGV (Redis Cluster refuses declared
-/// keys of several slots, and allows a script flagged allow-cross-slot-keys to touch the
-/// keys of its own shard), with the parts' replies merged into the one the whole call
-/// would have given.
+/// How a cluster node sends a call whose keys span slots: one call of the same script per
+/// slot, each declaring just that slot's keys (Redis Cluster refuses declared keys of several
+/// slots, and applies its migration rules only to declared keys), with the parts' replies
+/// merged into the one the whole call would have given. A call is a list of items: each
+/// `keys_per_item` consecutive KEYS (one slot) with `args_per_item` ARGV entries after the
+/// `shared_args` every part gets; a call with no ARGV beyond the shared ones has one key per
+/// item.
 struct split_form {
   enum class merge : std::uint8_t {
-    per_key,   ///< an array with one element per split key, in order
+    per_key,   ///< an array with one element per item, in order
     all_ones,  ///< an integer: 1 when every part answered 1, else 0
     sum,       ///< an integer: the sum of the parts'
-    /// A set's acquisition: {0, k, holder} of a refused key k if any part was refused;
-    /// else {2, unmarked keys...} if any part named keys whose fencing pair is unmarked;
-    /// else {1[, one counter per key]}.
+    /// A set's acquisition: {0, k, holder} of a refused item k if any part was refused;
+    /// else {1}, or {1, counter, marker, ...} with two elements per item.
     set_acquire,
+    /// A fenced set's write-back: 0 if any part answered 0; else {1, marker, ...}, one
+    /// marker per item.
+    set_raise,
   };
-  const script* per_shard;
-  std::uint8_t lead_keys;     ///< keys before the split ones: passed to every part, not used
-  std::uint8_t shared_args;   ///< ARGV entries every part gets
-  std::uint8_t args_per_key;  ///< ARGV entries per split key after the shared ones
+  std::uint8_t shared_args;
+  std::uint8_t keys_per_item;
+  std::uint8_t args_per_item;
   merge how;
-  /// set_acquire: the per-shard script that gives a part's keys back (ARGV: the call's
-  /// first shared argument, the token) when another part was refused: a node never keeps
-  /// part of a set.
+  /// set_acquire: the script that gives a part's keys back (KEYS: the part's lock keys;
+  /// ARGV: the token, the call's first ARGV entry) when another part was refused or failed:
+  /// a node never keeps part of a set.
   const script* undo = nullptr;
 };
+
+/// The value a cluster node gives a fence marker in a merged reply when the marker named
+/// the server that answered its part (split_form): request::answered_by then points to it.
+inline constexpr std::string_view vetted_marker = "+vetted";
 
 /// What one connection accepts from its server: enough for every reply a lock client
 /// reads (the largest are INFO and, for unstriped fencing, HGETALL of the counters), and
@@ -136,7 +149,18 @@ struct request {
   request_sink* sink = nullptr;
   std::size_t index = 0;
   bool reloaded = false;  ///< already retried after NOSCRIPT
+  /// Set by the node before its sink hears of a reply: the incarnation of the server that
+  /// answered (node_status::incarnation), which fence markers in the reply must name to be
+  /// trusted. Valid only during the sink's call.
+  const std::string* answered_by = nullptr;
 };
+
+/// Whether a fence marker read in the reply to `r` (a bulk string, or nil for none) vouches
+/// for the counters of the server that answered.
+inline bool marker_trusted(const request& r, const resp::node& marker) {
+  return marker.is_string() && r.answered_by && !r.answered_by->empty() &&
+         marker.text == *r.answered_by;
+}
 
 /// One Redlock node as the quorum sees it: a single server (connection) or a Redis
 /// Cluster (cluster_node, src/connection/cluster.hpp) that answers through the shard

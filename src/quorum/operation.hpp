@@ -174,6 +174,15 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   /// The yes votes that count towards the majority, for the describing text.
   virtual std::size_t counted_yes() const { return round_.yes; }
 
+  /// Whether a fence marker in node i's answer to this round names the server that
+  /// answered (request::answered_by): only then are its counters trusted.
+  bool trusted_marker(std::size_t i, const resp::node& marker) const {
+    return marker_trusted(reqs_[i], marker);
+  }
+  /// The incarnation of the server that answered node i's request of this round, while
+  /// its reply is being classified (null if unknown).
+  const std::string* reqs_answered_by(std::size_t i) const { return reqs_[i].answered_by; }
+
   /// Node i may not vote now (restart guard, replica, duplicate), for `why`.
   void held_back(std::size_t i, std::string why) { round_.fail(i, error::node_held_back, why); }
 

@@ -18,8 +18,7 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
   return {};
 }
 
-bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
-              boot_clock::time_point now, std::string* why) {
+bool independent_master(const voter_facts& node, std::string* why) {
   if (node.replica) {
     if (why) *why = "is a replica (ROLE says slave): only independent masters vote";
     return false;
@@ -28,16 +27,29 @@ bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseco
     if (why) *why = fmt::format("is the same server as node {} (same run id)", node.duplicate_of);
     return false;
   }
-  if (!restart_guard) return true;
+  return true;
+}
+
+bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
+              boot_clock::time_point now, std::string* why) {
+  if (!independent_master(node, why)) return false;
   const auto since = now - guard;
   auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
   constexpr auto never = boot_clock::time_point::min();
-  if (node.started_at != never && node.started_at > since) {
+  if (restart_guard && node.started_at != never && node.started_at > since) {
     if (why)
       *why = fmt::format(
           "restarted about {} ms ago; held back {} ms more by the restart guard "
           "(max_ttl {} ms)",
           ms(now - node.started_at), ms(node.started_at - since), ms(guard));
+    return false;
+  }
+  if (node.promoted_at != never && node.promoted_at > since) {
+    if (why)
+      *why = fmt::format(
+          "a replica was promoted in it about {} ms ago (a failover); held back {} ms more "
+          "(max_ttl {} ms)",
+          ms(now - node.promoted_at), ms(node.promoted_at - since), ms(guard));
     return false;
   }
   if (node.clock_jump_at != never && node.clock_jump_at > since) {

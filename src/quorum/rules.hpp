@@ -74,6 +74,8 @@ struct voter_facts {
   std::size_t duplicate_of = 0;  ///< that earlier node
   boot_clock::time_point started_at = boot_clock::time_point::min();     ///< server start
   boot_clock::time_point clock_jump_at = boot_clock::time_point::min();  ///< last jump seen
+  /// Last promotion of a replica seen in the node (a cluster's failover).
+  boot_clock::time_point promoted_at = boot_clock::time_point::min();
 };
 
 /// The restart guard's period for a lock of `ttl`: the fleet's max_ttl when set, else
@@ -83,9 +85,16 @@ inline std::chrono::nanoseconds guard_period(std::chrono::milliseconds max_ttl,
   return max_ttl.count() > 0 ? max_ttl : ttl;
 }
 
-/// Whether a node may vote at `now`: an independent master (not a replica, not a second
-/// name of a server listed earlier) and, with the restart guard on, neither restarted nor
-/// seen with a clock jump within the last `guard`. If not and `why` is given, why.
+/// Whether a node is an independent master: not a replica, not a second name of a server
+/// listed earlier. If not and `why` is given, why.
+bool independent_master(const voter_facts& node, std::string* why = nullptr);
+
+/// Whether a node may vote at `now`: an independent master that was neither failed over
+/// (a replica promoted) nor seen with a clock jump within the last `guard`, and, with the
+/// restart guard on, did not restart within it either. `restart_guard` switches off only
+/// the restart check (for servers that lose nothing on restart): a promoted replica may
+/// lack acknowledged writes and a jumped clock expires keys early, whatever persistence
+/// the servers have. If not and `why` is given, why.
 bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
               boot_clock::time_point now, std::string* why = nullptr);
 

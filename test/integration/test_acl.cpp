@@ -26,7 +26,7 @@ namespace {
 const std::vector<std::string> lock_commands{"+info",        "+role",    "+time",   "+ping",
                                              "+script|load", "+evalsha", "+eval",   "+set",
                                              "+get",         "+del",     "+pexpire"};
-const std::vector<std::string> fence_commands{"+exists", "+hincrby", "+hget", "+hset", "+hgetall"};
+const std::vector<std::string> fence_commands{"+hincrby", "+hget", "+hset", "+hgetall"};
 // Waking waiters of other clients (with channels "&app:*"); without them waiters poll.
 const std::vector<std::string> wake_commands{"+publish", "+subscribe", "+unsubscribe"};
 // Fair mode's line of waiters.

@@ -137,25 +137,16 @@ BOOST_AUTO_TEST_CASE(every_scripts_hash_matches_what_redis_computes) {
   // All of the client's scripts (src/client/scripts.cpp), not only the claims' ones.
   redlock::test::redis_fleet fleet{1};
   const auto all = redlock::detail::all_scripts();
-  BOOST_TEST(all.size() == 22u);
+  BOOST_TEST(all.size() == 19u);
   for (const auto* s : all) {
     BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
+    // No flags: a script may touch only the keys it declares, all in one slot.
+    BOOST_TEST(!s->body.starts_with("#!"), s->body);
   }
-  // The per-shard forms of cluster nodes, and each splitting script's form among them.
-  const auto shard = redlock::detail::shard_scripts();
-  BOOST_TEST(shard.size() == 8u);
-  for (const auto* s : shard) {
-    BOOST_TEST(fleet[0].command({"SCRIPT", "LOAD", std::string{s->body}}).text == s->sha, s->body);
-    BOOST_TEST(s->body.starts_with("#!lua flags=allow-cross-slot-keys\n"));
-  }
-  std::size_t split = 0;
-  for (const auto* s : all) {
-    if (!s->split) continue;
-    ++split;
-    BOOST_TEST((std::find(shard.begin(), shard.end(), s->split->per_shard) != shard.end()));
-    BOOST_TEST(s->split->per_shard->body.ends_with(s->body));
-  }
-  BOOST_TEST(split == shard.size());
+  // The scripts a cluster node splits per slot: sets (acquire, write-back, extend, the two
+  // releases) and claims (claim, settle).
+  const auto split = std::count_if(all.begin(), all.end(), [](auto* s) { return s->split; });
+  BOOST_TEST(split == 7);
 }
 
 BOOST_AUTO_TEST_CASE(a_batch_reports_won_held_done_and_duplicate_per_name) {

@@ -35,7 +35,9 @@ namespace {
 // Answers GET with `first` on the first connection and with "$2\r\nok\r\n" afterwards.
 fake_server::responder on_get(fake_reply first) {
   return [first](const fake_server::command& c, std::size_t conn) -> std::optional<fake_reply> {
-    if (c[0] != "GET") return std::nullopt;
+    // The handshake's read of the fence marker is answered as a server would.
+    if (c[0] != "GET" || c.size() < 2 || c[1].ends_with("redlock:fence:marker"))
+      return std::nullopt;
     if (conn == 0) return first;
     return fake_reply{.bytes = "$2\r\nok\r\n"};
   };
@@ -311,8 +313,8 @@ BOOST_AUTO_TEST_CASE(a_hostile_node_among_real_ones_does_not_stop_the_lock) {
 namespace {
 
 // Two fake servers that pass for a cluster of two primaries: A owns slots 0-8191, B the
-// rest. Each answers CLUSTER SLOTS with that map and the per-shard scripts (EVALSHA, or
-// EVAL of their text) as `on_script` says (by which of the two it is and the script's body);
+// rest. Each answers CLUSTER SLOTS with that map and the scripts (EVALSHA, or EVAL of
+// their text) as `on_script` says (by which of the two it is and the script's body);
 // anything else as a Redis 7 master would, or "unknown command".
 struct fake_cluster {
   using on_script_fn = std::function<std::optional<fake_reply>(bool is_a, std::string_view body)>;
@@ -346,7 +348,7 @@ struct fake_cluster {
       if (c[0] == "CLUSTER")
         return fake_reply{.bytes = slots_reply((*ports)[0].load(), (*ports)[1].load())};
       if ((c[0] != "EVALSHA" && c[0] != "EVAL") || c.size() < 2) return std::nullopt;
-      for (const auto* lua : redlock::detail::shard_scripts())
+      for (const auto* lua : redlock::detail::all_scripts())
         if (lua->sha == c[1] || lua->body == c[1]) return on_script(is_a, lua->body);
       return std::nullopt;
     };
@@ -396,11 +398,12 @@ BOOST_AUTO_TEST_CASE(a_malformed_shard_reply_to_a_split_set_fails_that_node_and_
 }
 
 BOOST_AUTO_TEST_CASE(shards_that_disagree_on_a_fenced_set_fail_that_node_clearly) {
-  // A answers its part of a fenced set with a counter, B as if the set were unfenced.
+  // A answers its part of a fenced set with a counter and a marker, B as if the set were
+  // unfenced.
   fake_cluster cluster{[](bool is_a, std::string_view body) -> std::optional<fake_reply> {
     const bool acquire = body.find("HINCRBY") != std::string_view::npos;
     if (!acquire) return fake_reply{.bytes = ":1\r\n"};  // releases
-    return fake_reply{.bytes = is_a ? "*2\r\n:1\r\n:5\r\n" : "*1\r\n:1\r\n"};
+    return fake_reply{.bytes = is_a ? "*3\r\n:1\r\n:5\r\n$3\r\nabc\r\n" : "*1\r\n:1\r\n"};
   }};
   asio::io_context io;
   redlock::client c{io.get_executor(), fast_config({cluster.uri()})};

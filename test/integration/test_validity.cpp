@@ -185,6 +185,42 @@ BOOST_AUTO_TEST_CASE(a_failed_shorter_extension_of_a_set_shortens_the_set) {
   }());
 }
 
+// Two extensions in flight at once: the nodes end with whichever ran last, while the lock
+// kept whichever verdict was decided last (the second captured the deadline from before
+// the first was decided). The second is refused at once; the lock's deadline is the
+// first's, and the contender wins only once the holder says invalid.
+BOOST_AUTO_TEST_CASE(a_second_extension_while_one_is_in_flight_is_refused) {
+  auto holder = make_client();
+  auto contender = make_client();
+  redlock::lock lk;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    lk = co_await holder.async_lock("ov", {.ttl = 10s}, asio::use_awaitable);
+  }());
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    error_code first_ec = redlock::error::cancelled;
+    bool first_done = false;
+    const auto sent = boot_clock::now();
+    holder.async_extend(lk, 1500ms, [&](error_code ec) {
+      first_ec = ec;
+      first_done = true;
+    });
+    auto [second_ec] = co_await holder.async_extend(lk, 20s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(second_ec == redlock::error::extension_in_flight, second_ec.message());
+    BOOST_TEST(co_await redlock::test::eventually([&] { return first_done; }));
+    BOOST_TEST(!first_ec, first_ec.message());
+    BOOST_TEST((lk.deadline() <= sent + 1500ms));
+    for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(pttl(i, "ov") <= 1500);
+    // Once the first is in, extending again is allowed.
+    auto [again_ec] = co_await holder.async_extend(lk, 1500ms, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!again_ec, again_ec.message());
+  }());
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const bool won =
+        co_await contender_wins_only_when_invalid(contender, "ov", [&] { return lk.valid(); });
+    BOOST_TEST(won);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(a_keeper_whose_shorter_renewal_fails_shortens_its_deadline) {
   auto holder = make_client();
   auto contender = make_client();

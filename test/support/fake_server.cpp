@@ -181,6 +181,8 @@ std::optional<std::string> fake_server::standard_reply(const command& c,
                 "\r\nuptime_in_seconds:100000\r\n");
   if (name == "ROLE") return "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
   if (name == "EXISTS") return ":0\r\n";
+  // The handshake's read of the fence marker: none.
+  if (name == "GET" && c.size() == 2 && c[1].ends_with("redlock:fence:marker")) return "$-1\r\n";
   if (name == "TIME") {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                         std::chrono::system_clock::now().time_since_epoch())

@@ -125,6 +125,14 @@ std::vector<std::size_t> redis_cluster::primaries() const {
 
 void redis_cluster::move_slot(std::uint16_t slot, std::size_t to,
                               const std::function<void()>& while_migrating) {
+  move_slot_key_by_key(slot, to, {}, [&](std::size_t moved) {
+    if (moved == 0 && while_migrating) while_migrating();
+  });
+}
+
+void redis_cluster::move_slot_key_by_key(std::uint16_t slot, std::size_t to,
+                                         const std::vector<std::string>& first,
+                                         const std::function<void(std::size_t)>& between) {
   const std::size_t from = owner_of(slot);
   if (from == to) return;
   const std::string s = std::to_string(slot);
@@ -133,17 +141,25 @@ void redis_cluster::move_slot(std::uint16_t slot, std::size_t to,
   };
   check(servers_[to].command({"CLUSTER", "SETSLOT", s, "IMPORTING", node_id(from)}), "IMPORTING");
   check(servers_[from].command({"CLUSTER", "SETSLOT", s, "MIGRATING", node_id(to)}), "MIGRATING");
-  if (while_migrating) while_migrating();
+  std::size_t moved = 0;
+  between(moved);
+  auto migrate = [&](const std::string& key) {
+    const sync_reply r = servers_[from].command(
+        {"MIGRATE", "127.0.0.1", std::to_string(servers_[to].port()), key, "0", "5000"});
+    // NOKEY: it expired or was deleted meanwhile.
+    if (r.is_error() || r.text == "NOKEY") {
+      if (r.is_error()) check(r, "MIGRATE " + key);
+      return;
+    }
+    between(++moved);
+  };
+  for (const auto& key : first)
+    if (servers_[from].command({"EXISTS", key}).integer == 1) migrate(key);
   for (;;) {
-    const sync_reply keys = servers_[from].command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    const sync_reply keys = servers_[from].command({"CLUSTER", "GETKEYSINSLOT", s, "1"});
     check(keys, "GETKEYSINSLOT");
     if (keys.elements.empty()) break;
-    std::vector<std::string> migrate{
-        "MIGRATE", "127.0.0.1", std::to_string(servers_[to].port()), "", "0", "5000", "KEYS"};
-    for (const auto& k : keys.elements) migrate.push_back(k.text);
-    const sync_reply r = servers_[from].command(migrate);
-    // NOKEY: every key expired or was deleted between the two calls.
-    if (r.is_error() && r.text.rfind("NOKEY", 0) != 0) check(r, "MIGRATE");
+    migrate(keys.elements.front().text);
   }
   const std::string target = node_id(to);
   for (std::size_t i : primaries())
@@ -187,8 +203,8 @@ std::int64_t redis_cluster::total_keys() const {
   return total;
 }
 
-std::string redis_cluster::keys_without_ttl() const {
-  return servers_.keys_without_ttl();
+std::string redis_cluster::keys_without_ttl(std::string_view exempt) const {
+  return servers_.keys_without_ttl(exempt);
 }
 
 }  // namespace redlock::test

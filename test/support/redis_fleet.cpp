@@ -25,6 +25,8 @@
 #include <thread>
 #include <utility>
 
+#include "connection/connection.hpp"  // info_field
+
 namespace redlock::test {
 
 namespace {
@@ -515,6 +517,16 @@ void redis_server::restart() {
 sync_reply redis_server::command(const std::vector<std::string>& args) const {
   const std::vector<std::vector<std::string>> one{args};
   return std::move(exchange(port_, one, command_timeout).front());
+}
+
+std::string redis_server::incarnation() const {
+  const std::string info = admin_command({"INFO", "server", "replication"}).text;
+  return std::string{redlock::detail::info_field(info, "run_id")} + ":" +
+         std::string{redlock::detail::info_field(info, "master_replid")};
+}
+
+bool redis_server::marker_names_me(const std::string& key) const {
+  return admin_command({"GET", key}).text == incarnation();
 }
 
 sync_reply redis_server::admin_command(const std::vector<std::string>& args) const {

@@ -136,6 +136,13 @@ class redis_server {
   /// errors come back as replies; throws std::runtime_error on a connect or I/O failure,
   /// including no reply within 5 s (e.g. the server is frozen).
   sync_reply command(const std::vector<std::string>& args) const;
+  /// The server's incarnation as a client names it in fence markers: "<run_id>:<master_replid>"
+  /// (new at every restart and promotion). Throws as command().
+  std::string incarnation() const;
+  /// Whether the fence marker `key` names this server's incarnation (its counters are
+  /// trusted): a marker kept by a restart from disk, or copied to a promoted replica, does
+  /// not. Throws as command().
+  bool marker_names_me(const std::string& key = "redlock:fence:marker") const;
   /// How many times the server ran `name` (lower case, e.g. "evalsha"), by INFO
   /// commandstats; 0 if never. Throws as command().
   std::int64_t calls(std::string_view name) const;
