@@ -12,6 +12,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/system/system_error.hpp>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <utility>
@@ -353,27 +354,60 @@ std::string_view connection::step_command(step st) {
   return "?";
 }
 
+namespace {
+
+// A command as an ACL rule names it: "SCRIPT LOAD" is "script|load".
+std::string acl_name(std::string_view command) {
+  std::string out;
+  for (char ch : command)
+    out += ch == ' ' ? '|' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+}  // namespace
+
+std::string connection::handshake_refusal(step st, std::string_view text) const {
+  const std::string said{text};
+  if (text.starts_with("NOAUTH"))
+    return "the server requires a password (\"" + said +
+           "\"): give it in the node URI (redis://:PASSWORD@host:port, or "
+           "redis://USER:PASSWORD@host:port for an ACL user) or in config::password, "
+           "password_file or password_env";
+  if (text.starts_with("WRONGPASS"))
+    return "the server refused the credentials (\"" + said +
+           "\"): check the user name and password of the node URI or config::password";
+  if (text.starts_with("NOPERM"))
+    return "the ACL user may not run " + std::string{step_command(st)} + ": " + said + " (add +" +
+           acl_name(step_command(st)) +
+           " to its ACL rules; docs/deployment.md lists every command the client needs)";
+  return std::string{step_command(st)} + " refused in the handshake: " + said;
+}
+
 void connection::on_handshake_reply(const resp::reply& r) {
   const step st = handshake_steps_[handshake_next_++];
   const resp::node& top = r[0];
-  // An ACL user must be allowed every command of the handshake but the fence marker's
-  // EXISTS (needed only by fencing, which then fails with its own NOPERM): a node whose
-  // restarts, role or clock cannot be read must not vote, and without SCRIPT LOAD no
-  // lock could be released. The error names the command and keeps the server's text.
-  if (top.is_error() && top.text.substr(0, 6) == "NOPERM" && st != step::marker &&
-      st != step::auth && st != step::select)
-    return fail_connection(
-        error::auth_failed,
-        "the ACL user may not run " + std::string{step_command(st)} + ": " + std::string{top.text});
+  // A refusal of our credentials or of a command (NOAUTH, WRONGPASS, NOPERM), or any error
+  // to AUTH, SELECT or INFO, fails the connection with the server's words and what to do
+  // about them: a node we are not allowed to read must not vote (its restarts, role or
+  // clock would be guesses), and without SCRIPT LOAD no lock could be released. Without
+  // INFO neither the restart guard nor the fence marker's incarnation can be told; the rest
+  // (ROLE, the marker, SCRIPT LOAD on a proxy that lacks it, TIME) degrades as before when
+  // it is only unsupported.
+  if (top.is_error()) {
+    const std::string_view text = top.text;
+    const bool refused =
+        text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") || text.starts_with("NOPERM");
+    const bool essential = st == step::auth || st == step::select || st == step::info;
+    if (refused || essential)
+      return fail_connection(error::auth_failed, handshake_refusal(st, text));
+  }
   switch (st) {
     case step::auth:
     case step::select:
-      if (top.is_error())
-        return fail_connection(error::auth_failed, "handshake refused: " + std::string{top.text});
       break;
     case step::info: {
       const auto now = boot_clock::now();
-      if (top.is_error() || !top.is_string()) {
+      if (!top.is_string()) {
         // Without the uptime we cannot tell a restart: assume it just happened.
         pending_status_.started_at = now;
         break;
@@ -411,8 +445,6 @@ void connection::on_handshake_reply(const resp::reply& r) {
     case step::load:
       break;
     case step::ping:
-      if (top.is_error())
-        return fail_connection(error::auth_failed, "PING refused: " + std::string{top.text});
       break;
     case step::time: {
       const auto sent = clock_sent_.empty() ? boot_clock::now() : clock_sent_.front();

@@ -294,6 +294,8 @@ class connection final : public node, public std::enable_shared_from_this<connec
   std::string tls_problem(const error_code& ec);
   void on_handshake_reply(const resp::reply& r);
   static std::string_view step_command(step st);
+  /// Why the handshake failed on an error reply to `st`, with what to do about it.
+  std::string handshake_refusal(step st, std::string_view text) const;
   void on_time_reply(const resp::reply& r, boot_clock::time_point sent);
   void schedule_clock_probe();
   void become_ready();
