@@ -1,6 +1,7 @@
 // The README's example, compiled with the project so that it cannot go stale.
 #include <boost/asio.hpp>
 #include <iostream>
+#include <optional>
 #include <redlock/redlock.hpp>
 #include <string>
 #include <vector>
@@ -26,7 +27,14 @@ int main(int argc, char* argv[]) {
   asio::io_context io;
   // max_ttl: the longest TTL any client of these nodes uses; a node that started less
   // than that long ago does not vote yet (the restart guard, docs/getting-started.md).
-  redlock::client locks{io.get_executor(), redlock::config{.nodes = nodes, .max_ttl = 2s}};
+  std::optional<redlock::client> client;
+  try {  // a malformed node URI is refused here, before any I/O
+    client.emplace(io.get_executor(), redlock::config{.nodes = nodes, .max_ttl = 2s});
+  } catch (const std::exception& e) {
+    std::cerr << "hello: " << e.what() << "\n";
+    return 1;
+  }
+  redlock::client& locks = *client;
   int status = 0;
   asio::co_spawn(io, save_once(locks), [&](std::exception_ptr failure) {
     if (failure) {

@@ -21,3 +21,14 @@ fi
 grep -q '^hello: ' "$err" || { echo "hello gave no reason for failing" >&2; exit 1; }
 grep -q '127.0.0.1:1' "$err" || { echo "the reason does not name the node" >&2; exit 1; }
 echo "hello fails cleanly (exit $status)"
+# A configuration typo (one comma-joined list as one argument) is refused by the client's
+# constructor: the example says so and exits 1, it does not abort.
+timeout 30 "$hello" "redis://127.0.0.1:1,redis://127.0.0.1:2" 2>"$err"
+status=$?
+cat "$err"
+if [[ $status -ne 1 ]]; then
+  echo "hello exited $status on a malformed node list, not 1" >&2
+  exit 1
+fi
+grep -q '^hello: ' "$err" || { echo "hello gave no reason for refusing the node list" >&2; exit 1; }
+echo "hello refuses a malformed node list cleanly"

@@ -112,7 +112,55 @@ std::string node_uri::display() const {
   return out;
 }
 
+namespace {
+
+// `uri` as an error message may show it: the password (everything between the user's ':'
+// and the last '@', or all of the credentials without a ':') replaced by "***".
+std::string masked_uri(std::string_view uri) {
+  const auto scheme = uri.find("://");
+  const auto at = uri.rfind('@');
+  std::string out;
+  if (scheme == std::string_view::npos || at == std::string_view::npos || at < scheme) {
+    out = uri;
+  } else {
+    const auto cred = scheme + 3;
+    const auto colon = uri.substr(cred, at - cred).find(':');
+    const auto from = colon == std::string_view::npos ? cred : cred + colon + 1;
+    out = std::string{uri.substr(0, from)} + "***" + std::string{uri.substr(at)};
+  }
+  // Control characters (a NUL would end the message early) written as \xNN.
+  std::string shown;
+  for (unsigned char ch : out) {
+    if (ch >= 0x20 && ch != 0x7f) {
+      shown += static_cast<char>(ch);
+      continue;
+    }
+    constexpr char hex[] = "0123456789abcdef";
+    shown += "\\x";
+    shown += hex[ch >> 4];
+    shown += hex[ch & 15];
+  }
+  return shown;
+}
+
+bool parse_node_uri_parts(std::string_view uri, node_uri& out, std::string& why);
+
+}  // namespace
+
 bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
+  if (parse_node_uri_parts(uri, out, why)) return true;
+  // The offending text, quoted (a trailing space shows), its password masked.
+  std::string prefix = "\"" + masked_uri(uri) + "\": ";
+  if (std::any_of(uri.begin(), uri.end(),
+                  [](char ch) { return std::isspace(static_cast<unsigned char>(ch)); }))
+    prefix += "it contains white space; ";
+  why = prefix + why + " (expected redis://[user:password@]host:port[/db])";
+  return false;
+}
+
+namespace {
+
+bool parse_node_uri_parts(std::string_view uri, node_uri& out, std::string& why) {
   out = node_uri{};
   constexpr std::string_view plain = "redis://", tls = "rediss://";
   constexpr std::string_view cluster = "redis+cluster://", tls_cluster = "rediss+cluster://";
@@ -198,5 +246,7 @@ bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
   if (!out.cluster) out.seeds.clear();
   return true;
 }
+
+}  // namespace
 
 }  // namespace redlock

@@ -190,7 +190,13 @@ BOOST_AUTO_TEST_CASE(malformed_uris_and_unknown_schemes_are_refused_before_any_c
   const std::string joined =
       server.uri() + "," + server.uri().substr(0, server.uri().rfind(':')) + ":1";
   expect_invalid_config(io, {.nodes = {joined}},
-                        {"config.nodes[0]: several URIs separated by commas"});
+                        {"config.nodes[0]: ", "several URIs separated by commas"});
+  // The offending text is quoted (a trailing space shows), with what was expected.
+  expect_invalid_config(io, {.nodes = {server.uri() + " "}},
+                        {"config.nodes[0]: \"" + server.uri() + " \": ", "white space",
+                         "expected redis://[user:password@]host:port[/db]"});
+  expect_invalid_config(io, {.nodes = {"redis://u:hunter2@h:1 redis://h:2"}},
+                        {"\"redis://u:***@h:1 redis://h:2\""});
   // The reason never repeats a password.
   try {
     redlock::client c{io.get_executor(), {.nodes = {"redis://user:hunter2@:1"}}};
