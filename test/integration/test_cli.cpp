@@ -168,6 +168,36 @@ BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
   BOOST_TEST(std::count(o3.err.begin(), o3.err.end(), '\n') == 1, o3.err);  // one line
 }
 
+// A wait on nodes it cannot use is not silent: within a second or two the tool says which
+// nodes are unusable and why, once, and again only when a reason changes.
+BOOST_AUTO_TEST_CASE(a_wait_on_unusable_nodes_says_why_within_two_seconds) {
+  wait_until_nodes_are_older_than(2);  // node 2 past its restart guard: one reason only
+  fleet[0].kill();
+  fleet[1].kill();
+  const std::string tag = "silent";
+  const pid_t pid = start_cli({"run", "--ttl", "1000", "--wait", "4000", "quiet", "--", "true"},
+                              dir, tag, {"REDLOCK_NODES=" + nodes});
+  const auto started = std::chrono::steady_clock::now();
+  const bool said = redlock::test::wait_until(
+      [&] { return slurp(file(tag + ".err")).find("still waiting") != std::string::npos; }, 3s,
+      10ms);
+  BOOST_TEST(said, slurp(file(tag + ".err")));
+  BOOST_TEST((std::chrono::steady_clock::now() - started < 2500ms));
+  BOOST_TEST(wait_exit(pid) == 69);
+  const std::string err = slurp(file(tag + ".err"));
+  BOOST_TEST(err.find("1 of 3 nodes usable, 2 needed") != std::string::npos, err);
+  BOOST_TEST(
+      err.find("node 0 (127.0.0.1:" + std::to_string(fleet[0].port()) + ")") != std::string::npos,
+      err);
+  // Said once (the reasons stay the same), then the final error.
+  const auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = err.find(what); at != std::string::npos; at = err.find(what, at + 1)) ++n;
+    return n;
+  };
+  BOOST_TEST(count("still waiting") == 1u, err);
+}
+
 BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
   const std::vector<std::vector<std::string>> bad{
       {"run", "r"},                                                     // no command

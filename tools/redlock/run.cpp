@@ -75,6 +75,7 @@ class runner {
         kill_timer_(io),
         exited_(io, asio::steady_timer::time_point::max()),
         shutdown_limit_(io),
+        watch_timer_(io),
         node_timeout_(run_config(o).node_timeout),
         locks_(io.get_executor(), run_config(o)) {}
 
@@ -191,9 +192,13 @@ class runner {
     } else if (o_.common.verbose) {
       ec = co_await verbose_wait(opts, diag);
     } else {
+      waiting_ = true;
+      asio::co_spawn(io_, watch_nodes(), asio::detached);
       auto [e, lk] = co_await locks_.async_lock(
           o_.resource, opts, diag,
           asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
+      waiting_ = false;
+      watch_timer_.cancel();
       ec = e;
       lock_ = std::move(lk);
     }
@@ -207,6 +212,42 @@ class runner {
       say(fmt::format("locked {} (fence {}, {} ms of validity)", o_.resource, lock_.fence(),
                       lock_.validity().count()));
     co_return exit_ok;
+  }
+
+  // While a wait lasts, says on stderr why it cannot be granted when too few nodes are
+  // usable (unreachable, refusing our credentials, held back by the restart guard): first
+  // after a second, then each time the reasons change. Waiting for a holder is silent.
+  asio::awaitable<void> watch_nodes() {
+    std::string last;
+    for (auto pause = std::chrono::milliseconds{1000}; waiting_;
+         pause = std::chrono::milliseconds{500}) {
+      watch_timer_.expires_after(pause);
+      auto [te] = co_await watch_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (te || !waiting_) co_return;
+      auto [ie, report] = co_await locks_.async_inspect("", asio::as_tuple(asio::use_awaitable));
+      if (ie || !waiting_) co_return;
+      std::size_t usable = 0;
+      std::string why;
+      for (const auto& n : report) {
+        if (n.votes && n.problem.empty()) {
+          ++usable;
+          continue;
+        }
+        why += fmt::format("; node {} ({}): {}", n.node, n.address,
+                           n.problem.empty() ? n.held_back : n.problem);
+      }
+      const std::size_t needed = report.size() / 2 + 1;
+      if (usable >= needed) continue;  // a majority can vote: waiting on a holder, if any
+      std::string text = fmt::format("still waiting: {} of {} nodes usable, {} needed{}", usable,
+                                     report.size(), needed, why);
+      // Said again when a reason changes, not when only its numbers do ("held back 900
+      // ms more" is the same reason as "held back 400 ms more").
+      std::string gist = text;
+      std::erase_if(gist, [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (gist == last) continue;
+      say(text);
+      last = std::move(gist);
+    }
   }
 
   // --verbose: one attempt at a time, saying after each failed one who holds the lock
@@ -329,6 +370,8 @@ class runner {
   asio::steady_timer kill_timer_;
   asio::steady_timer exited_;  // expires (at once) when COMMAND has exited
   asio::steady_timer shutdown_limit_;
+  asio::steady_timer watch_timer_;  // the nodes watch while a wait lasts (cancelled after)
+  bool waiting_ = false;
   std::chrono::milliseconds node_timeout_;
   asio::cancellation_signal cancel_wait_;
   client locks_;
