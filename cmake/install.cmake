@@ -36,3 +36,21 @@ foreach(dir LIBDIR INCLUDEDIR)
 endforeach()
 configure_file(cmake/redlock.pc.in ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc DESTINATION ${redlock_pc_dir})
+
+# A Debian package of what `cmake --install` puts in place (library, headers, CMake and
+# pkg-config files, the redlock tool): `cpack -G DEB` in the build directory writes
+# redlock-asio_<version>_<arch>.deb, installable with `apt install ./redlock-asio_*.deb`.
+# The library is static: what a consumer compiles against comes as -dev packages, what
+# the tool runs with as runtime libraries.
+set(CPACK_PACKAGE_NAME redlock-asio)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Redlock distributed lock for C++20 and Boost.Asio, with the redlock command-line tool")
+set(CPACK_PACKAGE_CONTACT "redlock-asio maintainers <maintainers@redlock-asio.invalid>")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "libboost1.81-dev, libfmt-dev (>= 9), libssl-dev (>= 3), libboost-program-options1.81.0")
+include(CPack)

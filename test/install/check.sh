@@ -4,9 +4,12 @@
 # with the flags `pkg-config --cflags --libs redlock` gives.
 set -euo pipefail
 # A second argument names the sanitizers the library was built with (REDLOCK_SANITIZE):
-# the consumer must link their runtimes too.
+# the consumer must link their runtimes too. A third, "deb", takes the prefix from the
+# Debian package (cpack -G DEB, unpacked with dpkg -x into a scratch root) instead of
+# cmake --install.
 build_dir=$1
 sanitize=${2:-}
+from=${3:-install}
 source_dir=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/redlock-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -14,7 +17,18 @@ flags=()
 if [[ -n $sanitize ]]; then
   flags=(-DCMAKE_CXX_FLAGS="-fsanitize=$sanitize" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$sanitize")
 fi
-cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+if [[ $from == deb ]]; then
+  cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$work/deb" >/dev/null
+  debs=("$work"/deb/redlock-asio_*.deb)
+  [[ -f ${debs[0]} ]] || { echo "cpack wrote no redlock-asio_*.deb" >&2; exit 1; }
+  dpkg-deb --field "${debs[0]}" Package Depends
+  dpkg -x "${debs[0]}" "$work/root"
+  ln -s "$work/root/usr" "$work/prefix"
+  # The tool is in the package and runs.
+  "$work/prefix/bin/redlock" --help | grep -q "^usage: redlock"
+else
+  cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+fi
 cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   "${flags[@]}" >/dev/null
 cmake --build "$work/build" >/dev/null
@@ -34,4 +48,4 @@ sanitize_flags=()
 [[ -n $sanitize ]] && sanitize_flags=(-fsanitize="$sanitize")
 "${CXX:-c++}" "${sanitize_flags[@]}" "$source_dir/consumer.cpp" -o "$work/pc-consumer" "${pc_flags[@]}"
 "$work/pc-consumer" | grep -q "locked by another owner"
-echo "install + find_package + pkg-config: ok"
+echo "$from + find_package + pkg-config: ok"
