@@ -208,6 +208,8 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
       {"run", "--nodes", "http://h:1", "r", "--", "true"},              // malformed URI
       {"run", "--bogus", "r", "--", "true"},                            // unknown option
       {"frobnicate"},                                                   // unknown command
+      {"status", std::string((64u << 10) + 1, 'x')},                    // oversized name
+      {"run", std::string((64u << 10) + 1, 'x'), "--", "true"},         // and for run
   };
   for (const auto& args : bad) {
     auto o = run(args);

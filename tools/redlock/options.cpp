@@ -405,6 +405,19 @@ config client_config(const common_options& o) {
   return cfg;
 }
 
+namespace {
+
+// A RESOURCE the client would refuse, said before connecting (a usage error, exit 64):
+// too long, or with a control character.
+void check_resource(const std::string& resource) {
+  if (resource.size() > redlock::max_resource_bytes)
+    throw usage_error{"RESOURCE has " + std::to_string(resource.size()) + " bytes; at most " +
+                      std::to_string(redlock::max_resource_bytes) + " bytes are allowed"};
+  check_printable_resource(resource);
+}
+
+}  // namespace
+
 run_options parse_run(const std::vector<std::string>& args) {
   const parsed_args a = parse_args(command_named("run"), args);
   run_options o;
@@ -423,11 +436,7 @@ run_options parse_run(const std::vector<std::string>& args) {
   o.resource = only_operand(a, ": the command goes after --");
   if (o.resource.empty())
     throw usage_error{a.operands.empty() ? "no RESOURCE given" : "RESOURCE is empty"};
-  // The client would refuse it too, but only once running: say so before connecting.
-  if (o.resource.size() > redlock::max_resource_bytes)
-    throw usage_error{"RESOURCE has " + std::to_string(o.resource.size()) + " bytes; at most " +
-                      std::to_string(redlock::max_resource_bytes) + " bytes are allowed"};
-  check_printable_resource(o.resource);
+  check_resource(o.resource);
   o.command = a.command;
   if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
   if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
@@ -457,7 +466,7 @@ status_options parse_status(const std::vector<std::string>& args) {
   }
   o.resource = only_operand(a, "");
   if (o.resource.empty()) throw usage_error{"no RESOURCE given"};
-  check_printable_resource(o.resource);
+  check_resource(o.resource);
   o.common.nodes = nodes_from(a);
   return o;
 }
