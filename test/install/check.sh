@@ -44,8 +44,14 @@ if [[ $(realpath "$includedir") != $(realpath "$work/prefix/include") ]]; then
   exit 1
 fi
 read -r -a pc_flags <<<"$(pkg-config --cflags --libs redlock)"
+# The language standard is the consumer's to choose (C++20 or later): no -std from us, or
+# it would override a -std=c++2b given before it.
+if [[ " ${pc_flags[*]} " == *" -std="* ]]; then
+  echo "pkg-config --cflags redlock names a language standard: ${pc_flags[*]}" >&2
+  exit 1
+fi
 sanitize_flags=()
 [[ -n $sanitize ]] && sanitize_flags=(-fsanitize="$sanitize")
-"${CXX:-c++}" "${sanitize_flags[@]}" "$source_dir/consumer.cpp" -o "$work/pc-consumer" "${pc_flags[@]}"
+"${CXX:-c++}" -std=c++20 "${sanitize_flags[@]}" "$source_dir/consumer.cpp" -o "$work/pc-consumer" "${pc_flags[@]}"
 "$work/pc-consumer" | grep -q "locked by another owner"
 echo "$from + find_package + pkg-config: ok"
