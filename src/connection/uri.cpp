@@ -114,18 +114,15 @@ std::string node_uri::display() const {
 
 namespace {
 
-// `uri` as an error message may show it: the password (everything between the user's ':'
-// and the last '@', or all of the credentials without a ':') replaced by "***".
+// `uri` as an error message may show it: the credentials (everything between the scheme
+// and the last '@', or before that '@' when there is no scheme) replaced by "***". The user
+// name goes too: the message must not depend on any letter of the credentials.
 std::string masked_uri(std::string_view uri) {
   const auto scheme = uri.find("://");
   const auto at = uri.rfind('@');
-  std::string out;
-  if (scheme == std::string_view::npos || at == std::string_view::npos || at < scheme) {
-    out = uri;
-  } else {
-    const auto cred = scheme + 3;
-    const auto colon = uri.substr(cred, at - cred).find(':');
-    const auto from = colon == std::string_view::npos ? cred : cred + colon + 1;
+  std::string out{uri};
+  if (at != std::string_view::npos) {
+    const auto from = scheme != std::string_view::npos && scheme < at ? scheme + 3 : 0;
     out = std::string{uri.substr(0, from)} + "***" + std::string{uri.substr(at)};
   }
   // Control characters (a NUL would end the message early) written as \xNN.
