@@ -21,12 +21,31 @@
  *     out, skipped when a majority of marked nodes already reported T in round one),
  *     release after a failed attempt to every node that may have set the key,
  *     unlock, extension, the restart guard, the background repair of unmarked nodes.
- *   - nodes that restart empty (key, counter and marker lost), and pauses: any process
- *     may be delayed between any two of its steps while the clock advances.
+ *   - incarnations: every server has one (its run id and replication id), new at every
+ *     restart and every promotion. The repair's write sets the marker to the incarnation
+ *     of the server it runs on, and a node counts as marked (its counter trusted for
+ *     tokens, its write-back acknowledgements counted) only while its marker names the
+ *     incarnation it runs now. A request carries the incarnation its connection learnt at
+ *     the handshake before it was sent; connections break at every restart and promotion
+ *     and requests queued meanwhile are sent after the new handshake, so that is always
+ *     the incarnation of the server the request runs on. (The code's repair writes the
+ *     incarnation its read came from: the same server, since under the repair's rules a
+ *     write never reaches a server that restarted after the read. REPAIR_ACROSS_RESTART,
+ *     the code before that rule and before incarnations, marks the server it reaches.)
+ *   - nodes that restart empty (key, counter and marker lost), or with FROM_DISK from
+ *     their last snapshot (key, counter and marker as they were at some earlier moment:
+ *     an RDB snapshot, or an AOF that lost its last second; the marker names the old
+ *     incarnation), and pauses: any process may be delayed between any two of its steps
+ *     while the clock advances.
  *   - FAILOVERS: node 0 is a Redis Cluster whose replica may be promoted. The replica
  *     holds an older state of the node (replication is asynchronous); the promotion
- *     puts that state in place of the live one, breaks the connections, holds the node
- *     back from each client's reconnect on, and the clients delete its marker.
+ *     puts that state in place of the live one (its marker names the old primary),
+ *     breaks the connections and holds the node back from each client's reconnect on.
+ *   - MIGRATIONS: node 0 is a Redis Cluster whose slot of the resource may migrate key by
+ *     key, splitting the pair (counter hash and marker) across two primaries. A fenced
+ *     script declares the lock key, the hash and the marker in KEYS, so Redis answers
+ *     TRYAGAIN (the script does not run) while they are split; UNDECLARED_KEYS runs it
+ *     where the marker is, with no counter there.
  *
  * Switches (-D...), all described in verify/README.md:
  *   variants    UNFENCED (plain locks: no counters, no second round, no repair),
@@ -36,15 +55,18 @@
  *               (counters 1 on a majority, 0 elsewhere, last token 1), UNREPAIRED
  *               (node 0 restarted earlier and is not repaired yet)
  *   one rule removed, each must fail: NO_DRIFT, NO_WRITEBACK, NO_MARKER, NO_GUARD,
- *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS, NO_FAILOVER_GUARD,
- *               NO_FAILOVER_FORGET; NO_OWNER_CHECK (holds on its own);
+ *               NO_REPAIR, NO_LOST_CHECK, LATE_ACKS, NO_FAILOVER_GUARD, NO_INCARNATION
+ *               (a marker counts whichever incarnation set it), UNDECLARED_KEYS (the
+ *               fence scripts' keys not declared: they run on a split pair);
+ *               NO_OWNER_CHECK (holds on its own);
  *               NO_SKIP (the write-back always runs, as before the skip: holds)
  *   the repair  REPAIR_AS_IMPLEMENTED (src/client/fencing.cpp up to 0e85438), or its
  *               parts REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART, REPAIR_FRESH_MAJORITY
  *   bounds      N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
  *               last one), EXTS, REPAIRS, REPAIRERS, RESTARTS (RESTART_NODE0: all hit
- *               node 0), FAILOVERS (all hit node 0), QCAP, LATE, NO_FAST_CLOCKS,
- *               REPAIR_FIRST
+ *               node 0), FROM_DISK (restarts keep the last snapshot; all hit node 0),
+ *               FAILOVERS (all hit node 0), MIGRATIONS (of node 0's slot), QCAP, LATE,
+ *               NO_FAST_CLOCKS, REPAIR_FIRST
  *
  * Node clocks: a key set at t with TTL expires at t + TTL, or up to DRIFT ticks earlier
  * (a node clock running fast); the client's validity is start + TTL - DRIFT.
@@ -108,6 +130,23 @@
 #ifndef FAILOVERS
 #define FAILOVERS 0     /* promotions of node 0's replica */
 #endif
+#ifndef MIGRATIONS
+#define MIGRATIONS 0    /* migrations of node 0's slot that split the pair */
+#endif
+#ifdef FROM_DISK
+#define RESTART_NODE0   /* the snapshot is node 0's */
+#if FAILOVERS > 0
+#error "FROM_DISK and FAILOVERS share node 0's copy: use one of them"
+#endif
+#endif
+#if FAILOVERS > 0 || defined(FROM_DISK)
+#define COPY 1          /* node 0's older copy is tracked: its replica, or its snapshot */
+#else
+#define COPY 0
+#endif
+#if MIGRATIONS > 0 && (RESTARTS > 0 || FAILOVERS > 0 || defined(UNFENCED))
+#error "MIGRATIONS: fenced, with RESTARTS=0 and no failover (not modelled together)"
+#endif
 #ifndef QCAP
 #define QCAP 2          /* requests still in flight per connection */
 #endif
@@ -151,10 +190,10 @@ mtype = { SET, RAISE, DEL, PEXPIRE, READ, WRITE, no_reply, HELD, OK, SET_UNMARKE
          (op == OP_SET -> SET : (op == OP_RAISE -> RAISE : (op == OP_DEL -> DEL : \
          (op == OP_PEXP -> PEXPIRE : (op == OP_READ -> READ : WRITE))))), tok, arg, c)
 #define LOG_REPLY(i, rk, rv) \
-  printf("      -> %e %d; node %d now: key %d, counter %d, marked %d\n", \
+  printf("      -> %e %d; node %d now: key %d, counter %d, marker %d, incarnation %d\n", \
          (rk == R_NONE -> no_reply : (rk == R_HELD -> HELD : (rk == R_YES -> OK : \
          (rk == R_UNM -> SET_UNMARKED : (rk == R_NO -> REFUSED : (rk == R_RM -> MARKED : UNMARKED)))))), \
-         rv, i, owner[i], ctr[i], marked[i])
+         rv, i, owner[i], ctr[i], mark[i], inc[i])
 #define CAN_DEFER(k) (len(rq[k]) < QCAP && nlate < LATE)
 
 /* outcome of a client's round */
@@ -169,21 +208,38 @@ byte now;
 byte owner[N];          /* token in the lock key; 0: no key (expired keys are removed) */
 byte kexp[N];           /* the key's expiry */
 byte ctr[N];            /* fencing counter */
-bit  marked[N];         /* fencing marker */
+byte inc[N] = 1;        /* the server's incarnation (run id and replication id): 1 at the
+                           start, a new one at every restart and every promotion */
+#ifdef FRESH
+byte mark[N];           /* fencing marker: the incarnation that set it; 0: no marker */
+#else
+byte mark[N] = 1;       /* (marked by the servers that run at the start) */
+#endif
 bit  dirty[N];          /* restarted and not repaired yet (bounds the restarts) */
 byte heldu[N];          /* restart time + G: the guard holds the node back until then */
 byte nrestart;
-#if FAILOVERS > 0
-/* node 0's replica: a state the primary had at some earlier moment (ENV_SYNC copies the
-   primary's state whole, at any moment, so any prefix of its write history is possible).
-   Its marker is only kept where the promotion keeps it (NO_FAILOVER_FORGET) */
+#if COPY
+/* node 0's older copy: its replica (FAILOVERS) or its last snapshot on disk (FROM_DISK),
+   a state the node had at some earlier moment (ENV_SYNC copies the node's state whole,
+   at any moment, so any prefix of its write history is possible). The marker is copied
+   as it is: it names the incarnation that set it */
 byte rowner;
 byte rkexp;
 byte rctr;
-#ifdef NO_FAILOVER_FORGET
-bit  rmarked;
+byte rmark;
 #endif
+#if FAILOVERS > 0
 byte nfailover;
+#endif
+#if MIGRATIONS > 0
+/* node 0's slot migrates key by key: while split is set, its marker is on one primary
+   and its counter hash on another (either may have moved first; the lock key, moved with
+   its TTL, is wherever a request finds it, as MIGRATE and ASK make it) */
+bit  split;
+byte nmig;
+#ifdef UNDECLARED_KEYS
+byte sctr;              /* the counter a script created where the marker is, from 0 */
+#endif
 #endif
 
 /* ---- connections, index c * N + i --------------------------------------------------- */
@@ -236,10 +292,17 @@ int  given;             /* the fencing tokens handed out, as a bit set (in timed
 #define OWNER_OK(i, tok) (owner[i] == (tok))
 #endif
 
+/* whether node i counts as marked: its marker names the incarnation it runs now */
+#ifdef NO_INCARNATION
+#define MARKED(i) (mark[i] != 0)    /* any marker counts, whichever server set it */
+#else
+#define MARKED(i) (mark[i] == inc[i])
+#endif
+
 #ifdef NO_MARKER
 #define TRUSTED(i) (1)
 #else
-#define TRUSTED(i) (marked[i])
+#define TRUSTED(i) MARKED(i)
 #endif
 
 #ifdef MAJORITY_LOSS
@@ -254,7 +317,7 @@ int  given;             /* the fencing tokens handed out, as a bit set (in timed
 #define ALL_MARKED_MORE
 #elif N == 5
 #define FOR_N(M) M(0) M(1) M(2) M(3) M(4)
-#define ALL_MARKED_MORE && marked[3] && marked[4]
+#define ALL_MARKED_MORE && MARKED(3) && MARKED(4)
 #else
 #error "N must be 3 or 5"
 #endif
@@ -272,10 +335,8 @@ int  given;             /* the fencing tokens handed out, as a bit set (in timed
 #error "C * N must be 6, 9, 10 or 15"
 #endif
 
-/* node i runs op for client c; the reply goes to rk, rv */
-inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
-  rk = R_NONE; rv = 0;
-  LOG_EXEC(i, c, op, tok, arg);
+/* node i runs op (the script as it runs on one server); the reply goes to rk, rv */
+inline node_run(i, op, tok, arg, rk, rv) {
   if
   :: op == OP_SET ->
      if
@@ -311,7 +372,7 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
   :: op == OP_READ ->
      rv = ctr[i];
      if
-     :: marked[i] -> rk = R_RM
+     :: MARKED(i) -> rk = R_RM
      :: else -> rk = R_RU
      fi
   :: op == OP_WRITE ->
@@ -321,9 +382,43 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
      :: else
      fi;
 #endif
-     marked[i] = 1; dirty[i] = 0
-  fi;
+     mark[i] = inc[i]; dirty[i] = 0         /* the marker names this server */
+  fi
+}
+
+/* node i runs op for client c; the reply goes to rk, rv.
+   MIGRATIONS: while node 0's pair is split, the scripts that touch it (all but
+   compare-and-delete and compare-and-pexpire, which touch the lock key alone) declare
+   keys that are not all on one primary: Redis answers TRYAGAIN and nothing runs, which
+   the client counts as a failed request (rk stays R_NONE; a repair's read counts as no
+   answer). UNDECLARED_KEYS: the code that passed the hash and the marker in ARGV, so
+   Redis could not see that they were apart: the script ran where the request was sent
+   (sent with ASKING to the importing primary, for one), and where that was the marker's
+   primary without the counter hash (the importing primary when the marker moved first,
+   the source when the counter did), HINCRBY counted from an empty hash. The marker counts
+   there, as any marker did before incarnations (and as the source's own marker still
+   does when the counter moved first) */
+inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
+  rk = R_NONE; rv = 0;
+  LOG_EXEC(i, c, op, tok, arg);
+#if MIGRATIONS > 0
+  if
+  :: i == 0 && split && op != OP_DEL && op != OP_PEXP ->
+#ifdef UNDECLARED_KEYS
+     printf("t=%d   node 0's pair is split: it runs where the marker is, with no counter\n", now);
+     d = ctr[0]; ctr[0] = sctr;
+     node_run(i, op, tok, arg, rk, rv);
+     LOG_REPLY(i, rk, rv);                  /* the counter there */
+     sctr = ctr[0]; ctr[0] = d; d = 0
+#else
+     printf("      -> TRYAGAIN: node 0's pair is split by a migration; not run\n")
+#endif
+  :: else -> node_run(i, op, tok, arg, rk, rv); LOG_REPLY(i, rk, rv)
+  fi
+#else
+  node_run(i, op, tok, arg, rk, rv);
   LOG_REPLY(i, rk, rv)
+#endif
 }
 
 /* ---- the environment: clock, requests in flight, reconnects, restarts ------------- */
@@ -338,33 +433,25 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
 /* The client's reaction to a promotion it sees at a handshake (src/connection/cluster.cpp,
    on_shard_event): the node counts as started now, so it is held back for G from this
    client's reconnect on (the server's uptime is older, and now + G is the later of the
-   two), and the client deletes the node's marker (forget_markers_command in
-   src/client/client.cpp, sent on that connection). In the code, requests that were
-   waiting for this handshake run before the deletion, here after it. Nothing that counts
-   differs: the marker only decides whether they raise the counter, a raise is always
-   safe, and their replies come after the hold-back began, so they count for nothing. */
+   two). Its marker needs no deletion: the promoted server has a new incarnation, so the
+   marker it copied from the old primary no longer counts (MARKED). */
 #ifdef NO_FAILOVER_GUARD
 #define PROMOTION_HELD(k) heldu[(k) % N]        /* only the server's uptime counts */
 #else
 #define PROMOTION_HELD(k) (now + G)
 #endif
-#ifdef NO_FAILOVER_FORGET
-#define FORGET_MARKER(i) skip                   /* the older marker is trusted */
-#else
-#define FORGET_MARKER(i) marked[i] = 0
-#endif
 #if FAILOVERS > 0
 #define LEARN_HELD(k) \
   if \
-  :: promoted[k] -> promoted[k] = 0; vheld[k] = PROMOTION_HELD(k); FORGET_MARKER(k % N) \
+  :: promoted[k] -> promoted[k] = 0; vheld[k] = PROMOTION_HELD(k) \
   :: else -> vheld[k] = heldu[k % N] \
   fi
 #else
 #define LEARN_HELD(k) vheld[k] = heldu[k % N]
 #endif
 
-/* a broken connection reconnects; the handshake reads the node's uptime (and, on a
-   cluster, whether its primary was promoted) */
+/* a broken connection reconnects; the handshake reads the node's uptime and incarnation
+   (and, on a cluster, whether its primary was promoted) */
 #define ENV_RECONNECT(k) \
   :: atomic { conn[k] == DOWN -> conn[k] = UP; LEARN_HELD(k); \
        printf("t=%d client %d reconnects to node %d: held back until %d\n", \
@@ -391,72 +478,109 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
     conn[k] = DOWN; cvalid[k] = 0; rvalid[k] = 0 \
   }
 
-/* node i restarts empty: everything in flight to it is lost */
+/* node 0's copy is tracked while a restart (FROM_DISK) or failover may still use it */
+#if FAILOVERS > 0
+#define COPY_LIVE (nfailover < FAILOVERS)
+#elif defined(FROM_DISK)
+#define COPY_LIVE (nrestart < RESTARTS)
+#endif
+#if COPY
+/* after the last restart or failover that may use it, the copy is no longer tracked */
+#define COPY_AGAIN \
+  if \
+  :: COPY_LIVE -> rowner = owner[0]; rkexp = kexp[0]; rctr = ctr[0]; rmark = mark[0] \
+  :: else -> rowner = 0; rkexp = 0; rctr = 0; rmark = 0 \
+  fi
+#endif
+
+/* What a restart leaves: nothing, or with FROM_DISK node 0's last snapshot (the key
+   with its expiry, or none; an older counter; the marker as it was, naming an earlier
+   incarnation). A key that expired since the snapshot was dropped from the copy at the
+   tick, as Redis drops expired keys when it loads. */
+#ifdef FROM_DISK
+#define RESTART_STATE(i) \
+  owner[i] = rowner; kexp[i] = rkexp; ctr[i] = rctr; mark[i] = rmark; COPY_AGAIN
+#define RESTART_LOG(i) \
+  printf("t=%d node %d RESTARTS FROM DISK: key %d, counter %d, marker %d, incarnation %d\n", \
+         now, i, owner[i], ctr[i], mark[i], inc[i])
+#else
+#define RESTART_STATE(i) owner[i] = 0; kexp[i] = 0; ctr[i] = 0; mark[i] = 0
+#define RESTART_LOG(i) \
+  printf("t=%d node %d RESTARTS EMPTY: key %d, counter %d, marker %d, incarnation %d\n", \
+         now, i, owner[i], ctr[i], mark[i], inc[i])
+#endif
+
+/* node i restarts, as a new incarnation: everything in flight to it is lost */
 #define ENV_RESTART(i) \
   :: atomic { nrestart < RESTARTS -> \
        COUNT_DIRTY_OTHERS(i); \
        if \
        :: !FENCED || n < MAX_DIRTY -> \
           nrestart++; \
-          owner[i] = 0; kexp[i] = 0; ctr[i] = 0; marked[i] = 0; dirty[i] = 1; \
+          RESTART_STATE(i); inc[i]++; dirty[i] = 1; \
           heldu[i] = now + G; \
-          printf("t=%d node %d RESTARTS EMPTY\n", now, i); \
+          RESTART_LOG(i); \
           BREAK_CONNECTIONS(i) \
        :: else \
        fi; \
        n = 0; j = 0; c = 0; k = 0; op = 0; tok = 0; arg = 0 }
 
-#if FAILOVERS > 0
-#ifdef NO_FAILOVER_FORGET
-#define SYNC_MARKER rmarked != marked[0] ||
-#define COPY_MARKER rmarked = marked[0];
-#define CLEAR_MARKER rmarked = 0;
-#define PROMOTED_MARKER rmarked                 /* the older marker, trusted */
-#else
-#define SYNC_MARKER
-#define COPY_MARKER
-#define CLEAR_MARKER
-#define PROMOTED_MARKER 0                       /* deleted by the clients */
+#if COPY
+/* node 0's replica catches up, or node 0 writes a snapshot: the copy is the node's state
+   as it is now */
+#define ENV_SYNC \
+  :: atomic { COPY_LIVE && \
+       (rmark != mark[0] || rowner != owner[0] || rkexp != kexp[0] || rctr != ctr[0]) -> \
+       rowner = owner[0]; rkexp = kexp[0]; rctr = ctr[0]; rmark = mark[0]; \
+       printf("t=%d node 0's copy catches up: key %d, counter %d, marker %d\n", \
+              now, rowner, rctr, rmark) }
 #endif
 
-/* replication catches up: node 0's replica copies the primary's state as it is now */
-#define ENV_SYNC \
-  :: atomic { nfailover < FAILOVERS && \
-       (SYNC_MARKER rowner != owner[0] || rkexp != kexp[0] || rctr != ctr[0]) -> \
-       rowner = owner[0]; rkexp = kexp[0]; rctr = ctr[0]; COPY_MARKER \
-       printf("t=%d node 0's replica catches up: key %d, counter %d\n", now, rowner, rctr) }
-
+#if FAILOVERS > 0
 /* Node 0's replica is promoted: its older state replaces the live one (a key that
    expired meanwhile was dropped from the copy at the tick: a replica hides expired keys
-   and the new primary deletes them). The old primary's connections break and what was
-   in flight on them is lost, as at a restart. The marker goes at once: nothing reaches
-   the new primary before some client's handshake with it, and that handshake is where
-   the code deletes it (LEARN_HELD deletes it again at every other client's handshake,
-   as each client does). A failover counts against MAX_DIRTY like a restart, since it
-   may have lost counter raises. The next replica is a full copy of the new primary;
-   after the last failover the replica is no longer tracked. */
+   and the new primary deletes them), with the replica's marker, which names the old
+   primary's incarnation; the new primary is a new incarnation. The old primary's
+   connections break and what was in flight on them is lost, as at a restart. A failover
+   counts against MAX_DIRTY like a restart, since it may have lost counter raises. The
+   next replica is a full copy of the new primary. */
 #define ENV_FAILOVER \
   :: atomic { nfailover < FAILOVERS -> \
        COUNT_DIRTY_OTHERS(0); \
        if \
        :: !FENCED || n < MAX_DIRTY -> \
           nfailover++; \
-          owner[0] = rowner; kexp[0] = rkexp; ctr[0] = rctr; marked[0] = PROMOTED_MARKER; \
+          owner[0] = rowner; kexp[0] = rkexp; ctr[0] = rctr; mark[0] = rmark; inc[0]++; \
           dirty[0] = 1; \
-          printf("t=%d node 0 FAILS OVER: key %d until %d, counter %d, marked %d\n", \
-                 now, owner[0], kexp[0], ctr[0], marked[0]); \
+          printf("t=%d node 0 FAILS OVER: key %d until %d, counter %d, marker %d, incarnation %d\n", \
+                 now, owner[0], kexp[0], ctr[0], mark[0], inc[0]); \
           BREAK_CONNECTIONS(0); \
           for (c : 0 .. C - 1) { \
             promoted[c * N] = 1 \
-          } \
-          if \
-          :: nfailover < FAILOVERS -> \
-             rowner = owner[0]; rkexp = kexp[0]; rctr = ctr[0]; COPY_MARKER skip \
-          :: else -> rowner = 0; rkexp = 0; rctr = 0; CLEAR_MARKER skip \
-          fi \
+          }; \
+          COPY_AGAIN \
        :: else \
        fi; \
        n = 0; j = 0; c = 0; k = 0; op = 0; tok = 0; arg = 0 }
+#endif
+
+#if MIGRATIONS > 0
+/* node 0's slot starts migrating and one key of the pair moves before the other */
+#define ENV_SPLIT \
+  :: atomic { nmig < MIGRATIONS && !split -> nmig++; split = 1; \
+       printf("t=%d node 0's slot migrates: its marker and counter are on two primaries\n", \
+              now) }
+/* the other key follows: the pair is whole again, on the importing primary. A counter a
+   script created on the marker's side is overwritten by the one that moves (MIGRATE
+   REPLACE) */
+#ifdef UNDECLARED_KEYS
+#define JOIN_COUNTER sctr = 0;
+#else
+#define JOIN_COUNTER
+#endif
+#define ENV_JOIN \
+  :: atomic { split -> split = 0; JOIN_COUNTER \
+       printf("t=%d node 0's migration ends: the pair is whole again\n", now) }
 #endif
 
 /* node i's clock runs fast: the key expires up to DRIFT ticks early */
@@ -469,7 +593,9 @@ inline node_exec(i, c, op, tok, arg, rk, rv, n, j, d) {
   :: atomic { owner[i] != 0 -> owner[i] = 0; kexp[i] = 0; \
        printf("t=%d the key on node %d vanishes early\n", now, i) }
 
-active proctype env() {
+/* started by init once the start state is set (a restart or a failover before it would
+   only be overwritten by it, and split the states in two) */
+proctype env() {
   byte c, k, op, tok, arg, rk, rv, n, j, d, i;
 end:
   do
@@ -482,7 +608,7 @@ end:
          :: else
          fi
        }
-#if FAILOVERS > 0
+#if COPY
        if
        :: rowner != 0 && rkexp <= now -> rowner = 0; rkexp = 0
        :: else
@@ -497,9 +623,15 @@ end:
 #else
   FOR_N(ENV_RESTART)
 #endif
-#if FAILOVERS > 0
+#if COPY
   ENV_SYNC
+#endif
+#if FAILOVERS > 0
   ENV_FAILOVER
+#endif
+#if MIGRATIONS > 0
+  ENV_SPLIT
+  ENV_JOIN
 #endif
 #ifdef EARLY_EXPIRY
   FOR_N(ENV_EARLY)
@@ -817,14 +949,19 @@ finish:
 /* ---- the background repair of unmarked nodes (fence_repair_op) -------------------- */
 
 /* Whether a read is lost is chosen when it is sent (a lost read changes nothing, and
-   the repair may pause before it finishes as long as it likes); a restart loses it too */
+   the repair may pause before it finishes as long as it likes); a restart loses it too,
+   and a read that did not run (TRYAGAIN, MIGRATIONS) is no answer */
 #define REPAIR_NODE(i) \
   :: atomic { (rpend[c] & BIT(i)) && rvalid[c * N + i] && len(rq[c * N + i]) == 0 -> \
        node_exec(i, c, OP_READ, 0, 0, rk, rv, n, j, d); \
-       ans = ans | BIT(i); KEEP_VALUE(i, rv); \
        if \
-       :: rk == R_RM -> mk = mk | BIT(i) \
-       :: else \
+       :: rk == R_NONE \
+       :: else -> \
+          ans = ans | BIT(i); KEEP_VALUE(i, rv); \
+          if \
+          :: rk == R_RM -> mk = mk | BIT(i) \
+          :: else \
+          fi \
        fi; \
        rpend[c] = rpend[c] & ~BIT(i); rk = 0; rv = 0 } \
   :: atomic { (rpend[c] & BIT(i)) && !rvalid[c * N + i] -> rpend[c] = rpend[c] & ~BIT(i) }
@@ -882,7 +1019,7 @@ proctype repairer(byte c) {
   byte val[N];
 #endif
   do
-  :: nrep < REPAIRS && !(marked[0] && marked[1] && marked[2] ALL_MARKED_MORE) ->
+  :: nrep < REPAIRS && !(MARKED(0) && MARKED(1) && MARKED(2) ALL_MARKED_MORE) ->
      atomic {                                    /* read every node */
        nrep++; ans = 0; mk = 0; rpend[c] = 0; t0 = now;
        printf("t=%d client %d starts a repair\n", now, c);
@@ -971,15 +1108,8 @@ proctype repairer(byte c) {
 init {
   byte i;
   atomic {
-    for (i : 0 .. N - 1) {
-#ifdef FRESH
-      marked[i] = 0
-#else
-      marked[i] = 1
-#endif
-    }
 #ifdef PARTIAL
-    marked[N - 1] = 0;   /* the fleet's initialisation never reached the last node */
+    mark[N - 1] = 0;     /* the fleet's initialisation never reached the last node */
 #endif
 #ifdef SPREAD
     /* a history the counters may have had: token 1 was written back to nodes 0 .. Q - 1,
@@ -995,14 +1125,13 @@ init {
 #endif
 #ifdef UNREPAIRED
     /* node 0 restarted empty earlier, is past its guard, and was not repaired yet */
-    ctr[0] = 0; marked[0] = 0; dirty[0] = 1;
+    ctr[0] = 0; mark[0] = 0; inc[0] = 2; dirty[0] = 1;
 #endif
-#if FAILOVERS > 0
-    rctr = ctr[0];       /* node 0's replica starts in step with it */
-#ifdef NO_FAILOVER_FORGET
-    rmarked = marked[0];
+#if COPY
+    rctr = ctr[0];       /* node 0's copy starts in step with it */
+    rmark = mark[0];
 #endif
-#endif
+    run env();           /* first, so that pan tries its moves after the others' */
     for (i : 0 .. C - 1) {
       run client(i)
     }
