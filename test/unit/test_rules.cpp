@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <boost/test/unit_test.hpp>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -714,32 +713,42 @@ BOOST_AUTO_TEST_CASE(every_key_a_script_touches_is_declared_in_keys) {
   static const std::set<std::string> key_commands{
       "GET",  "SET",     "DEL",  "EXISTS", "PEXPIRE", "HINCRBY",       "HGET",  "HSET",
       "TYPE", "HGETALL", "PTTL", "ZADD",   "ZREM",    "ZRANGEBYSCORE", "ZRANGE"};
-  const std::regex call{R"re(redis\.p?call\(\s*"(\w+)"\s*(?:,\s*([^,\)]+))?)re"};
-  const std::regex local{R"re(local\s+([\w\s,]+?)\s*=\s*([^\n]+))re"};
+  auto trim = [](std::string t) {
+    t.erase(0, t.find_first_not_of(' '));
+    t.erase(t.find_last_not_of(' ') + 1);
+    return t;
+  };
+  auto split = [&](const std::string& list) {
+    std::vector<std::string> out;
+    std::stringstream in{list};
+    for (std::string x; std::getline(in, x, ',');) out.push_back(trim(x));
+    return out;
+  };
   std::size_t checked = 0;
   for (const auto* sc : detail::all_scripts()) {
     const std::string body{sc->body};
     // Names bound to KEYS entries: "local L, E, id = KEYS[4], KEYS[5], ARGV[3]".
     std::set<std::string> from_keys;
-    for (std::sregex_iterator it{body.begin(), body.end(), local}, end; it != end; ++it) {
-      std::vector<std::string> names, values;
-      std::stringstream n{(*it)[1].str()}, v{(*it)[2].str()};
-      for (std::string x; std::getline(n, x, ',');) names.push_back(x);
-      for (std::string x; std::getline(v, x, ',');) values.push_back(x);
-      for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-        auto trim = [](std::string t) {
-          t.erase(0, t.find_first_not_of(' '));
-          t.erase(t.find_last_not_of(' ') + 1);
-          return t;
-        };
-        if (trim(values[i]).starts_with("KEYS[")) from_keys.insert(trim(names[i]));
-      }
+    std::stringstream lines{body};
+    for (std::string line; std::getline(lines, line);) {
+      const auto eq = line.find(" = ");
+      if (line.rfind("local ", 0) != 0 || eq == std::string::npos) continue;
+      const auto names = split(line.substr(6, eq - 6));
+      const auto values = split(line.substr(eq + 3));
+      for (std::size_t k = 0; k < names.size() && k < values.size(); ++k)
+        if (values[k].starts_with("KEYS[")) from_keys.insert(names[k]);
     }
-    for (std::sregex_iterator it{body.begin(), body.end(), call}, end; it != end; ++it) {
-      std::string command = (*it)[1].str();
+    // Every redis.call("CMD", first, ...) and redis.pcall(...).
+    for (auto at = body.find("call(\""); at != std::string::npos;
+         at = body.find("call(\"", at + 1)) {
+      const auto name_end = body.find('"', at + 6);
+      std::string command = body.substr(at + 6, name_end - at - 6);
       for (auto& ch : command) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
       if (!key_commands.count(command)) continue;
-      const std::string first = (*it)[2].str();
+      auto from = body.find_first_not_of(' ', name_end + 1);
+      if (from == std::string::npos || body[from] != ',') continue;
+      const auto end = body.find_first_of(",)", from + 1);
+      const std::string first = trim(body.substr(from + 1, end - from - 1));
       ++checked;
       BOOST_TEST((first.starts_with("KEYS[") || from_keys.count(first) == 1),
                  command << " on " << first << " in\n"
