@@ -1,5 +1,6 @@
 #include "connection/connection.hpp"
 
+#include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
@@ -364,6 +365,28 @@ std::string acl_name(std::string_view command) {
   return out;
 }
 
+// A reply of the wrong kind, for a person: a simple string quoted (short, printable),
+// anything else by its kind.
+std::string describe_reply(const resp::node& n) {
+  switch (n.kind) {
+    case resp::type::simple_string: {
+      std::string shown = "\"+";
+      for (char ch : n.text.substr(0, 32)) shown += (ch >= ' ' && ch <= '~') ? ch : '?';
+      return shown + (n.text.size() > 32 ? "...\"" : "\"");
+    }
+    case resp::type::integer:
+      return "an integer";
+    case resp::type::null:
+      return "a null";
+    case resp::type::array:
+    case resp::type::map:
+    case resp::type::set:
+      return "an array";
+    default:
+      return "a reply of another type";
+  }
+}
+
 }  // namespace
 
 std::string connection::handshake_refusal(step st, std::string_view text) const {
@@ -407,11 +430,16 @@ void connection::on_handshake_reply(const resp::reply& r) {
       break;
     case step::info: {
       const auto now = boot_clock::now();
-      if (!top.is_string()) {
-        // Without the uptime we cannot tell a restart: assume it just happened.
-        pending_status_.started_at = now;
-        break;
-      }
+      // Redis answers INFO with one bulk (RESP3: verbatim) string of "field:value" lines.
+      // Anything else (+OK, a number, an array) is not a Redis server's report, and a
+      // node that cannot tell its restarts must not vote: the connection fails, and
+      // reconnects back off as after any failed handshake.
+      if (top.kind != resp::type::bulk_string && top.kind != resp::type::verbatim_string)
+        return fail_connection(
+            error::unexpected_reply,
+            fmt::format("INFO was answered with {} instead of the server's report: is this "
+                        "port a Redis server?",
+                        describe_reply(top)));
       pending_status_.run_id = info_field(top.text, "run_id");
       if (!pending_status_.run_id.empty())
         pending_status_.incarnation =
@@ -526,7 +554,10 @@ void connection::become_ready() {
   state_ = state::ready;
   outage_reported_ = false;
   unresponsive_ = false;
-  backoff_attempt_ = 0;
+  // The back-off starts over only once the connection proves itself (fail_connection): a
+  // server that passes the handshake and breaks the connection at once must not be
+  // reconnected to at the shortest delay forever.
+  ready_at_ = boot_clock::now();
   last_problem_.clear();
   auto queued = std::move(waiting_);
   waiting_.clear();
@@ -542,6 +573,7 @@ void connection::become_ready() {
 void connection::fail_connection(error_code ec, std::string problem) {
   if (state_ == state::closed) return;
   const bool was_ready = state_ == state::ready;
+  if (was_ready && boot_clock::now() - ready_at_ >= cfg_.reconnect_max) backoff_attempt_ = 0;
   last_problem_ = std::move(problem);
   ++generation_;
   tls_handshaking_ = false;

@@ -356,7 +356,8 @@ class connection final : public node, public std::enable_shared_from_this<connec
   std::optional<clock_sample> last_sample_;
   std::deque<boot_clock::time_point> clock_sent_;  // send times of TIME probes in flight
   boot_timer probe_timer_;
-  int backoff_attempt_ = 0;
+  int backoff_attempt_ = 0;  // reconnects since the connection last proved itself
+  boot_clock::time_point ready_at_{};
   std::string last_problem_;
   std::string handshake_payload_;
 

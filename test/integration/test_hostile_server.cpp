@@ -240,8 +240,6 @@ BOOST_AUTO_TEST_CASE(a_one_second_uptime_may_mean_a_start_just_now) {
   c->close();
 }
 
-BOOST_AUTO_TEST_SUITE_END()
-
 // ---- the lock manager with hostile nodes -------------------------------------------
 
 namespace {
@@ -482,3 +480,54 @@ BOOST_AUTO_TEST_CASE(a_shard_that_redirects_to_itself_forever_is_given_up_on_aft
   // The first send and four redirections, then the refusal stands.
   BOOST_TEST(server.count("SET") == 5u);
 }
+
+namespace {
+
+// A client alone on `server`, reconnecting from 50 ms up to 2 s, that waits 2 s for a lock
+// it cannot get; returns the failed call's diagnostics.
+std::string wait_two_seconds_on(const fake_server& server) {
+  asio::io_context io;
+  auto cfg = fast_config({server.uri()});
+  cfg.reconnect_min = 50ms;
+  cfg.reconnect_max = 2s;
+  redlock::client c{io.get_executor(), cfg};
+  std::string said;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::diagnostics diag;
+    auto [ec, lk] = co_await c.async_lock("res", {.ttl = 2s, .wait = 2s}, diag,
+                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!!ec);
+    said = diag.message;
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+  return said;
+}
+
+}  // namespace
+
+// A server that answers +OK to every command is no Redis: its INFO is not a report, so
+// the handshake fails with the reason, and the reconnects back off (50, 100, 200 ms,
+// ...: about 6 connections in 2 s, not one every 50 ms).
+BOOST_AUTO_TEST_CASE(a_server_that_answers_ok_to_everything_is_refused_and_backed_off) {
+  fake_server server{[](const fake_server::command&, std::size_t) -> std::optional<fake_reply> {
+    return fake_reply{.bytes = "+OK\r\n"};
+  }};
+  const std::string said = wait_two_seconds_on(server);
+  BOOST_TEST(said.find("INFO was answered with \"+OK\"") != std::string::npos, said);
+  BOOST_TEST(said.find("is this port a Redis server?") != std::string::npos, said);
+  BOOST_TEST(server.connections() <= 10u, server.connections() << " connections in 2 s");
+}
+
+// One that passes the handshake and then drops the connection at the first lock command
+// does not reset the back-off by passing: the delays grow as if the handshake had failed.
+BOOST_AUTO_TEST_CASE(a_server_that_drops_every_connection_after_the_handshake_is_backed_off) {
+  fake_server server{[](const fake_server::command& c, std::size_t) -> std::optional<fake_reply> {
+    if (c[0] == "EVALSHA" || c[0] == "SET") return fake_reply{.close = true};
+    return std::nullopt;
+  }};
+  wait_two_seconds_on(server);
+  BOOST_TEST(server.count("SET") + server.count("EVALSHA") >= 2u);
+  BOOST_TEST(server.connections() <= 10u, server.connections() << " connections in 2 s");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
