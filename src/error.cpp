@@ -5,6 +5,11 @@
 namespace redlock {
 namespace {
 
+bool is_argument(error e) noexcept {
+  return e == error::invalid_argument || e == error::invalid_ttl || e == error::invalid_resource ||
+         e == error::invalid_wait || e == error::too_many_resources;
+}
+
 class category_impl final : public boost::system::error_category {
  public:
   const char* name() const noexcept override { return "redlock"; }
@@ -68,6 +73,14 @@ class category_impl final : public boost::system::error_category {
       case error::extension_in_flight:
         return "another extension of this lock is still in flight: wait for it before extending "
                "again (the nodes keep whichever TTL arrives last)";
+      case error::invalid_ttl:
+        return "invalid TTL";
+      case error::invalid_resource:
+        return "invalid resource name";
+      case error::invalid_wait:
+        return "invalid wait (negative)";
+      case error::too_many_resources:
+        return "too many resources in one call";
     }
     return "unknown redlock error";
   }
@@ -77,6 +90,8 @@ class category_impl final : public boost::system::error_category {
   boost::system::error_condition default_error_condition(int ev) const noexcept override {
     if (static_cast<error>(ev) == error::cancelled)
       return boost::system::errc::make_error_condition(boost::system::errc::operation_canceled);
+    if (is_argument(static_cast<error>(ev)))
+      return boost::system::errc::make_error_condition(boost::system::errc::invalid_argument);
     if (static_cast<error>(ev) == error::node_timeout)
       return boost::system::errc::make_error_condition(boost::system::errc::timed_out);
     return {ev, *this};
@@ -84,6 +99,10 @@ class category_impl final : public boost::system::error_category {
 };
 
 }  // namespace
+
+bool is_argument_error(const boost::system::error_code& ec) noexcept {
+  return ec.category() == category() && is_argument(static_cast<error>(ec.value()));
+}
 
 const boost::system::error_category& category() noexcept {
   static const category_impl instance;

@@ -23,6 +23,7 @@
 #include "redlock/inspect.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/multi_lock.hpp"
+#include "redlock/resource_list.hpp"
 #include "redlock/with_diagnostics.hpp"
 
 namespace redlock {
@@ -110,7 +111,8 @@ class client {
   /// Acquires `resource`, retrying with jittered delays while it is contended or too few
   /// nodes answer, until `opts.wait` has passed (the last attempt starts by then).
   /// Completes with (error_code, lock). Errors: wait_timeout (still held by another),
-  /// no_quorum, validity_exhausted, wrong_type, invalid_argument, cancelled, shut_down.
+  /// no_quorum, validity_exhausted, wrong_type, cancelled, shut_down, and before anything
+  /// is sent invalid_resource, invalid_ttl or invalid_wait (is_argument_error).
   /// On cancellation or failure, whatever part of the lock was taken is released.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(lock_sig) CompletionToken = default_token_t>
   auto async_lock(std::string_view resource, lock_options opts,
@@ -183,14 +185,15 @@ class client {
   /// (a majority within validity); names not won are released wherever they were taken.
   /// Completes with (error_code, std::vector<claim_result>), one result per name, in
   /// order; a name repeated in the batch is claim_status::duplicate after its first.
-  /// The error_code is for the whole call: invalid_argument (more than max_claim_batch
-  /// names, an empty name or one over 64 KiB, a TTL out of range; nothing is sent), shut_down
+  /// The error_code is for the whole call: too_many_resources (more than max_claim_batch
+  /// names), invalid_resource (an empty name or one over 64 KiB), invalid_ttl (nothing is
+  /// sent for any of these), shut_down
   /// or cancelled (terminal or partial: every name the batch took is released). An
   /// empty batch completes at once with no results. Completes within two node_timeouts.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                  std::vector<claim_result>))
                 CompletionToken = default_token_t>
-  auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
+  auto async_try_claim(resource_list resources, std::chrono::milliseconds ttl,
                        CompletionToken&& token = default_token_t{}) {
     return async_try_claim(std::move(resources), ttl, claim_mode::spread_marker,
                            std::forward<CompletionToken>(token));
@@ -202,21 +205,21 @@ class client {
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                  std::vector<claim_result>))
                 CompletionToken = default_token_t>
-  auto async_try_claim(std::vector<std::string> resources, std::chrono::milliseconds ttl,
-                       claim_mode mode, CompletionToken&& token = default_token_t{}) {
+  auto async_try_claim(resource_list resources, std::chrono::milliseconds ttl, claim_mode mode,
+                       CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, std::vector<claim_result>)>(
         [](auto handler, std::shared_ptr<detail::client_state> s, std::vector<std::string> r,
            std::chrono::milliseconds t, claim_mode m) {
           detail::start_try_claim(std::move(s), std::move(r), t, m, std::move(handler));
         },
-        token, state_, std::move(resources), ttl, mode);
+        token, state_, std::move(resources).take(), ttl, mode);
   }
 
   /// One claim, batched for you: concurrent calls of this client (from any number of
   /// coroutines) are queued and sent together as async_try_claim batches, whatever is
   /// queued whenever a batch slot is free. Completes with (error_code, claim_result);
-  /// the error_code is only for invalid_argument or shut_down: held, done and failed
+  /// the error_code is only for an argument error or shut_down: held, done and failed
   /// are outcomes in the result, not errors.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, claim_result))
                 CompletionToken = default_token_t>
@@ -252,7 +255,8 @@ class client {
   /// emptied when the call starts and must outlive it. Completes with (error_code, settled):
   /// settled counts the locks done; the error_code is the first failure: not_held (a
   /// lock was empty, or its key had expired or been taken), no_quorum (a done marker did
-  /// not reach a majority, or too few nodes answered a release), invalid_argument.
+  /// not reach a majority, or too few nodes answered a release), too_many_resources,
+  /// invalid_argument (a keep time out of range).
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
                 CompletionToken = default_token_t>
   auto async_settle(std::span<lock> claims, std::chrono::milliseconds keep_for,
@@ -286,29 +290,30 @@ class client {
   /// held there, and the set is ours with a majority of such nodes within validity.
   /// Deadlock-free whatever order callers name the resources (no partial hold outlives
   /// an attempt). Retries, waits, fencing (one token per resource) and errors as
-  /// async_lock; invalid_argument also for an empty set, more than max_multi_lock names,
-  /// an empty or too long name, or a name given twice. Completes with (error_code,
+  /// async_lock; invalid_resource also for an empty set, an empty or too long name, or a
+  /// name given twice, too_many_resources for more than max_multi_lock names, and
+  /// invalid_argument for lock_options::fair. Completes with (error_code,
   /// multi_lock). On cancellation or failure, whatever the attempt took is released.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
-  auto async_lock_all(std::vector<std::string> resources, lock_options opts,
+  auto async_lock_all(resource_list resources, lock_options opts,
                       CompletionToken&& token = default_token_t{}) {
-    return initiate_lock_all(std::move(resources), opts, true, nullptr, token);
+    return initiate_lock_all(std::move(resources).take(), opts, true, nullptr, token);
   }
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
-  auto async_lock_all(std::vector<std::string> resources, lock_options opts, diagnostics& diag,
+  auto async_lock_all(resource_list resources, lock_options opts, diagnostics& diag,
                       CompletionToken&& token = default_token_t{}) {
-    return initiate_lock_all(std::move(resources), opts, true, &diag, token);
+    return initiate_lock_all(std::move(resources).take(), opts, true, &diag, token);
   }
   /// One attempt, no waiting. Errors as async_lock_all, but contended instead of wait_timeout.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
-  auto async_try_lock_all(std::vector<std::string> resources, lock_options opts,
+  auto async_try_lock_all(resource_list resources, lock_options opts,
                           CompletionToken&& token = default_token_t{}) {
-    return initiate_lock_all(std::move(resources), opts, false, nullptr, token);
+    return initiate_lock_all(std::move(resources).take(), opts, false, nullptr, token);
   }
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(multi_lock_sig) CompletionToken = default_token_t>
-  auto async_try_lock_all(std::vector<std::string> resources, lock_options opts, diagnostics& diag,
+  auto async_try_lock_all(resource_list resources, lock_options opts, diagnostics& diag,
                           CompletionToken&& token = default_token_t{}) {
-    return initiate_lock_all(std::move(resources), opts, false, &diag, token);
+    return initiate_lock_all(std::move(resources).take(), opts, false, &diag, token);
   }
 
   /// Reads every node without taking anything: how it answers, whether it may vote, what
@@ -316,7 +321,7 @@ class client {
   /// fencing counter hold there. Waits for connections still being made (at most
   /// connect_timeout + node_timeout). Completes with (error_code, one node_report per
   /// node); a node that did not answer says why in its report, not in the error_code.
-  /// Errors: invalid_argument (resource too long), cancelled, shut_down.
+  /// Errors: invalid_resource (resource too long), cancelled, shut_down.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(inspect_sig) CompletionToken = default_token_t>
   auto async_inspect(std::string_view resource, CompletionToken&& token = default_token_t{}) {
     return boost::asio::async_initiate<CompletionToken, inspect_sig>(

@@ -125,11 +125,18 @@ struct config {
   /// the only keys without a TTL. Default: empty.
   std::string key_prefix{};
 
+  /// Names this client in every token it writes: a token is `40 random hex digits + "/" +
+  /// owner` instead of the 40 digits alone, so that `redlock status`, diagnostics ("held
+  /// by ...") and `redlock run --verbose` can say who holds a resource. Printable ASCII
+  /// without spaces, at most 64 bytes; it costs that many bytes per key and per request.
+  /// The redlock tool sets `<host>:<pid>`. Default: empty (tokens are the digits only).
+  std::string owner{};
+
   /// The longest lock TTL any client of this fleet uses: the restart guard's period. A
   /// node that restarted less than this long ago (or whose clock jumped) does not vote,
   /// because it may have forgotten locks that are still valid elsewhere. Every client of
   /// a fleet must use the same value. Zero (the default) means "each lock's own TTL";
-  /// when set, locks with a longer TTL are refused (invalid_argument). Negative values
+  /// when set, locks with a longer TTL are refused (invalid_ttl). Negative values
   /// are refused (invalid_config).
   std::chrono::milliseconds max_ttl{0};
   /// Enforce the restart guard (default). Turn it off only for nodes that cannot lose
@@ -164,7 +171,7 @@ struct lock_options {
   std::chrono::milliseconds ttl = 10000ms;
   /// How long async_lock keeps trying while the resource is contended or nodes are
   /// unavailable; wait_forever (the default) waits until cancelled, 0 makes one attempt,
-  /// and a negative wait is refused (invalid_argument). Ignored by async_try_lock (one
+  /// and a negative wait is refused (invalid_wait). Ignored by async_try_lock (one
   /// attempt), whatever its value.
   std::chrono::milliseconds wait = wait_forever;
   /// Also mint a fencing token (lock::fence()): strictly increasing per resource across
@@ -221,7 +228,7 @@ inline constexpr std::size_t max_nodes = 15;
 /// Longest resource name a call accepts, in bytes (config::key_prefix not counted): a
 /// name is a key that every node stores and every lock, extend and release sends again,
 /// so a longer one (a whole document passed as the name) is refused with
-/// invalid_argument before it costs the nodes memory and traffic. 64 KiB leaves room for
+/// invalid_resource before it costs the nodes memory and traffic. 64 KiB leaves room for
 /// any name built from ids, paths or URLs.
 inline constexpr std::size_t max_resource_bytes = 64u << 10;
 

@@ -31,7 +31,7 @@ struct node_diagnostic {
 struct diagnostics {
   std::string message{};
   /// One entry per node, in config::nodes order, when requests went out; empty when
-  /// the call was refused before any (invalid_argument, shut_down, no_lock, ...).
+  /// the call was refused before any (an argument error, shut_down, no_lock, ...).
   std::vector<node_diagnostic> nodes{};
 };
 

@@ -31,7 +31,7 @@ enum class error {
   node_held_back,    ///< the node does not vote now (restart guard, clock jump, replica, duplicate)
   // Usage
   invalid_config,    ///< the configuration is invalid (text in the exception / diagnostics)
-  invalid_argument,  ///< an argument is invalid (empty resource, TTL out of range, ...)
+  invalid_argument,  ///< an argument is invalid (one without a code of its own below)
   shut_down,         ///< the client was shut down
   // Added later (values are stable)
   tls_failed,   ///< the TLS handshake failed (certificate refused, not a TLS port, ...)
@@ -41,7 +41,20 @@ enum class error {
   /// an extension of a lock while another extension of the same lock is still in flight:
   /// the nodes would end with whichever ran last, so the second is refused (nothing sent)
   extension_in_flight,
+  // Argument errors, each its own code so that the code alone says what was wrong. All of
+  // them (and invalid_argument) compare equal to boost::system::errc::invalid_argument:
+  // `ec == boost::system::errc::invalid_argument` catches every argument error.
+  invalid_ttl,         ///< a TTL outside 1 ms to 24 h, above config::max_ttl, or so short that
+                       ///< the clock drift allowance leaves under 1 ms of validity
+  invalid_resource,    ///< a resource name empty or over max_resource_bytes, a name twice in
+                       ///< one set, or an empty set
+  invalid_wait,        ///< a negative lock_options::wait
+  too_many_resources,  ///< more names in one call than max_multi_lock / max_claim_batch allow
 };
+
+/// True for every argument error: invalid_argument and the codes that say which argument
+/// (invalid_ttl, invalid_resource, invalid_wait, too_many_resources).
+bool is_argument_error(const boost::system::error_code& ec) noexcept;
 
 /// The "redlock" error category.
 const boost::system::error_category& category() noexcept;

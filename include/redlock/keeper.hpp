@@ -53,8 +53,9 @@ struct renew_options {
 class keeper {
  public:
   keeper() = default;
-  /// Takes `lk` over and starts renewing it. Throws system_error(invalid_argument) for
-  /// bad options or a lock that is not held.
+  /// Takes `lk` over and starts renewing it. Throws system_error: invalid_ttl for a
+  /// renewal TTL the client would refuse, invalid_argument for other bad options or a
+  /// lock that is not held.
   keeper(client& c, lock&& lk, renew_options opts = {});
   /// Stops renewing; a lock still held is released in the background (best effort).
   ~keeper();

@@ -72,7 +72,7 @@ struct extend_event {
   std::string_view resource{};
   bool by_keeper = false;  ///< a keeper's background renewal (true) or async_extend
   /// Success, or why not: not_held, no_quorum, validity_exhausted, lock_lost, cancelled,
-  /// invalid_argument. A keeper retries no_quorum while validity remains.
+  /// an argument error (invalid_ttl, ...). A keeper retries no_quorum while validity remains.
   boost::system::error_code outcome{};
   std::chrono::microseconds elapsed{0};
   std::span<const node_reply> nodes{};  ///< empty when nothing was sent

@@ -74,7 +74,7 @@ boost::asio::awaitable<work_outcome<T>> run_work(Work& work, keeper& k) {
 void describe_hold_failure(const keeper& k, std::string_view resource, boost::system::error_code ec,
                            diagnostics& diag);
 
-/// keeper{c, lk, opts}, its invalid_argument thrown as error_with_diagnostics with `diag`
+/// keeper{c, lk, opts}, its argument error thrown as error_with_diagnostics with `diag`
 /// saying why (the lock is then released in the background).
 keeper keep_for_work(client& c, lock&& lk, const renew_options& opts, diagnostics& diag);
 
@@ -183,8 +183,8 @@ auto run_with_lock(client& c, std::string resource, hold_options opts, diagnosti
 ///   the same way and with_lock throws error_with_diagnostics(error::shut_down).
 /// - The lock cannot be acquired: the acquisition's error (wait_timeout, no_quorum, ...)
 ///   is thrown as error_with_diagnostics, whose what() names each node's answer, and the
-///   work never runs. Renewal options the keeper refuses: invalid_argument, after which
-///   the lock just taken is released at once.
+///   work never runs. Renewal options the keeper refuses: invalid_ttl or invalid_argument, after
+///   which the lock just taken is released at once.
 /// error_with_diagnostics is a boost::system::system_error: code() is the error.
 template <typename Work>
 auto with_lock(client& c, std::string resource, hold_options opts, Work work)

@@ -723,9 +723,11 @@ void start_try_claim(std::shared_ptr<client_state> s, std::vector<std::string> r
                           h = std::move(h)]() mutable {
     auto fail = [&](error_code ec) { h.post(ec, std::vector<claim_result>{}); };
     if (s->closed) return fail(error::shut_down);
-    if (resources.size() > max_claim_batch || !check_ttl(ttl, s->cfg).empty() || bad_mode(mode) ||
-        std::any_of(resources.begin(), resources.end(), bad_name))
-      return fail(error::invalid_argument);
+    if (resources.size() > max_claim_batch) return fail(error::too_many_resources);
+    if (std::any_of(resources.begin(), resources.end(), bad_name))
+      return fail(error::invalid_resource);
+    if (!check_ttl(ttl, s->cfg).empty()) return fail(error::invalid_ttl);
+    if (bad_mode(mode)) return fail(error::invalid_argument);
     if (resources.empty()) return fail(error_code{});
     std::vector<claim_item> items;
     items.reserve(resources.size());
@@ -747,8 +749,9 @@ void start_claim(std::shared_ptr<client_state> s, std::string resource,
   asio::dispatch(strand, [s = std::move(s), resource = std::move(resource), ttl, mode,
                           h = std::move(h), fail]() mutable {
     if (s->closed) return fail(h, error::shut_down);
-    if (bad_name(resource) || !check_ttl(ttl, s->cfg).empty() || bad_mode(mode))
-      return fail(h, error::invalid_argument);
+    if (bad_name(resource)) return fail(h, error::invalid_resource);
+    if (!check_ttl(ttl, s->cfg).empty()) return fail(h, error::invalid_ttl);
+    if (bad_mode(mode)) return fail(h, error::invalid_argument);
     if (!s->claims) s->claims = std::make_unique<claim_coalescer>(*s);
     s->claims->add_claim(std::move(resource), ttl, mode, std::move(h));
   });
@@ -761,8 +764,9 @@ void start_settle(std::shared_ptr<client_state> s, std::span<lock> claims,
   auto strand = s->strand;
   asio::dispatch(strand, [s = std::move(s), claims, keep, h = std::move(h)]() mutable {
     if (s->closed) return h.post(error_code{error::shut_down}, std::size_t{0});
-    if (bad_keep(keep) || claims.size() > max_claim_batch)
-      return h.post(error_code{error::invalid_argument}, std::size_t{0});
+    if (claims.size() > max_claim_batch)
+      return h.post(error_code{error::too_many_resources}, std::size_t{0});
+    if (bad_keep(keep)) return h.post(error_code{error::invalid_argument}, std::size_t{0});
     std::vector<settle_item> items;
     items.reserve(claims.size());
     std::size_t not_ours = 0;  // empty locks (lost claims, released or moved from)

@@ -148,6 +148,10 @@ std::vector<node_uri> validate(const config& c) {
   if (c.max_queued_per_node == 0) bad_config("config.max_queued_per_node must be positive");
   if (c.max_ttl < std::chrono::milliseconds::zero())
     bad_config("config.max_ttl must not be negative (0 means each lock's own TTL)");
+  if (c.owner.size() > 64)
+    bad_config(fmt::format("config.owner has {} bytes; at most 64 are allowed", c.owner.size()));
+  if (std::any_of(c.owner.begin(), c.owner.end(), [](char ch) { return ch <= ' ' || ch > '~'; }))
+    bad_config("config.owner must be printable ASCII without spaces");
   return out;
 }
 
@@ -160,6 +164,7 @@ client_state::client_state(asio::any_io_executor ex, config c)
       rng(std::random_device{}()) {
   auto uris = validate(cfg);
   for (const auto& u : uris) addresses.push_back(u.display());
+  if (!cfg.owner.empty()) tokens.set_suffix("/" + cfg.owner);
   // Every script is loaded at every handshake: an EVALSHA answered NOSCRIPT is retried at
   // the back of the pipeline, behind commands sent after it.
   static const std::vector<const script*> preload(all_scripts().begin(), all_scripts().end());
@@ -259,22 +264,22 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (s_->closed) return complete(error::shut_down, lock{});
     if (resource_.empty()) {
       extra_ = ": the resource name is empty";
-      return complete(error::invalid_argument, lock{});
+      return complete(error::invalid_resource, lock{});
     }
     if (too_long) {
       extra_ = fmt::format(": the resource name has {} bytes; at most {} bytes are allowed",
                            resource_.size(), max_resource_bytes);
-      return complete(error::invalid_argument, lock{});
+      return complete(error::invalid_resource, lock{});
     }
     if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;
-      return complete(error::invalid_argument, lock{});
+      return complete(error::invalid_ttl, lock{});
     }
     // async_try_lock ignores the wait; async_lock must not add a negative one to the
     // clock (milliseconds::min() overflows it).
     if (wait_ && opts_.wait < std::chrono::milliseconds::zero()) {
       extra_ = ": the wait must not be negative (0 means one attempt)";
-      return complete(error::invalid_argument, lock{});
+      return complete(error::invalid_wait, lock{});
     }
     key_.assign(s_->cfg.key_prefix);
     key_.append(resource_);
@@ -417,7 +422,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (!opts_.fenced && !opts_.fair) {
       // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
       if (top.kind == resp::type::null) return vote::yes;
-      if (top.is_string()) return held_by(top.text);
+      if (top.is_string()) return held_by(i, top.text);
       return vote::failed;
     }
     // {0, holder} held; {1, counter, marker} set ({1, 0} unfair and unfenced), counted if
@@ -427,7 +432,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       return vote::failed;
     switch (r[1].integer) {
       case 0:
-        return r[2].is_string() ? held_by(r[2].text) : vote::held;
+        return r[2].is_string() ? held_by(i, r[2].text) : vote::held;
       case 3:
         if (!opts_.fair) return vote::failed;
         round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
@@ -457,7 +462,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // A node still held by a token whose release this client has heard has not run that
   // release yet (announcements and local releases reach the nodes at different times):
   // the attempt is tried again at once, not after the retry delay (once per release).
-  vote held_by(std::string_view holder) {
+  vote held_by(std::size_t i, std::string_view holder) {
+    if (diag_) round_.texts[i] = held_by_text(holder);
     if (s_->wakes && holder != retried_for_ && s_->wakes->released(key_, holder)) {
       retry_now_ = true;
       stale_holder_.assign(holder);

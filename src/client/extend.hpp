@@ -38,7 +38,7 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
     if (Access::extending(lk)) return complete(error::extension_in_flight), false;
     if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
       extra_ = ": " + why;
-      return complete(error::invalid_argument), false;
+      return complete(error::invalid_ttl), false;
     }
     const auto now = boot_clock::now();
     if (lk.lost() || now >= lk.deadline()) {

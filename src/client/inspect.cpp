@@ -28,7 +28,7 @@ class inspect_op final
 
   void start(const std::string& resource) {
     if (s_->closed) return complete(error::shut_down, {});
-    if (resource.size() > max_resource_bytes) return complete(error::invalid_argument, {});
+    if (resource.size() > max_resource_bytes) return complete(error::invalid_resource, {});
     const std::size_t n = s_->size();
     out_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {

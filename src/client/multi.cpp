@@ -91,10 +91,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
 
   void start() {
     if (s_->closed) return complete(error::shut_down, multi_lock{});
-    if (auto why = check_arguments(); !why.empty()) {
+    if (auto [code, why] = check_arguments(); code != error{}) {
       if (diag_) subject_ = join_names(resources_);
       extra_ = ": " + why;
-      return complete(error::invalid_argument, multi_lock{});
+      return complete(code, multi_lock{});
     }
     if (diag_) subject_ = join_names(resources_);
     keys_.reserve(resources_.size());
@@ -117,25 +117,29 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
 
  private:
   // Sorts the names (the order every node sees), and says what is wrong with the call.
-  std::string check_arguments() {
-    if (opts_.fair) return "fair mode applies to single locks, not to sets";
-    if (resources_.empty()) return "the set of resources is empty";
+  std::pair<error, std::string> check_arguments() {
+    if (opts_.fair)
+      return {error::invalid_argument, "fair mode applies to single locks, not to sets"};
+    if (resources_.empty()) return {error::invalid_resource, "the set of resources is empty"};
     if (resources_.size() > max_multi_lock)
-      return fmt::format("the set has {} resources; at most {} are allowed", resources_.size(),
-                         max_multi_lock);
+      return {error::too_many_resources,
+              fmt::format("the set has {} resources; at most {} are allowed", resources_.size(),
+                          max_multi_lock)};
     for (std::size_t j = 0; j < resources_.size(); ++j) {
-      if (resources_[j].empty()) return fmt::format("resource {} of the set is an empty name", j);
+      if (resources_[j].empty())
+        return {error::invalid_resource, fmt::format("resource {} of the set is an empty name", j)};
       if (resources_[j].size() > max_resource_bytes)
-        return fmt::format("resource {} of the set has {} bytes; at most {} bytes are allowed", j,
-                           resources_[j].size(), max_resource_bytes);
+        return {error::invalid_resource,
+                fmt::format("resource {} of the set has {} bytes; at most {} bytes are allowed", j,
+                            resources_[j].size(), max_resource_bytes)};
     }
     std::sort(resources_.begin(), resources_.end());
     if (auto d = std::adjacent_find(resources_.begin(), resources_.end()); d != resources_.end())
-      return fmt::format("resource \"{}\" is named twice in the set",
-                         d->size() > 64 ? d->substr(0, 64) + "..." : *d);
-    if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) return why;
+      return {error::invalid_resource, fmt::format("resource \"{}\" is named twice in the set",
+                                                   d->size() > 64 ? d->substr(0, 64) + "..." : *d)};
+    if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) return {error::invalid_ttl, why};
     if (wait_ && opts_.wait < std::chrono::milliseconds::zero())
-      return "the wait must not be negative (0 means one attempt)";
+      return {error::invalid_wait, "the wait must not be negative (0 means one attempt)"};
     return {};
   }
 

@@ -34,8 +34,11 @@ void token_source::next(std::string& out) {
     }
     return t;
   }();
-  out.resize(token_bytes * 2);
+  out.resize(token_bytes * 2 + suffix_.size());
   char* p = out.data();
+  // The owner goes after the digits: a token's first byte is always a hex digit, so the
+  // claim scripts' state bytes ("C", "D") can never be mistaken for one.
+  std::memcpy(p + token_bytes * 2, suffix_.data(), suffix_.size());
   for (std::size_t i = 0; i < token_bytes; ++i) {
     std::memcpy(p + 2 * i, pairs.data() + 2 * block_[used_ + i], 2);
   }

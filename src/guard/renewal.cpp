@@ -370,8 +370,7 @@ keeper::keeper(client& c, lock&& lk, renew_options opts) {
   e->state = state;
   e->ttl = opts.ttl.count() > 0 ? opts.ttl : lk.ttl();
   if (const auto why = detail::check_ttl(e->ttl, state->cfg); !why.empty())
-    throw boost::system::system_error(error::invalid_argument, "keeper: renewal: " + why);
-  if (e->ttl < std::chrono::milliseconds{3}) bad_argument("keeper: the TTL is too short to renew");
+    throw boost::system::system_error(error::invalid_ttl, "keeper: renewal: " + why);
   e->interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::nano>(e->ttl) * opts.fraction);
   e->margin = opts.loss_margin.count() > 0

@@ -27,7 +27,12 @@ keeper keep_for_work(client& c, lock&& lk, const renew_options& opts, diagnostic
     return keeper{c, std::move(lk), opts};
   } catch (const boost::system::system_error& e) {
     diag.nodes.clear();
-    diag.message = fmt::format("with_lock on \"{}\": {}", lk.resource(), e.what());
+    // e.what() ends with the code ("... [redlock:23]"), which error_with_diagnostics adds
+    // again: only the words go into the message.
+    std::string_view what = e.what();
+    const auto code = fmt::format(" [{}:{}]", e.code().category().name(), e.code().value());
+    if (what.ends_with(code)) what.remove_suffix(code.size());
+    diag.message = fmt::format("with_lock on \"{}\": {}", lk.resource(), what);
     lk = lock{};  // released in the background: the work never runs
     throw error_with_diagnostics(e.code(), diag);
   }

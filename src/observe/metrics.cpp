@@ -58,6 +58,14 @@ std::string_view outcome_label(boost::system::error_code ec) {
       return "wrong_type";
     case error::invalid_argument:
       return "invalid_argument";
+    case error::invalid_ttl:
+      return "invalid_ttl";
+    case error::invalid_resource:
+      return "invalid_resource";
+    case error::invalid_wait:
+      return "invalid_wait";
+    case error::too_many_resources:
+      return "too_many_resources";
     case error::shut_down:
       return "shut_down";
     case error::no_lock:

@@ -312,7 +312,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   /// Whether the outcome is worth each node's answer: requests went out, and the call
   /// was not refused before (a shut-down client's half-sent round says nothing).
   bool per_node(error_code ec) const {
-    return sent_ && ec != error::invalid_argument && ec != error::shut_down;
+    return sent_ && !is_argument_error(ec) && ec != error::shut_down;
   }
 
   std::string describe(error_code ec) const {

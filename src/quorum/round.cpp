@@ -66,4 +66,18 @@ std::string describe(const round& r, std::span<const node_label> nodes, error_co
   return m;
 }
 
+std::string held_by_text(std::string_view token) {
+  // Tokens come from the nodes: quote only short, printable pieces.
+  auto printable = [](std::string_view s) {
+    std::string out;
+    for (char ch : s) out += (ch > ' ' && ch <= '~') ? ch : '?';
+    return out;
+  };
+  const auto slash = token.find('/');
+  const std::string_view digits = token.substr(0, std::min<std::size_t>(slash, 8));
+  std::string who = "another owner";
+  if (slash != std::string_view::npos) who = printable(token.substr(slash + 1, 64));
+  return fmt::format("held by {} (token {}...)", who, printable(digits));
+}
+
 }  // namespace redlock::detail

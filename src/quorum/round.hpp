@@ -109,6 +109,10 @@ struct round_wording {
   std::string (*hint)(std::string_view server_text) = nullptr;
 };
 
+/// "held by <who> (token <start>...)" for a holder's token: its owner label
+/// (config::owner, after the digits and a "/"), or "another owner" for a token without one.
+std::string held_by_text(std::string_view token);
+
 std::string describe(const round& r, std::span<const node_label> nodes, error_code outcome,
                      const round_wording& w);
 

@@ -12,9 +12,15 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
   if (cfg.max_ttl.count() > 0 && ttl > cfg.max_ttl)
     return fmt::format("the TTL ({} ms) exceeds the fleet's max_ttl ({} ms)", ttl.count(),
                        cfg.max_ttl.count());
-  if (validity_deadline(boot_clock::time_point{}, ttl, cfg.drift_factor) <=
-      boot_clock::time_point{})
-    return "the TTL is shorter than the clock drift allowance (2 ms + drift_factor * ttl)";
+  // Under 1 ms of validity before the round trip: the lock could be granted and be
+  // invalid before its holder can use it (3 ms with the default factor leaves 0.97 ms).
+  const auto left =
+      validity_deadline(boot_clock::time_point{}, ttl, cfg.drift_factor) - boot_clock::time_point{};
+  if (left < min_validity)
+    return fmt::format(
+        "the TTL ({} ms) leaves under 1 ms of validity after the clock drift allowance (2 ms "
+        "+ drift_factor * ttl): a lock could never be used",
+        ttl.count());
   return {};
 }
 

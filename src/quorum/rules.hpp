@@ -59,11 +59,13 @@ constexpr vote_state decide(std::size_t n, std::size_t yes, std::size_t no) {
 inline constexpr std::chrono::milliseconds longest_ttl{std::chrono::hours{24}};
 
 /// Every TTL that reaches a node (lock, set, extension, keeper renewal, claim) passes
-/// this check before anything is sent: from 1 ms to 24 h, longer than the drift
-/// allowance (else no validity could ever be left), and at most config::max_ttl when that
-/// is set (a key must not outlive the time the restart guard holds a restarted node back).
+/// this check before anything is sent: from 1 ms to 24 h, at least min_validity longer
+/// than the drift allowance (else the lock could not be used), and at most config::max_ttl when
+/// that is set (a key must not outlive the time the restart guard holds a restarted node back).
 /// Returns "" when `ttl` is acceptable, else why not, for a person.
 std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg);
+/// The least validity a TTL must leave after the drift allowance (check_ttl).
+inline constexpr std::chrono::milliseconds min_validity{1};
 
 // ---- who votes ---------------------------------------------------------------------
 

@@ -50,13 +50,54 @@ BOOST_AUTO_TEST_CASE(an_invalid_ttl_awaited_without_a_token_throws_the_reason) {
       auto lk = co_await c.async_lock("r", bad);
       BOOST_ERROR("a TTL of 0 ms was accepted");
     } catch (const redlock::error_with_diagnostics& e) {
-      BOOST_TEST(e.code() == redlock::error::invalid_argument);
+      BOOST_TEST(e.code() == redlock::error::invalid_ttl);
       BOOST_TEST(contains(e.what(), "the TTL must be from 1 ms to 24 h"), e.what());
       BOOST_TEST(contains(e.what(), "could not lock \"r\""), e.what());
       BOOST_TEST(e.get_diagnostics().message ==
-                 "could not lock \"r\": invalid argument: the TTL must be from 1 ms to 24 h");
+                 "could not lock \"r\": invalid TTL: the TTL must be from 1 ms to 24 h");
       BOOST_TEST(e.get_diagnostics().nodes.empty());  // refused before any request
     }
+    co_await c.async_shutdown();
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(with_use_awaitable_the_code_alone_says_which_argument_was_wrong) {
+  // Plain asio::use_awaitable carries no diagnostics: the exception's code and its what()
+  // are all the caller sees, so each kind of bad argument has a code of its own.
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    struct bad {
+      std::string resource;
+      redlock::lock_options opts;
+      redlock::error code;
+      const char* words;
+    };
+    const std::vector<bad> cases{
+        {"r", {.ttl = 0ms}, redlock::error::invalid_ttl, "invalid TTL"},
+        {"r", {.ttl = 3ms}, redlock::error::invalid_ttl, "invalid TTL"},
+        {"", {.ttl = 1s}, redlock::error::invalid_resource, "invalid resource name"},
+        {"r", {.ttl = 1s, .wait = -1ms}, redlock::error::invalid_wait, "invalid wait"},
+    };
+    for (const auto& b : cases) {
+      try {
+        co_await c.async_lock(b.resource, b.opts, asio::use_awaitable);
+        BOOST_ERROR("accepted: " << redlock::make_error_code(b.code).message());
+      } catch (const boost::system::system_error& e) {
+        BOOST_TEST(e.code() == b.code, e.what());
+        BOOST_TEST(contains(e.what(), b.words), e.what());
+        BOOST_TEST(e.code() == boost::system::errc::invalid_argument);
+        BOOST_TEST(redlock::is_argument_error(e.code()));
+      }
+    }
+    std::vector<std::string> many(redlock::max_multi_lock + 1);
+    for (std::size_t i = 0; i < many.size(); ++i) many[i] = "m" + std::to_string(i);
+    try {
+      co_await c.async_try_lock_all(std::move(many), {.ttl = 1s}, asio::use_awaitable);
+      BOOST_ERROR("a set over max_multi_lock was accepted");
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == redlock::error::too_many_resources, e.what());
+    }
+    BOOST_TEST(!redlock::is_argument_error(redlock::error::contended));
     co_await c.async_shutdown();
   }());
 }
@@ -73,7 +114,7 @@ BOOST_AUTO_TEST_CASE(with_diagnostics_carries_the_reason_to_any_token) {
                        if (ex) std::rethrow_exception(ex);
                        what = "";
                      } catch (const redlock::error_with_diagnostics& e) {
-                       BOOST_TEST(e.code() == redlock::error::invalid_argument);
+                       BOOST_TEST(e.code() == redlock::error::invalid_resource);
                        what = e.what();
                      }
                    }));
@@ -89,7 +130,7 @@ BOOST_AUTO_TEST_CASE(with_diagnostics_carries_the_reason_to_any_token) {
                                 redlock::with_diagnostics(asio::use_awaitable));
       BOOST_ERROR("a TTL over 24 h was accepted");
     } catch (const redlock::error_with_diagnostics& e) {
-      BOOST_TEST(e.code() == redlock::error::invalid_argument);
+      BOOST_TEST(e.code() == redlock::error::invalid_ttl);
       BOOST_TEST(contains(e.what(), "the TTL must be from 1 ms to 24 h"), e.what());
     }
     // Success: no exception, the value passes through.

@@ -132,6 +132,9 @@ BOOST_AUTO_TEST_CASE(invalid_configurations_are_refused_before_any_connection) {
        {.nodes = {me}, .reconnect_min = 100ms, .reconnect_max = 10ms},
        "reconnect_max"},
       {"no queue", {.nodes = {me}, .max_queued_per_node = 0}, "max_queued_per_node"},
+      {"owner with a space", {.nodes = {me}, .owner = "web 2"}, "config.owner"},
+      {"owner with a control character", {.nodes = {me}, .owner = "web\n2"}, "config.owner"},
+      {"owner of 65 bytes", {.nodes = {me}, .owner = std::string(65, 'w')}, "config.owner"},
   };
   const auto before = connections();
   for (const auto& c : cases) {
@@ -227,9 +230,11 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
     std::string resource;
     ms ttl;
     const char* needle;
+    redlock::error code = redlock::error::invalid_ttl;
   };
   const std::vector<bad_case> cases{
-      {"empty resource", &c, "", 10s, "the resource name is empty"},
+      {"empty resource", &c, "", 10s, "the resource name is empty",
+       redlock::error::invalid_resource},
       {"TTL 0", &c, "r", 0ms, "from 1 ms to 24 h"},
       {"TTL -1 ms", &c, "r", -1ms, "from 1 ms to 24 h"},
       {"TTL min()", &c, "r", ms::min(), "from 1 ms to 24 h"},
@@ -237,6 +242,8 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
       {"TTL max()", &c, "r", ms::max(), "from 1 ms to 24 h"},
       {"TTL 1 ms (below the drift allowance)", &c, "r", 1ms, "drift allowance"},
       {"TTL 2 ms (the drift allowance)", &c, "r", 2ms, "drift allowance"},
+      // 0.97 ms would be left: a lock granted "valid for 0 ms".
+      {"TTL 3 ms (under 1 ms of validity left)", &c, "r", 3ms, "under 1 ms of validity"},
       {"TTL above max_ttl", &capped, "r", 6s, "exceeds the fleet's max_ttl"},
   };
   run_bounded(io, [&]() -> asio::awaitable<void> {
@@ -250,7 +257,8 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
           redlock::diagnostics diag;
           const redlock::lock_options o{.ttl = bc.ttl, .wait = 1s};
           auto [ec, lk] = co_await lock_once(*bc.client, bc.resource, o, wait, diag);
-          BOOST_TEST(ec == redlock::error::invalid_argument);
+          BOOST_TEST(ec == bc.code, ec.message());
+          BOOST_TEST(ec == boost::system::errc::invalid_argument);
           BOOST_TEST(diag.message.find(bc.needle) != std::string::npos, diag.message);
           BOOST_TEST(!lk.owns());
         }
@@ -261,7 +269,7 @@ BOOST_AUTO_TEST_CASE(invalid_lock_arguments_fail_before_any_command_is_sent) {
     for (const ms ttl : {0ms, -1ms, ms::min(), 24h + 1ms, ms::max()}) {
       BOOST_TEST_CONTEXT("extend to " << ttl.count() << " ms") {
         auto [ec] = co_await c.async_extend(warm, ttl, asio::as_tuple(asio::use_awaitable));
-        BOOST_TEST(ec == redlock::error::invalid_argument);
+        BOOST_TEST(ec == redlock::error::invalid_ttl);
         BOOST_TEST(warm.valid());
         BOOST_TEST((warm.deadline() == deadline));
       }
@@ -332,7 +340,7 @@ BOOST_AUTO_TEST_CASE(a_huge_resource_name_is_refused_before_any_traffic) {
         BOOST_TEST_CONTEXT("name of " << size << " bytes, " << (wait ? "lock" : "try_lock")) {
           redlock::diagnostics diag;
           auto [ec, lk] = co_await lock_once(c, std::string(size, 'h'), {.wait = 1s}, wait, diag);
-          BOOST_TEST(ec == redlock::error::invalid_argument);
+          BOOST_TEST(ec == redlock::error::invalid_resource);
           BOOST_TEST(!lk.owns());
           BOOST_TEST(diag.message.find("at most 65536 bytes") != std::string::npos, diag.message);
           BOOST_TEST(diag.message.size() < 300u);
@@ -355,7 +363,7 @@ BOOST_AUTO_TEST_CASE(a_negative_wait_is_refused_and_does_not_overflow) {
         redlock::diagnostics diag;
         auto [ec, lk] = co_await c.async_lock("w", {.ttl = 1s, .wait = wait}, diag,
                                               asio::as_tuple(asio::use_awaitable));
-        BOOST_TEST(ec == redlock::error::invalid_argument);
+        BOOST_TEST(ec == redlock::error::invalid_wait);
         BOOST_TEST(diag.message.find("wait must not be negative") != std::string::npos,
                    diag.message);
         BOOST_TEST(!lk.owns());

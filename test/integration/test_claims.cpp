@@ -208,6 +208,36 @@ BOOST_AUTO_TEST_CASE(a_batch_reports_won_held_done_and_duplicate_per_name) {
   BOOST_TEST(copies(fleet, "b") == 0u);
 }
 
+// config::owner follows a token's digits: an owner starting with the claim scripts' state
+// letters ("C" own-marker claim, "D" done marker) changes nothing about who holds what.
+BOOST_AUTO_TEST_CASE(an_owner_label_never_reads_as_a_done_marker_or_an_own_marker_claim) {
+  redlock::test::redis_fleet fleet{3};
+  asio::io_context io;
+  auto labelled = fast_config(fleet.uris());
+  labelled.owner = "Done-worker:7";
+  redlock::client a{io.get_executor(), labelled};
+  labelled.owner = "Claimer:8";
+  redlock::client b{io.get_executor(), labelled};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::string> names{"job"};
+    auto first = co_await try_claim(a, names);
+    BOOST_TEST_REQUIRE(first.size() == 1u);
+    BOOST_TEST(first[0].status == claim_status::won);
+    BOOST_TEST(first[0].lock.token().ends_with("/Done-worker:7"), first[0].lock.token());
+    auto second = co_await try_claim(b, names);
+    BOOST_TEST_REQUIRE(second.size() == 1u);
+    BOOST_TEST(second[0].status == claim_status::held);  // not "done": nothing was saved
+    auto [ec, lk] =
+        co_await b.async_try_lock("job", {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::contended);
+    co_await a.async_settle(first[0].lock, 0ms, asio::use_awaitable);  // released
+    auto third = co_await try_claim(b, names);
+    BOOST_TEST_REQUIRE(third.size() == 1u);
+    BOOST_TEST(third[0].status == claim_status::won);
+    co_await b.async_settle(third[0].lock, 0ms, asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(a_name_held_on_one_node_is_still_won_through_the_others) {
   redlock::test::redis_fleet fleet{3};
   asio::io_context io;
@@ -324,25 +354,26 @@ BOOST_AUTO_TEST_CASE(bad_batches_get_clear_answers_before_any_traffic) {
     std::vector<std::string> big(redlock::max_claim_batch + 1);
     for (std::size_t i = 0; i < big.size(); ++i) big[i] = "n" + std::to_string(i);
     auto [e1, r1] = co_await c.async_try_claim(big, 5s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e1 == redlock::error::invalid_argument);
+    BOOST_TEST(e1 == redlock::error::too_many_resources);
     std::vector<std::string> with_empty{"ok", ""};
     auto [e2, r2] = co_await c.async_try_claim(with_empty, 5s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e2 == redlock::error::invalid_argument);
+    BOOST_TEST(e2 == redlock::error::invalid_resource);
     std::vector<std::string> ok{"ok"};
     auto [e3, r3] = co_await c.async_try_claim(ok, 0ms, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e3 == redlock::error::invalid_argument);
+    BOOST_TEST(e3 == redlock::error::invalid_ttl);
     auto [e4, r4] = co_await c.async_claim("", 5s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e4 == redlock::error::invalid_argument);
+    BOOST_TEST(e4 == redlock::error::invalid_resource);
     const std::string too_long(redlock::detail::max_resource_bytes + 1, 'x');
     auto [e8, r8] = co_await c.async_claim(too_long, 5s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e8 == redlock::error::invalid_argument);
+    BOOST_TEST(e8 == redlock::error::invalid_resource);
     std::vector<std::string> with_long{"ok", too_long};
     auto [e9, r9] = co_await c.async_try_claim(with_long, 5s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(e9 == redlock::error::invalid_argument);
+    BOOST_TEST(e9 == redlock::error::invalid_resource);
     const auto no_mode = static_cast<redlock::claim_mode>(7);
     auto [e10, r10] =
         co_await c.async_try_claim(ok, 5s, no_mode, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e10 == redlock::error::invalid_argument);
+    BOOST_TEST(e10 == boost::system::errc::invalid_argument);  // every argument error
     auto [e11, r11] =
         co_await c.async_claim("ok", 5s, no_mode, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e11 == redlock::error::invalid_argument);

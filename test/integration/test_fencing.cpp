@@ -557,10 +557,10 @@ BOOST_AUTO_TEST_CASE(extension_keeps_the_fencing_token_and_max_ttl_is_enforced) 
     co_await c.async_extend(lk, 4s, asio::use_awaitable);
     BOOST_TEST(lk.fence() == t);
     auto [ec] = co_await c.async_extend(lk, 6s, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec == redlock::error::invalid_argument);
+    BOOST_TEST(ec == redlock::error::invalid_ttl);
     auto [ec2, lk2] =
         co_await c.async_try_lock("too-long", {.ttl = 6s}, asio::as_tuple(asio::use_awaitable));
-    BOOST_TEST(ec2 == redlock::error::invalid_argument);
+    BOOST_TEST(ec2 == redlock::error::invalid_ttl);
     co_await c.async_unlock(std::move(lk), asio::use_awaitable);
   }());
 }

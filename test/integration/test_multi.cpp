@@ -522,23 +522,29 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_refused_with_a_clear_message) {
   names many;
   for (std::size_t i = 0; i <= redlock::max_multi_lock; ++i)
     many.push_back("n" + std::to_string(i));
-  const std::vector<std::pair<names, std::string>> cases{
-      {names{}, "the set of resources is empty"},
-      {many, "at most 64 are allowed"},
-      {names{"a", ""}, "resource 1 of the set is an empty name"},
-      {names{"a", "b", "a"}, "resource \"a\" is named twice in the set"},
+  struct bad_set {
+    names rs;
+    redlock::error code;
+    std::string text;
+  };
+  const std::vector<bad_set> cases{
+      {names{}, redlock::error::invalid_resource, "the set of resources is empty"},
+      {many, redlock::error::too_many_resources, "at most 64 are allowed"},
+      {names{"a", ""}, redlock::error::invalid_resource, "resource 1 of the set is an empty name"},
+      {names{"a", "b", "a"}, redlock::error::invalid_resource,
+       "resource \"a\" is named twice in the set"},
   };
   const names one{"a"};
   run_bounded(io, [&]() -> asio::awaitable<void> {
-    for (const auto& [rs, text] : cases) {
+    for (const auto& [rs, code, text] : cases) {
       redlock::diagnostics diag;
       auto [ec, lk] = co_await try_all(c, rs, {}, diag);
-      BOOST_TEST(ec == redlock::error::invalid_argument);
+      BOOST_TEST(ec == code, ec.message());
       BOOST_TEST(diag.message.find(text) != std::string::npos, diag.message);
     }
     redlock::diagnostics diag;
     auto [ec, lk] = co_await try_all(c, one, {.ttl = 0ms}, diag);
-    BOOST_TEST(ec == redlock::error::invalid_argument);
+    BOOST_TEST(ec == redlock::error::invalid_ttl);
     BOOST_TEST(diag.message.find("TTL") != std::string::npos, diag.message);
   }());
   BOOST_TEST(fleet.total_keys() == 0);

@@ -69,14 +69,20 @@ BOOST_AUTO_TEST_CASE(a_ttl_within_the_drift_allowance_is_refused) {
   BOOST_TEST(!check_ttl(1ms, cfg_with()).empty());
 }
 
-BOOST_AUTO_TEST_CASE(the_shortest_ttl_with_validity_left_is_accepted) {
-  BOOST_TEST(check_ttl(3ms, cfg_with()).empty());
+BOOST_AUTO_TEST_CASE(a_ttl_that_leaves_under_a_millisecond_is_refused) {
+  // 3 ms leaves 3 - 0.03 - 2 = 0.97 ms: granted, it would be 0 ms valid by the time it is read.
+  const auto why = check_ttl(3ms, cfg_with());
+  BOOST_TEST(why.find("under 1 ms of validity") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(the_shortest_ttl_with_a_millisecond_left_is_accepted) {
+  BOOST_TEST(check_ttl(4ms, cfg_with()).empty());  // 4 - 0.04 - 2 = 1.96 ms
 }
 
 BOOST_AUTO_TEST_CASE(the_drift_check_scales_with_the_drift_factor) {
-  // Factor 0.4: 3 ms leaves 3 - 1.2 - 2 < 0; 4 ms leaves 4 - 1.6 - 2 > 0.
-  BOOST_TEST(!check_ttl(3ms, cfg_with(0ms, true, 0.4)).empty());
-  BOOST_TEST(check_ttl(4ms, cfg_with(0ms, true, 0.4)).empty());
+  // Factor 0.4: 5 ms leaves 5 - 2 - 2 = 1 ms; 4 ms leaves 0.4 ms.
+  BOOST_TEST(!check_ttl(4ms, cfg_with(0ms, true, 0.4)).empty());
+  BOOST_TEST(check_ttl(5ms, cfg_with(0ms, true, 0.4)).empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_ttl_above_max_ttl_is_refused) {
@@ -569,6 +575,22 @@ BOOST_AUTO_TEST_CASE(a_description_names_every_node_and_what_it_said) {
              text);
   // The connection's own problem says why node 2 was unavailable.
   BOOST_TEST(text.find("[connect: Connection refused]") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_is_named_by_the_owner_label_after_its_digits) {
+  using detail::held_by_text;
+  BOOST_TEST(held_by_text("3fa2c1d09b1e4455667788990011223344556677/web2:4242") ==
+             "held by web2:4242 (token 3fa2c1d0...)");
+  BOOST_TEST(held_by_text("3fa2c1d09b1e4455667788990011223344556677") ==
+             "held by another owner (token 3fa2c1d0...)");
+  // An own-marker claim's state byte leads; the owner still follows the digits.
+  BOOST_TEST(held_by_text("C3fa2c1d09b1e4455667788990011223344556677/Dhost:1") ==
+             "held by Dhost:1 (token C3fa2c1d...)");
+  // A value from the node is quoted short and printable, whatever it holds.
+  const auto odd = held_by_text(std::string("ab\ncd/x\x01y", 10) + std::string(200, 'z'));
+  BOOST_TEST(odd.find('\n') == std::string::npos, odd);
+  BOOST_TEST(odd.find('\x01') == std::string::npos, odd);
+  BOOST_TEST(odd.size() < 110u, odd);
 }
 
 BOOST_AUTO_TEST_CASE(a_server_error_is_quoted_with_its_hint) {

@@ -85,7 +85,14 @@ int status_command(const status_options& o) {
   const std::size_t quorum = reports.size() / 2 + 1;
   std::string verdict = "free";
   for (auto& [token, count] : holders)
-    if (count >= quorum) verdict = "held (token " + token.substr(0, 12) + "...) on a majority";
+    if (count >= quorum) {
+      // "by host:42" for a token with an owner label after its digits (redlock run writes
+      // one), then the start of the token.
+      const auto slash = token.find('/');
+      verdict = "held" + (slash == std::string::npos ? "" : " by " + token.substr(slash + 1)) +
+                " (token " + token.substr(0, std::min<std::size_t>(slash, 12)) +
+                "...) on a majority";
+    }
   if (verdict == "free" && holding > 0)
     verdict = "partly held (no majority: expiring or being taken)";
   fmt::print("{}: {}; {} of {} nodes reachable\n", o.resource, verdict, reachable, reports.size());

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   } catch (const boost::system::system_error& e) {
     // The client refused its configuration: the command line asked for it.
     const bool usage =
-        e.code() == redlock::error::invalid_config || e.code() == redlock::error::invalid_argument;
+        e.code() == redlock::error::invalid_config || redlock::is_argument_error(e.code());
     fmt::print(stderr, "redlock: {}\n", e.what());
     return usage ? exit_usage : exit_software;
   } catch (const std::exception& e) {

@@ -1,11 +1,13 @@
 #include "options.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -397,6 +399,13 @@ config client_config(const common_options& o) {
   cfg.user = o.user;
   cfg.password_file = o.password_file;
   cfg.password_env = o.password_env;
+  // Every token says which host and process wrote it: `status` and `--verbose` show it.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
+  cfg.owner = fmt::format("{}:{}", host, ::getpid());
+  if (cfg.owner.size() > 64) cfg.owner = cfg.owner.substr(cfg.owner.size() - 64);
+  for (char& ch : cfg.owner)
+    if (ch <= ' ' || ch > '~') ch = '_';
   cfg.on_event = [](const node_event& e) {
     if (e.what == node_event::kind::tls_unverified)
       std::fprintf(stderr, "redlock: warning: node %zu (%s): %s\n", e.node, e.address.c_str(),

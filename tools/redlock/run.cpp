@@ -54,7 +54,7 @@ int exit_code_for(error_code ec) {
   if (ec == error::wait_timeout || ec == error::contended) return exit_busy;
   if (ec == error::no_quorum || ec == error::validity_exhausted || ec == error::node_held_back)
     return exit_unavailable;
-  if (ec == error::invalid_argument || ec == error::invalid_config || ec == error::unsupported)
+  if (is_argument_error(ec) || ec == error::invalid_config || ec == error::unsupported)
     return exit_usage;
   if (ec == error::wrong_type) return exit_data;
   return exit_software;
@@ -343,6 +343,17 @@ class runner {
     return exit_ok;
   }
 
+  // Why the keeper lost the lock, in the words an operator acts on.
+  static std::string loss_text(error_code why) {
+    if (why == error::not_held)
+      return " (a majority of nodes no longer hold our token: it expired there, or was deleted "
+             "or taken)";
+    if (why == error::lock_lost)
+      return " (no renewal was confirmed by a majority before the validity ran out: nodes "
+             "down, frozen or too slow, or this process was paused)";
+    return why ? " (" + why.message() + ")" : std::string{};
+  }
+
   void watch_loss() {
     keeper_->async_wait_lost([this](error_code ec) {
       if (ec != error::lock_lost || child_ <= 0) return;
@@ -351,11 +362,12 @@ class runner {
       // at work, not a fault of the nodes: say which, so nobody hunts for an outage.
       const bool capped =
           o_.max_hold.count() > 0 && std::chrono::steady_clock::now() - locked_at_ >= o_.max_hold;
-      say(fmt::format("{} the lock on {}: terminating COMMAND (SIGTERM, SIGKILL after {} ms)",
+      say(fmt::format("{} the lock on {}{}: terminating COMMAND (SIGTERM, SIGKILL after {} ms)",
                       capped ? fmt::format("--max-hold ({} ms) has passed, no longer renewing",
                                            o_.max_hold.count())
                              : std::string{"lost"},
-                      o_.resource, o_.grace.count()));
+                      o_.resource, capped ? std::string{} : loss_text(keeper_->loss_reason()),
+                      o_.grace.count()));
       ::kill(-child_, SIGTERM);
       kill_timer_.expires_after(o_.grace);
       kill_timer_.async_wait([this](error_code e) {
