@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "client/split_merge.hpp"
+
 namespace redlock::detail {
 
 // Written one statement a line: Lua does not care, and the SHA1 is of the text as written
@@ -384,19 +386,19 @@ const script settle_script{
 // A call whose keys span slots goes to a cluster node as one call of the same script per slot,
 // each with that slot's keys (and their ARGV entries), so that every key a part touches is
 // declared and Redis's own migration rules hold: a part whose keys are not all on the server
-// that got it is answered TRYAGAIN (or ASK first) and does not run. The node merges the parts'
-// answers into the one the whole call would have given (split_form::merge).
+// that got it is answered TRYAGAIN (or ASK first) and does not run. The node only routes the
+// parts; each script's merge (split_merge.cpp) reads their answers and gives the one the whole
+// call would have given.
 
-using merge = split_form::merge;
 // {shared ARGV entries, KEYS per item, ARGV entries per item, merge, undo}. A call with no ARGV
 // beyond the shared ones has one key per item (an unfenced set).
-const split_form multi_acquire_split{2, 3, 1, merge::set_acquire, &quiet_multi_release_script};
-const split_form multi_raise_split{1, 3, 2, merge::set_raise};
-const split_form multi_extend_split{2, 1, 0, merge::all_ones};
-const split_form multi_release_split{1, 1, 0, merge::sum};
-const split_form quiet_multi_release_split{1, 1, 0, merge::sum};
-const split_form claim_split{1, 1, 1, merge::per_key};
-const split_form settle_split{1, 1, 1, merge::per_key};
+const split_form multi_acquire_split{2, 3, 1, merge_set_acquire, &quiet_multi_release_script};
+const split_form multi_raise_split{1, 3, 2, merge_set_raise};
+const split_form multi_extend_split{2, 1, 0, merge_all_ones};
+const split_form multi_release_split{1, 1, 0, merge_sum};
+const split_form quiet_multi_release_split{1, 1, 0, merge_sum};
+const split_form claim_split{1, 1, 1, merge_per_key};
+const split_form settle_split{1, 1, 1, merge_per_key};
 
 // ---- inspection ----------------------------------------------------------------------------
 

@@ -255,19 +255,20 @@ void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
 
 // The parts of one split call: each is routed as a request of its own (redirections and
 // all), and the user's request is answered once, when the last part is, with the reply the
-// whole call would have given (split_form::merge). A part that failed stands for "may have
-// run" (-1 per item) and one not run for "not run" (-2): never sent, or refused by Redis
-// without running (TRYAGAIN while its slot migrates, or any other error reply). A definite
-// refusal (a key held, a token not found) outweighs a failure elsewhere. Fence markers are
-// vetted against the server that answered each part: one that names it becomes
-// vetted_marker, any other nil, and the merged reply is "answered by" vetted_marker.
+// lock kind's merge (split_form::merge, src/client/split_merge.cpp) makes of the parts'
+// outcomes. This side only routes: it never reads a part's reply. When the merge says the
+// call is not to be kept (a set refused or failed), the parts that may hold keys give them
+// back (split_form::undo). The merged reply is "answered by" vetted_marker: the merge vets
+// each part's fence markers against the server that answered it.
 class cluster_node::splitter final : public request_sink {
  public:
   splitter(cluster_node& owner, request& outer, const split_form& form, split_plan plan)
-      : owner_(owner), outer_(&outer), form_(form), plan_(std::move(plan)) {
+      : owner_(owner),
+        outer_(&outer),
+        plan_(std::move(plan)),
+        merge_(form.merge(plan_.items_in_call)) {
     parts_.resize(plan_.payloads.size());
-    took_.assign(parts_.size(), false);
-    if (form_.how == split_form::merge::per_key) codes_.assign(plan_.items_in_call, -2);
+    may_hold_.assign(parts_.size(), false);
   }
 
   // Routes every part; an error when none was accepted (then nothing will be answered).
@@ -277,188 +278,50 @@ class cluster_node::splitter final : public request_sink {
     for (std::size_t k = 0; k < parts_.size(); ++k) {
       parts_[k] = request{plan_.payloads[k], outer_->lua, outer_->deadline, this, k, false};
       if (const auto ec = owner_.route(parts_[k])) {
-        // Not sent: its keys were not taken there (-2), and the whole is not done.
         if (!first) first = ec;
-        if (!failure_) failure_ = ec;
+        merge_->not_sent(ec);
       } else {
         ++remaining_;
-        took_[k] = true;  // until it says it took nothing
+        may_hold_[k] = true;  // until its reply says it took nothing
       }
     }
     return remaining_ > 0 ? error_code{} : first;
   }
 
   void on_reply(std::size_t k, error_code ec, const resp::reply* r) override {
-    const auto& items = plan_.items[k];
-    if (ec || !r) {
-      if (!failure_) failure_ = ec ? ec : error_code{error::node_timeout};
-      for (auto j : items)
-        if (!codes_.empty() && form_.how == split_form::merge::per_key) codes_[j] = -1;
-    } else {
-      take(k, items, *r);
-    }
+    if (ec || !r)
+      merge_->failed(plan_.items[k], ec);
+    else
+      may_hold_[k] = merge_->reply(parts_[k], plan_.items[k], *r);
     if (--remaining_ == 0) finish();
   }
 
  private:
-  using merge = split_form::merge;
-
-  // A marker the part's server answered, as the merged reply carries it.
-  const resp::node& vet(std::size_t k, const resp::node& marker) const {
-    static const resp::node trusted{.kind = resp::type::bulk_string, .text = vetted_marker};
-    static const resp::node untrusted{.kind = resp::type::null};
-    return marker_trusted(parts_[k], marker) ? trusted : untrusted;
-  }
-
-  void take(std::size_t k, const std::vector<std::uint32_t>& items, const resp::reply& r) {
-    const resp::node& top = r[0];
-    const bool array = top.kind == resp::type::array;
-    const bool flat = array && r.size() == top.size + 1;
-    if (top.is_error()) {
-      // Not run: TRYAGAIN (its keys are split between two servers by a migration), or
-      // another refusal. Its items stay "not run"; a set's parts are given back (this one
-      // too: a script that failed half-way may have set some keys).
-      note_error(top.text);
-    } else if (form_.how == merge::per_key) {
-      const bool fits = flat && top.size == items.size();
-      for (std::size_t i = 0; i < items.size(); ++i)
-        codes_[items[i]] =
-            fits && r[i + 1].kind == resp::type::integer ? r[i + 1].integer : std::int64_t{-1};
-      if (fits) answered_ = true;
-      if (!fits) note_error("ERR a shard's reply to its part of a split call was malformed");
-    } else if (form_.how == merge::set_acquire || form_.how == merge::set_raise) {
-      take_set(k, items, r, flat);
-    } else if (top.kind == resp::type::integer) {
-      answered_ = true;
-      total_ += top.integer;
-      if (top.integer != 1) refused_ = true;  // all_ones: a token not found
-    } else {
-      note_error("ERR a shard's reply to its part of a split call was malformed");
-    }
-  }
-
-  // set_acquire: {1}, {1, counter, marker, ...} or {0, k, holder}; set_raise: {1, marker,
-  // ...} or 0.
-  void take_set(std::size_t k, const std::vector<std::uint32_t>& items, const resp::reply& r,
-                bool flat) {
-    const resp::node& top = r[0];
-    const bool acquire = form_.how == merge::set_acquire;
-    const std::size_t per_item = acquire ? 2 : 1;
-    const bool ok = flat && top.size >= 1 && r[1].kind == resp::type::integer && r[1].integer == 1;
-    if (ok && acquire && top.size == 1) {
-      answered_ = true;
-      ++bare_parts_;
-    } else if (ok && top.size == 1 + per_item * items.size()) {
-      answered_ = true;
-      ++counted_parts_;
-      values_.resize(plan_.items_in_call * per_item);
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        const std::size_t at = 2 + per_item * i;
-        if (acquire && r[at].kind != resp::type::integer)
-          return note_error("ERR a shard's reply to its part of a split call was malformed");
-        for (std::size_t e = 0; e < per_item; ++e) {
-          const resp::node& v = r[at + e];
-          values_[items[i] * per_item + e] = e + 1 == per_item ? vet(k, v) : v;
-        }
-      }
-    } else if (!acquire && top.kind == resp::type::integer && top.integer == 0) {
-      refused_ = true;
-    } else if (acquire && flat && top.size == 3 && r[1].kind == resp::type::integer &&
-               r[1].integer == 0 && r[2].kind == resp::type::integer && r[2].integer >= 1 &&
-               static_cast<std::uint64_t>(r[2].integer) <= items.size()) {
-      took_[k] = false;
-      if (!refused_) {
-        refused_ = true;
-        refused_at_ = items[static_cast<std::size_t>(r[2].integer - 1)] + 1;
-        holder_.assign(r[3].text);
-      }
-    } else {
-      note_error("ERR a shard's reply to its part of a split call was malformed");
-    }
-  }
-
-  void note_error(std::string_view text) {
-    if (!error_reply_) error_text_.assign(text);
-    error_reply_ = true;
-  }
-
   void finish() {
-    // A refused or failed set: what the other parts took (or may have) is given back on
-    // this node.
-    if ((refused_ || error_reply_ || failure_) && form_.how == merge::set_acquire &&
-        plan_.undo.size() == parts_.size())
+    if (merge_->give_back() && plan_.undo.size() == parts_.size())
       for (std::size_t k = 0; k < parts_.size(); ++k)
-        if (took_[k]) owner_.route_detached(std::move(plan_.undo[k]));
+        if (may_hold_[k]) owner_.route_detached(std::move(plan_.undo[k]));
     // Out of the node's list first (answering may start another call on this node); this
     // splitter ends with the function, after the user's request was answered.
     std::list<splitter> ending;
     ending.splice(ending.end(), owner_.splits_, self_);
     request& outer = *outer_;
-    const resp::reply out = merged();
-    if (out.empty()) return outer.sink->on_reply(outer.index, failure_, nullptr);
+    error_code failure;
+    const resp::reply out = merge_->merged(failure);
+    if (out.empty()) return outer.sink->on_reply(outer.index, failure, nullptr);
     static const std::string vetted{vetted_marker};
     outer.answered_by = &vetted;
     outer.sink->on_reply(outer.index, {}, &out);
   }
 
-  // The whole call's reply; empty when it is the failure's.
-  resp::reply merged() {
-    resp::reply out;
-    auto integer = [](std::int64_t v) {
-      return resp::node{.kind = resp::type::integer, .integer = v};
-    };
-    auto array = [](std::size_t size) {
-      return resp::node{.kind = resp::type::array, .size = size};
-    };
-    const auto how = form_.how;
-    const bool set = how == merge::set_acquire || how == merge::set_raise;
-    const bool definite = refused_ && (set || how == merge::all_ones);
-    if (how == merge::per_key ? !answered_ && failure_ : failure_ && !definite) return out;
-    if (how == merge::per_key) {
-      out.push_back(array(codes_.size()));
-      for (auto c : codes_) out.push_back(integer(c));
-    } else if (definite && how == merge::set_acquire) {
-      out.push_back(array(3));
-      out.push_back(integer(0));
-      out.push_back(integer(refused_at_));
-      out.push_back(resp::node{.kind = resp::type::bulk_string, .text = holder_});
-    } else if (definite) {
-      out.push_back(integer(0));
-    } else if (error_reply_ || (counted_parts_ > 0 && bare_parts_ > 0)) {
-      if (!error_reply_)
-        error_text_ = "ERR the shards' replies to the parts of a split set disagree";
-      out.push_back(resp::node{.kind = resp::type::simple_error, .text = error_text_});
-    } else if (set) {
-      out.push_back(array(1 + values_.size()));
-      out.push_back(integer(1));
-      for (const auto& v : values_) out.push_back(v);
-    } else {
-      out.push_back(integer(how == merge::sum ? total_ : 1));
-    }
-    for (std::size_t i = 1; i < out.size(); ++i) out[i].depth = 1;
-    return out;
-  }
-
   cluster_node& owner_;
   request* outer_;
-  const split_form& form_;
   split_plan plan_;
+  std::unique_ptr<split_merge> merge_;
   std::vector<request> parts_;
-  std::vector<bool> took_;  // sent, and not refused: may hold its keys
+  std::vector<bool> may_hold_;  // sent, and not refused: may hold its keys
   std::list<splitter>::iterator self_;
   std::size_t remaining_ = 0;
-  std::vector<std::int64_t> codes_;  // per_key: each item's answer
-  std::vector<resp::node> values_;   // set_acquire, set_raise: per item, in the call's order
-  std::int64_t total_ = 0;           // sum
-  std::int64_t refused_at_ = 0;      // set_acquire: the refused item (1-based, whole call)
-  std::string holder_;               // set_acquire: who holds it
-  std::size_t counted_parts_ = 0;    // parts that answered with values per item
-  std::size_t bare_parts_ = 0;       // set_acquire: parts that answered {1}
-  bool refused_ = false;
-  bool answered_ = false;  // a part answered as the script does
-  bool error_reply_ = false;
-  std::string error_text_;
-  error_code failure_;  // a part's error (timeout, lost connection)
 };
 
 cluster_node::plan_result cluster_node::plan_split(std::string_view payload, const split_form* form,

@@ -14,7 +14,8 @@
 // may have lost acknowledged writes) counts as started when this client first saw it in
 // that role (`second_repl_offset`, read at each shard's handshake). A call of a multi-key
 // script whose keys span slots is split per slot (split_form), so that every part declares
-// all the keys it touches. Everything runs on the client's strand.
+// all the keys it touches; the parts' outcomes go to the lock kind's merge (split_merge),
+// which this node never second-guesses. Everything runs on the client's strand.
 
 #include <deque>
 #include <list>
@@ -85,7 +86,7 @@ class cluster_node final : public node,
   // way is possible, a longer chain is a broken cluster.
   static constexpr std::uint8_t max_redirects = 4;
 
-  class splitter;  // a call split per slot, its parts' replies merged (cluster.cpp)
+  class splitter;  // a call split per slot, its parts routed (cluster.cpp)
   struct split_plan {
     std::vector<std::string> payloads;              // one call of the same script each
     std::vector<std::vector<std::uint32_t>> items;  // the items each part carries

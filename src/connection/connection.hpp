@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,7 @@ std::string tls_failure_text(ssl_st* ssl, const tls_settings& t, const node_uri&
                              std::string fallback);
 
 struct split_form;
+struct request;
 
 /// A Lua script run by EVALSHA; `sha` is the SHA1 of `body` (checked by a test).
 struct script {
@@ -92,32 +94,44 @@ struct script {
   const split_form* split = nullptr;
 };
 
+/// The lock kind's half of a call split per slot (split_form): it reads what each part
+/// answered and says what the whole call answered. The cluster node routes the parts and
+/// hands their outcomes here; it does not read them (src/client/split_merge.cpp has the
+/// lock kinds' merges). One per split call, on the client's strand.
+class split_merge {
+ public:
+  using items = std::span<const std::uint32_t>;  // a part's items, by place in the call
+  virtual ~split_merge() = default;
+  /// The part sent as `part` (its answered_by names the server that answered, for
+  /// marker_trusted) answered `r`. Returns whether it may hold keys the call took.
+  virtual bool reply(const request& part, items its, const resp::reply& r) = 0;
+  /// The part was sent and failed (timeout, lost connection): it may have run.
+  virtual void failed(items its, error_code ec) = 0;
+  /// The part could not be sent: it did not run.
+  virtual void not_sent(error_code ec) = 0;
+  /// After every part: the whole call's reply, or empty when the call failed with
+  /// `failure`.
+  virtual resp::reply merged(error_code& failure) = 0;
+  /// After every part: whether the parts that may hold keys must give them back
+  /// (split_form::undo): a set is taken whole or not at all.
+  virtual bool give_back() const { return false; }
+};
+
 /// How a cluster node sends a call whose keys span slots: one call of the same script per
 /// slot, each declaring just that slot's keys (Redis Cluster refuses declared keys of several
 /// slots, and applies its migration rules only to declared keys), with the parts' replies
-/// merged into the one the whole call would have given. A call is a list of items: each
-/// `keys_per_item` consecutive KEYS (one slot) with `args_per_item` ARGV entries after the
-/// `shared_args` every part gets; a call with no ARGV beyond the shared ones has one key per
-/// item.
+/// merged by the lock kind (`merge`) into the one the whole call would have given. A call is
+/// a list of items: each `keys_per_item` consecutive KEYS (one slot) with `args_per_item`
+/// ARGV entries after the `shared_args` every part gets; a call with no ARGV beyond the
+/// shared ones has one key per item.
 struct split_form {
-  enum class merge : std::uint8_t {
-    per_key,   ///< an array with one element per item, in order
-    all_ones,  ///< an integer: 1 when every part answered 1, else 0
-    sum,       ///< an integer: the sum of the parts'
-    /// A set's acquisition: {0, k, holder} of a refused item k if any part was refused;
-    /// else {1}, or {1, counter, marker, ...} with two elements per item.
-    set_acquire,
-    /// A fenced set's write-back: 0 if any part answered 0; else {1, marker, ...}, one
-    /// marker per item.
-    set_raise,
-  };
   std::uint8_t shared_args;
   std::uint8_t keys_per_item;
   std::uint8_t args_per_item;
-  merge how;
-  /// set_acquire: the script that gives a part's keys back (KEYS: the part's lock keys;
-  /// ARGV: the token, the call's first ARGV entry) when another part was refused or failed:
-  /// a node never keeps part of a set.
+  /// Makes the merge of a call of `items_in_call` items.
+  std::unique_ptr<split_merge> (*merge)(std::size_t items_in_call);
+  /// The script that gives a part's keys back (KEYS: the part's lock keys; ARGV: the
+  /// token, the call's first ARGV entry) when the merge says so (split_merge::give_back).
   const script* undo = nullptr;
 };
 

@@ -11,6 +11,7 @@
 
 #include "client/client_state.hpp"  // acl_hint
 #include "client/scripts.hpp"
+#include "client/split_merge.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
@@ -793,6 +794,179 @@ BOOST_AUTO_TEST_CASE(an_acl_refusal_names_the_commands_read_from_the_script) {
   BOOST_TEST(detail::acl_hint(other).find("SET HINCRBY GET") != std::string::npos,
              detail::acl_hint(other));
   BOOST_TEST(detail::acl_hint("OOM command not allowed").empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- merges of calls split per slot (a node that is a Redis Cluster) -------------------
+
+namespace {
+
+using boost::system::error_code;
+using detail::split_merge;
+
+resp::node int_node(std::int64_t v, std::uint32_t depth = 1) {
+  return {.kind = resp::type::integer, .depth = depth, .integer = v};
+}
+resp::node str_node(std::string_view s) {
+  return {.kind = resp::type::bulk_string, .depth = 1, .text = s};
+}
+// A flat array reply of `elements`.
+resp::reply array_reply(std::vector<resp::node> elements) {
+  resp::reply r{{.kind = resp::type::array, .size = elements.size()}};
+  r.insert(r.end(), elements.begin(), elements.end());
+  return r;
+}
+resp::reply error_reply(std::string_view text) {
+  return {{.kind = resp::type::simple_error, .text = text}};
+}
+std::vector<std::int64_t> integers(const resp::reply& r) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 1; i < r.size(); ++i) out.push_back(r[i].integer);
+  return out;
+}
+const detail::request no_part{};
+using items = std::vector<std::uint32_t>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(split_merges)
+
+BOOST_AUTO_TEST_CASE(per_key_answers_land_in_the_calls_order_and_a_refused_part_did_not_run) {
+  auto m = detail::merge_per_key(3);
+  const items a{0, 2}, b{1};
+  BOOST_TEST(m->reply(no_part, a, array_reply({int_node(1), int_node(0)})));
+  m->reply(no_part, b, error_reply("TRYAGAIN Multiple keys request during rehashing of slot"));
+  error_code failure;
+  const auto r = m->merged(failure);
+  BOOST_TEST(!failure);
+  BOOST_TEST((integers(r) == std::vector<std::int64_t>{1, -2, 0}));
+  BOOST_TEST(!m->give_back());
+}
+
+BOOST_AUTO_TEST_CASE(per_key_a_failed_part_may_have_run_and_all_failed_is_the_failure) {
+  auto m = detail::merge_per_key(2);
+  const items a{0}, b{1};
+  m->reply(no_part, a, array_reply({int_node(1)}));
+  m->failed(b, error::node_timeout);
+  error_code failure;
+  BOOST_TEST((integers(m->merged(failure)) == std::vector<std::int64_t>{1, -1}));
+  auto none = detail::merge_per_key(2);
+  none->failed(a, error::connection_lost);
+  none->not_sent(error::node_unavailable);
+  BOOST_TEST(none->merged(failure).empty());
+  BOOST_TEST((failure == error::connection_lost));
+}
+
+BOOST_AUTO_TEST_CASE(per_key_a_malformed_part_counts_as_may_have_run) {
+  auto m = detail::merge_per_key(2);
+  const items a{0, 1};
+  m->reply(no_part, a, array_reply({int_node(1)}));  // one answer for two items
+  error_code failure;
+  BOOST_TEST((integers(m->merged(failure)) == std::vector<std::int64_t>{-1, -1}));
+}
+
+BOOST_AUTO_TEST_CASE(a_set_refused_in_one_part_names_the_calls_item_and_gives_the_rest_back) {
+  auto m = detail::merge_set_acquire(3);
+  const items a{0, 2}, b{1};
+  // Part a refused at its second item: item 2 of the call, 1-based 3.
+  BOOST_TEST(!m->reply(no_part, a, array_reply({int_node(0), int_node(2), str_node("them")})));
+  BOOST_TEST(m->reply(no_part, b, array_reply({int_node(1)})));
+  error_code failure;
+  const auto r = m->merged(failure);
+  BOOST_TEST_REQUIRE(r.size() == 4u);
+  BOOST_TEST(r[1].integer == 0);
+  BOOST_TEST(r[2].integer == 3);
+  BOOST_TEST(r[3].text == "them");
+  BOOST_TEST(m->give_back());
+}
+
+BOOST_AUTO_TEST_CASE(a_refusal_outweighs_a_failure_elsewhere_in_a_set) {
+  auto m = detail::merge_set_acquire(2);
+  const items a{0}, b{1};
+  m->failed(a, error::node_timeout);
+  m->reply(no_part, b, array_reply({int_node(0), int_node(1), str_node("x")}));
+  error_code failure;
+  const auto r = m->merged(failure);
+  BOOST_TEST(!failure);
+  BOOST_TEST_REQUIRE(r.size() == 4u);
+  BOOST_TEST(r[2].integer == 2);
+  BOOST_TEST(m->give_back());
+}
+
+BOOST_AUTO_TEST_CASE(
+    a_won_fenced_set_carries_each_counter_and_only_markers_that_name_their_server) {
+  auto m = detail::merge_set_acquire(2);
+  const std::string here = "run-a:repl-a";
+  detail::request part_a{}, part_b{};
+  part_a.answered_by = &here;
+  part_b.answered_by = &here;
+  const items a{1}, b{0};
+  m->reply(part_a, a, array_reply({int_node(1), int_node(7), str_node("run-a:repl-a")}));
+  m->reply(part_b, b, array_reply({int_node(1), int_node(4), str_node("run-old:repl-old")}));
+  error_code failure;
+  const auto r = m->merged(failure);
+  BOOST_TEST_REQUIRE(r.size() == 6u);  // {1, c0, m0, c1, m1}
+  BOOST_TEST(r[1].integer == 1);
+  BOOST_TEST(r[2].integer == 4);
+  BOOST_TEST((r[3].kind == resp::type::null));  // names another incarnation: not trusted
+  BOOST_TEST(r[4].integer == 7);
+  BOOST_TEST(r[5].text == detail::vetted_marker);
+  BOOST_TEST(!m->give_back());
+}
+
+BOOST_AUTO_TEST_CASE(a_set_whose_parts_disagree_or_one_did_not_run_is_an_error_given_back) {
+  auto m = detail::merge_set_acquire(2);
+  const items a{0}, b{1};
+  m->reply(no_part, a, array_reply({int_node(1)}));
+  m->reply(no_part, b, array_reply({int_node(1), int_node(3), str_node("m")}));
+  error_code failure;
+  auto r = m->merged(failure);
+  BOOST_TEST_REQUIRE(r.size() == 1u);
+  BOOST_TEST(r[0].is_error());
+  BOOST_TEST(std::string{r[0].text}.find("disagree") != std::string::npos);
+  BOOST_TEST(m->give_back());
+  auto t = detail::merge_set_acquire(2);
+  t->reply(no_part, a, error_reply("TRYAGAIN Multiple keys request during rehashing of slot"));
+  t->reply(no_part, b, array_reply({int_node(1)}));
+  r = t->merged(failure);
+  BOOST_TEST_REQUIRE(r.size() == 1u);
+  BOOST_TEST(std::string{r[0].text}.starts_with("TRYAGAIN"));
+  BOOST_TEST(t->give_back());  // the part that ran gives its keys back
+}
+
+BOOST_AUTO_TEST_CASE(a_sets_extension_is_all_ones_and_its_release_a_sum) {
+  const items a{0}, b{1};
+  error_code failure;
+  auto ext = detail::merge_all_ones(2);
+  ext->reply(no_part, a, {int_node(1, 0)});
+  ext->reply(no_part, b, {int_node(1, 0)});
+  BOOST_TEST(ext->merged(failure)[0].integer == 1);
+  auto lost = detail::merge_all_ones(2);
+  lost->failed(a, error::node_timeout);
+  lost->reply(no_part, b, {int_node(0, 0)});  // a token not found outweighs the failure
+  BOOST_TEST(lost->merged(failure)[0].integer == 0);
+  auto sum = detail::merge_sum(2);
+  sum->reply(no_part, a, {int_node(2, 0)});
+  sum->reply(no_part, b, {int_node(1, 0)});
+  BOOST_TEST(sum->merged(failure)[0].integer == 3);
+  auto part = detail::merge_sum(2);
+  part->reply(no_part, a, {int_node(2, 0)});
+  part->failed(b, error::connection_lost);
+  BOOST_TEST(part->merged(failure).empty());
+  BOOST_TEST((failure == error::connection_lost));
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_sets_write_back_refused_anywhere_is_refused) {
+  const items a{0}, b{1};
+  auto m = detail::merge_set_raise(2);
+  m->reply(no_part, a, {int_node(0, 0)});
+  m->reply(no_part, b, array_reply({int_node(1), str_node("m")}));
+  error_code failure;
+  const auto r = m->merged(failure);
+  BOOST_TEST_REQUIRE(r.size() == 1u);
+  BOOST_TEST(r[0].integer == 0);
+  BOOST_TEST(!m->give_back());  // only an acquisition gives keys back
 }
 
 BOOST_AUTO_TEST_SUITE_END()
