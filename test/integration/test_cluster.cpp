@@ -1021,6 +1021,21 @@ BOOST_AUTO_TEST_CASE(the_cli_lists_each_shard_and_runs_a_command_with_a_fencing_
 
 BOOST_AUTO_TEST_SUITE_END()
 
+// The fixture itself: a cluster server whose bus port was handed to someone else between
+// the pick and the start (CI saw "Failed listening on port ... (cluster)") starts again on
+// new ports instead of failing the test.
+BOOST_AUTO_TEST_CASE(a_cluster_server_whose_bus_port_is_taken_starts_on_other_ports) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor holder{io, {asio::ip::make_address("127.0.0.1"), 0}};
+  const auto taken = std::to_string(holder.local_endpoint().port());
+  redlock::test::redis_server s{
+      {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", taken}};
+  BOOST_TEST(s.command({"PING"}).text == "PONG");
+  const auto bus = s.command({"CONFIG", "GET", "cluster-port"});
+  BOOST_TEST_REQUIRE(bus.elements.size() == 2u);
+  BOOST_TEST(bus.elements[1].text != taken);
+}
+
 namespace {
 
 // A primary is killed and the cluster promotes its replica, which may have lost writes it

@@ -471,9 +471,19 @@ void redis_server::wait_until_ready(bool may_change_port) {
       if (answers_ping(port_) && answering_server_is_ours()) return;
       std::this_thread::sleep_for(ready_poll_interval);
     }
-    if (died && may_change_port && attempt < max_start_attempts && port_taken(port_)) {
+    // A lost race for a port: ours, or the cluster bus port our arguments name (picked
+    // free earlier, it may since have been handed to another server, or be ours).
+    std::string* bus = nullptr;
+    for (std::size_t i = 0; i + 1 < extra_.size(); ++i)
+      if (extra_[i] == "--cluster-port") bus = &extra_[i + 1];
+    const bool bus_lost = bus && (*bus == std::to_string(port_) ||
+                                  port_taken(static_cast<std::uint16_t>(std::stoi(*bus))));
+    if (died && may_change_port && attempt < max_start_attempts &&
+        (port_taken(port_) || bus_lost)) {
       process_.stop();
       port_ = pick_free_port();
+      while (bus && (*bus = std::to_string(pick_free_port())) == std::to_string(port_)) {
+      }
       spawn();
       continue;
     }
