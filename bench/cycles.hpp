@@ -21,7 +21,7 @@ namespace redlock::bench {
 class node_links;
 
 /// When the first round of each fenced acquisition was decided, per worker: the client's
-/// `config::test_hook_before_fence_writeback` calls note() between the two rounds (not
+/// `detail::set_fence_writeback_hook` hook calls note() between the two rounds (not
 /// at all when the write-back is skipped). It finds the worker by the 4 hex digits after
 /// the run's key prefix.
 class round_marks {

@@ -56,10 +56,10 @@ fenced_run run_fenced_cycles(bench_context& ctx, const std::vector<std::string>&
   config cfg = ctx.client_config(uris);
   cfg.key_prefix = ctx.key_prefix("fenced");
   cfg.fence_stripes = ctx.opts.fence_stripes;
-  cfg.test_hook_before_fence_writeback = marks.hook();
 
   asio::io_context io{1};
   redlock::client c{io.get_executor(), cfg};
+  redlock::detail::set_fence_writeback_hook(c, marks.hook());
   // A fresh prefix has no fencing counters yet: the probe waits until the client has
   // initialised them (and out the restart guard).
   wait_until_lockable(io, c, ctx, redlock::lock_options{.ttl = ctx.opts.ttl, .fenced = true});

@@ -14,11 +14,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "redlock/buffer.hpp"
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
+#include "redlock/detail/buffer.hpp"
+#include "redlock/detail/erased_handler.hpp"
+#include "redlock/detail/testing.hpp"
 #include "redlock/diagnostics.hpp"
-#include "redlock/erased_handler.hpp"
 #include "redlock/error.hpp"
 #include "redlock/inspect.hpp"
 #include "redlock/lock.hpp"
@@ -347,6 +348,7 @@ class client {
 
  private:
   friend class keeper;
+  friend void detail::set_fence_writeback_hook(client&, std::function<void(std::string_view)>);
 
   // Each initiation takes the operation's diagnostics as a `diagnostics*` argument (null
   // when the caller passed none): with_diagnostics finds it there and supplies its own.

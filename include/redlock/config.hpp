@@ -11,8 +11,6 @@
 
 namespace redlock {
 
-using namespace std::chrono_literals;
-
 /// Wait "forever" (until cancelled) in lock_options::wait.
 inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseconds::max();
 
@@ -85,15 +83,15 @@ struct config {
   tls_options tls{};
 
   /// Deadline for TCP connect plus handshake (TLS, AUTH, SELECT, ...). Default 1 s.
-  std::chrono::milliseconds connect_timeout = 1000ms;
+  std::chrono::milliseconds connect_timeout = std::chrono::milliseconds{1000};
   /// Longest wait for one node's reply to one request; the deadline of a lock request is
   /// the smaller of this and the time left in the lock's TTL. Keep it small compared with
   /// TTLs. Default 250 ms.
-  std::chrono::milliseconds node_timeout = 250ms;
+  std::chrono::milliseconds node_timeout = std::chrono::milliseconds{250};
   /// Reconnect back-off: starts here, doubles up to reconnect_max, with jitter. Default
   /// 50 ms to 2 s.
-  std::chrono::milliseconds reconnect_min = 50ms;
-  std::chrono::milliseconds reconnect_max = 2000ms;
+  std::chrono::milliseconds reconnect_min = std::chrono::milliseconds{50};
+  std::chrono::milliseconds reconnect_max = std::chrono::milliseconds{2000};
   /// Most requests waiting for one node; beyond it requests fail with error::overloaded.
   std::size_t max_queued_per_node = 100000;
 
@@ -101,7 +99,7 @@ struct config {
   double drift_factor = 0.01;
   /// Base delay between lock attempts; each delay is drawn uniformly from
   /// [retry_delay / 2, retry_delay * 3 / 2]. Default 50 ms.
-  std::chrono::milliseconds retry_delay = 50ms;
+  std::chrono::milliseconds retry_delay = std::chrono::milliseconds{50};
 
   /// Wake waiters when another client releases: while a lock call waits for a resource,
   /// the client subscribes (one extra connection per node, opened when the first call
@@ -118,7 +116,7 @@ struct config {
   /// waiting call attempts at least every fair_entry_ttl / 3. A client that dies while
   /// queued holds the line up for at most this long once its place reaches the front.
   /// 30 ms to 1 h. Default 1 s.
-  std::chrono::milliseconds fair_entry_ttl = 1000ms;
+  std::chrono::milliseconds fair_entry_ttl = std::chrono::milliseconds{1000};
 
   /// Every key the client writes is `key_prefix + resource`; the fencing keys are
   /// `key_prefix + "redlock:fence"` (a hash) and `key_prefix + "redlock:fence:marker"`,
@@ -145,7 +143,7 @@ struct config {
   /// How often each connection samples the node's clock (TIME) to detect jumps. A node
   /// whose clock moved by more than the drift budget relative to ours is held back like a
   /// restarted node. Zero disables the probe. Default 1 s.
-  std::chrono::milliseconds clock_probe_interval = 1000ms;
+  std::chrono::milliseconds clock_probe_interval = std::chrono::milliseconds{1000};
   /// Fencing counters: 0 (default) keeps one counter per resource; N > 0 stripes them into
   /// N buckets by FNV-1a hash of the resource name (bounded memory for millions of
   /// resources; tokens stay strictly increasing per resource, with larger gaps). Every
@@ -159,16 +157,12 @@ struct config {
   /// redlock/observer.hpp; redlock::metrics_observer keeps Prometheus metrics), on the
   /// client's strand. Must not block. Default: none, and then no event is built at all.
   std::shared_ptr<redlock::observer> observer{};
-  /// For tests only: called on the client's strand between the two rounds of a fenced
-  /// acquisition of one resource, with the resource name. Not called when the second
-  /// round (the write-back) is skipped because a majority already reported the token.
-  std::function<void(std::string_view)> test_hook_before_fence_writeback{};
 };
 
 /// Per-call settings of async_lock / async_try_lock.
 struct lock_options {
   /// Lock time-to-live on each node. 1 ms to 24 h. Default 10 s.
-  std::chrono::milliseconds ttl = 10000ms;
+  std::chrono::milliseconds ttl = std::chrono::milliseconds{10000};
   /// How long async_lock keeps trying while the resource is contended or nodes are
   /// unavailable; wait_forever (the default) waits until cancelled, 0 makes one attempt,
   /// and a negative wait is refused (invalid_wait). Ignored by async_try_lock (one

@@ -518,8 +518,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // Round two of a fenced acquisition: raise the counter to T on every node where the
   // key still holds our token. Only then is T a valid fencing token.
   void start_write_back() {
-    if (s_->cfg.test_hook_before_fence_writeback)
-      s_->cfg.test_hook_before_fence_writeback(resource_);
+    if (s_->before_fence_writeback) s_->before_fence_writeback(resource_);
     payload2_.clear();
     resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, fence_keys_.hash,
                          fence_keys_.marker, token_, field_,
@@ -1008,6 +1007,10 @@ client& client::operator=(client&& other) noexcept {
 
 std::size_t client::node_count() const noexcept {
   return state_ ? state_->size() : 0;
+}
+
+void detail::set_fence_writeback_hook(client& c, std::function<void(std::string_view)> hook) {
+  c.state_->before_fence_writeback = std::move(hook);
 }
 
 }  // namespace redlock

@@ -106,6 +106,8 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// Some node is a Redis Cluster: fencing counters and fair lines are kept in their lock
   /// key's slot (a fenced set uses each key's own slot: the slotted set scripts).
   bool has_cluster = false;
+  /// detail::set_fence_writeback_hook's hook (tests and the benchmark), or empty.
+  std::function<void(std::string_view)> before_fence_writeback;
   /// cfg.observer, or null: every event is built only after checking it.
   redlock::observer* obs = nullptr;
   /// Each node's uri().display(), for observer events.

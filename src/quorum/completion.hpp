@@ -26,7 +26,7 @@
 #include <utility>
 #include <variant>
 
-#include "redlock/erased_handler.hpp"
+#include "redlock/detail/erased_handler.hpp"
 
 namespace redlock::detail {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "redlock/buffer.hpp"
+#include "redlock/detail/buffer.hpp"
 
 namespace redlock::detail {
 

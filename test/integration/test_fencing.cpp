@@ -139,7 +139,8 @@ BOOST_AUTO_TEST_CASE(a_holder_paused_between_the_rounds_never_obtains_a_token) {
   asio::io_context io;
   auto cfg = fast_config(fleet);
   cfg.restart_guard = false;
-  cfg.test_hook_before_fence_writeback = [&](std::string_view resource) {
+  redlock::client c{io.get_executor(), cfg};
+  redlock::detail::set_fence_writeback_hook(c, [&](std::string_view resource) {
     if (resource != "contested" || paused_once) return;
     paused_once = true;
     // The "pause": our keys vanish (as after an expiry we did not notice) and the other
@@ -150,8 +151,7 @@ BOOST_AUTO_TEST_CASE(a_holder_paused_between_the_rounds_never_obtains_a_token) {
             .get();
     other_fence = lk.fence();
     other_lock = std::move(lk);
-  };
-  redlock::client c{io.get_executor(), cfg};
+  });
   run_bounded(io, [&]() -> asio::awaitable<void> {
     co_await fenced_turn(c, "warm-up");  // counters initialised
     // Counters apart on every node, so that any two report different values and the
@@ -183,8 +183,8 @@ BOOST_AUTO_TEST_CASE(the_write_back_runs_only_when_the_majority_reports_differ) 
   cfg.restart_guard = false;
   cfg.node_timeout = 1s;  // a slow reply on a busy machine must not split the counters
   int hooks = 0;
-  cfg.test_hook_before_fence_writeback = [&](std::string_view) { ++hooks; };
   redlock::client c{io.get_executor(), cfg};
+  redlock::detail::set_fence_writeback_hook(c, [&](std::string_view) { ++hooks; });
   const std::string_view raise_sha = redlock::detail::fence_raise_script.sha;
   run_bounded(io, [&]() -> asio::awaitable<void> {
     co_await fenced_turn(c, "warm-up");  // nodes marked: their counters count

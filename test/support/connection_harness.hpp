@@ -55,10 +55,10 @@ inline std::string command(std::initializer_list<std::string_view> args) {
 /// An io_context and a config with short timeouts, for one connection at a time.
 struct one_node {
   boost::asio::io_context io;
-  redlock::config cfg{.connect_timeout = 500ms,
-                      .node_timeout = 200ms,
-                      .reconnect_min = 10ms,
-                      .reconnect_max = 50ms};
+  redlock::config cfg{.connect_timeout = std::chrono::milliseconds{500},
+                      .node_timeout = std::chrono::milliseconds{200},
+                      .reconnect_min = std::chrono::milliseconds{10},
+                      .reconnect_max = std::chrono::milliseconds{50}};
 
   /// Starts a connection to `uri` and runs until it is ready or has a problem.
   std::shared_ptr<detail::connection> connect(const std::string& uri,

@@ -13,11 +13,11 @@ namespace redlock::test {
 
 inline redlock::config fast_config(std::vector<std::string> nodes) {
   return redlock::config{.nodes = std::move(nodes),
-                         .connect_timeout = 500ms,
-                         .node_timeout = 200ms,
-                         .reconnect_min = 10ms,
-                         .reconnect_max = 50ms,
-                         .retry_delay = 10ms,
+                         .connect_timeout = std::chrono::milliseconds{500},
+                         .node_timeout = std::chrono::milliseconds{200},
+                         .reconnect_min = std::chrono::milliseconds{10},
+                         .reconnect_max = std::chrono::milliseconds{50},
+                         .retry_delay = std::chrono::milliseconds{10},
                          .restart_guard = false};
 }
 

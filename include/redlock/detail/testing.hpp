@@ -1,0 +1,19 @@
+#pragma once
+/// Internal: hooks for the library's own tests and benchmark, not part of the API.
+
+#include <functional>
+#include <string_view>
+
+namespace redlock {
+class client;
+}
+
+namespace redlock::detail {
+
+/// Calls `hook` on the client's strand between the two rounds of each fenced
+/// acquisition of one resource, with the resource name. Not called when the second round
+/// (the write-back) is skipped because a majority already reported the token. Set it
+/// before the client's first call.
+void set_fence_writeback_hook(client& c, std::function<void(std::string_view)> hook);
+
+}  // namespace redlock::detail
