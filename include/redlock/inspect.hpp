@@ -12,6 +12,12 @@
 
 namespace redlock {
 
+/// How many of `nodes` nodes make a majority: what every acquisition, extension and
+/// release of the library needs, and what an inspection's holders are counted against.
+constexpr std::size_t majority(std::size_t nodes) noexcept {
+  return nodes / 2 + 1;
+}
+
 /// One node, as read by client::async_inspect.
 struct node_report {
   std::size_t node = 0;  ///< index in config::nodes

@@ -89,7 +89,7 @@ class retry_loop {
                               boot_clock::time_point valid_until, request_sink* sink) {
     second_round_ = true;
     acks_ = refusals_ = 0;
-    const auto deadline = std::min(boot_clock::now() + s.cfg.node_timeout, valid_until);
+    const auto deadline = request_deadline(boot_clock::now(), s.cfg.node_timeout, valid_until);
     std::size_t sent = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (!reqs2_) reqs2_ = std::make_unique<std::array<request, max_nodes>>();

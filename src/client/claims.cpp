@@ -224,7 +224,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     const std::size_t q = quorum(n);
     start_ = boot_clock::now();  // validity counts from before the first byte can leave
     valid_until_ = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
-    const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
+    const auto deadline = request_deadline(start_, s_->cfg.node_timeout, valid_until_);
     const std::size_t first = able.size() >= q ? q : able.size();
     begin_round();
     // A connection still being made (a fresh client) is waited for within validity.
@@ -284,7 +284,8 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       }
       const node_mask rest = std::exchange(later_, 0);
       if (!open.empty()) {
-        const auto deadline = std::min(boot_clock::now() + s_->cfg.node_timeout, valid_until_);
+        const auto deadline =
+            request_deadline(boot_clock::now(), s_->cfg.node_timeout, valid_until_);
         for (std::size_t i = 0; i < n; ++i)
           if (rest & bit(i)) ask(i, open, deadline);
         if (outstanding_ > 0) return;
@@ -296,7 +297,8 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   void finish() {
     if (s_->closed) return fail_all(error::shut_down);
     const std::size_t n = s_->size();
-    const bool in_time = boot_clock::now() < valid_until_;
+    const bool in_time =
+        acquire_grant(boot_clock::now(), start_, ttl_, s_->cfg.drift_factor).in_time;
     std::vector<claim_result> results(items_.size());
     std::vector<std::vector<std::uint32_t>> undo(n);
     for (std::uint32_t j = 0; j < items_.size(); ++j) {
@@ -425,7 +427,7 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     for (std::uint32_t j = 0; j < items_.size(); ++j)
       for (std::size_t i = 0; i < n; ++i)
         if (items_[j].nodes & bit(i)) per_node[i].push_back(j);
-    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
+    const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
     for (std::size_t i = 0; i < n; ++i) {
       if (per_node[i].empty()) continue;
       prepare(i, settle_script, std::move(per_node[i]), keep_.count());

@@ -383,7 +383,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     // Validity counts from before the first byte can leave: now, at enqueue.
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
-    const auto deadline = std::min(start_ + s_->cfg.node_timeout, valid_until_);
+    const auto deadline = request_deadline(start_, s_->cfg.node_timeout, valid_until_);
     sent_ = true;
     ++attempts_;
     // A connection still being made (a fresh client) is waited for within the attempt.
@@ -487,7 +487,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       case vote_state::won: {
         decided_ = true;
         repair_unmarked();
-        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
         if (opts_.fenced) return hand_out_fenced();
         return succeed(0);
       }
@@ -501,6 +501,12 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         }
         return fail_attempt(failure_reason(round_.errors, s_->size(), round_.held));
     }
+  }
+
+  // The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
+  // of this attempt's keys is left.
+  bool granted_in_time() const {
+    return acquire_grant(boot_clock::now(), start_, opts_.ttl, s_->cfg.drift_factor).in_time;
   }
 
   // A fenced win, in time: T is handed out at once when a majority of marked nodes already
@@ -538,7 +544,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       case vote_state::undecided:
         return;
       case vote_state::won:
-        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
         return succeed(fence_token_);
       case vote_state::lost:
         // Not written back on a majority where the key is still ours (another owner took
@@ -836,7 +842,8 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     token_ = data_->token();
     resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
     watch_cancellation(cancel_with_effects);
-    send_to_all(payload_, &release_script, boot_clock::now() + s_->cfg.node_timeout);
+    send_to_all(payload_, &release_script,
+                request_deadline(boot_clock::now(), s_->cfg.node_timeout));
     // The release is queued first on every connection: a local waiter woken now sends
     // its SET after it.
     s_->wake_waiter(key_, token_);

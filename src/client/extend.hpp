@@ -59,7 +59,7 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   /// lock's validity left.
   void send(const script& lua) {
     watch_cancellation(cancel_with_effects);
-    send_to_all(payload_, &lua, std::min(start_ + s_->cfg.node_timeout, old_deadline_));
+    send_to_all(payload_, &lua, request_deadline(start_, s_->cfg.node_timeout, old_deadline_));
     on_tally();
   }
 

@@ -137,7 +137,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   void start() {
     resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", hash_, marker_);
     started_ = boot_clock::now();
-    send_to_all(payload_, &fence_read_script, started_ + s_->cfg.node_timeout);
+    send_to_all(payload_, &fence_read_script, request_deadline(started_, s_->cfg.node_timeout));
     on_tally();
   }
 
@@ -234,7 +234,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
       for (auto& [field, v] : results_[i].counters) maxima[field] = std::max(maxima[field], v);
     }
     wrote_ = true;
-    const auto deadline = boot_clock::now() + s_->cfg.node_timeout;
+    const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
     for (std::size_t i = 0; i < n; ++i) {
       if (!results_[i].answered || results_[i].marked || results_[i].incarnation.empty()) continue;
       // Each write names the incarnation its node's read came from.

@@ -194,7 +194,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
     // A connection still being made (a fresh client) is waited for within the attempt.
-    send_to_all(payload_, lua, std::min(start_ + s_->cfg.node_timeout, valid_until_), valid_until_);
+    send_to_all(payload_, lua, request_deadline(start_, s_->cfg.node_timeout, valid_until_),
+                valid_until_);
     on_tally();
   }
 
@@ -263,6 +264,12 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     return resources_[static_cast<std::size_t>(r[2].integer) - 1];
   }
 
+  // The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
+  // of this attempt's keys is left.
+  bool granted_in_time() const {
+    return acquire_grant(boot_clock::now(), start_, opts_.ttl, s_->cfg.drift_factor).in_time;
+  }
+
   void on_tally() override {
     if (decided_) {
       if (idle_retry_due(outstanding_)) attempt();
@@ -278,7 +285,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       case vote_state::won:
         decided_ = true;
         repair_unmarked();
-        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
         if (opts_.fenced) return hand_out_fenced();
         return succeed();
       case vote_state::lost:
@@ -337,7 +344,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       case vote_state::undecided:
         return;
       case vote_state::won:
-        if (boot_clock::now() >= valid_until_) return fail_attempt(error::validity_exhausted);
+        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
         return succeed();
       case vote_state::lost:
         extra_ = "; the fencing tokens could not be confirmed on a majority";
@@ -480,7 +487,8 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
     for (const auto& k : keys_) w.arg(k);
     w.arg(token_);
     watch_cancellation(cancel_with_effects);
-    send_to_all(payload_, &multi_release_script, boot_clock::now() + s_->cfg.node_timeout);
+    send_to_all(payload_, &multi_release_script,
+                request_deadline(boot_clock::now(), s_->cfg.node_timeout));
     // Queued first on every connection: local waiters woken now send after it.
     for (const auto& k : keys_) s_->wake_waiter(k, token_);
     on_tally();

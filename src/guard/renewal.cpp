@@ -53,7 +53,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
     w.arg(std::int64_t{ttl_.count()});
     start_ = boot_clock::now();  // before the first byte can leave
     for (auto& e : batch_) e->renew_start = start_;
-    deadline = std::min(deadline, start_ + s_->cfg.node_timeout);
+    deadline = request_deadline(start_, s_->cfg.node_timeout, deadline);
     if (s_->obs) {
       answers_.assign(s_->size() * n, node_answer::no_answer);
       replied_at_.assign(s_->size(), boot_clock::time_point{});
@@ -121,12 +121,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
                        // deadline
         v = abandoned_extension(error::no_quorum, now, start_, ttl_, old_deadline,
                                 s_->cfg.drift_factor);
-      if (!v.outcome && now >= v.deadline - e.margin) {
-        // Confirmed too late to signal a loss before the deadline: the lock may already
-        // have had a new owner by the time the work hears of it.
-        v.outcome = error::validity_exhausted;
-        v.lost = true;
-      }
+      v = keeper_verdict(v, now, e.margin);  // confirmed too late to be of use?
       if (s_->obs) report(j, v.outcome, now);
       if (v.outcome == error::not_held) {
         sched_.lose(e, error::not_held);  // a majority no longer holds our token
@@ -373,10 +368,7 @@ keeper::keeper(client& c, lock&& lk, renew_options opts) {
     throw boost::system::system_error(error::invalid_ttl, "keeper: renewal: " + why);
   e->interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::nano>(e->ttl) * opts.fraction);
-  e->margin = opts.loss_margin.count() > 0
-                  ? std::chrono::nanoseconds{opts.loss_margin}
-                  : std::chrono::nanoseconds{std::clamp<std::chrono::milliseconds>(
-                        e->ttl / 50, std::chrono::milliseconds{1}, std::chrono::milliseconds{100})};
+  e->margin = detail::loss_margin(e->ttl, opts.loss_margin);
   const auto now = boot_clock::now();
   const auto acquired = lk.deadline() - lk.ttl() + detail::drift(lk.ttl(), state->cfg.drift_factor);
   e->next_due = acquired + e->interval;

@@ -137,6 +137,22 @@ extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t r
   return shortened(error::no_quorum, now, start, ttl, old_deadline, factor);
 }
 
+std::chrono::nanoseconds loss_margin(std::chrono::milliseconds ttl,
+                                     std::chrono::milliseconds configured) {
+  if (configured.count() > 0) return configured;
+  return std::clamp<std::chrono::milliseconds>(ttl / 50, std::chrono::milliseconds{1},
+                                               std::chrono::milliseconds{100});
+}
+
+extension_verdict keeper_verdict(extension_verdict v, boot_clock::time_point now,
+                                 std::chrono::nanoseconds margin) {
+  if (!v.outcome && now >= v.deadline - margin) {
+    v.outcome = error::validity_exhausted;
+    v.lost = true;
+  }
+  return v;
+}
+
 extension_verdict abandoned_extension(error_code why, boot_clock::time_point now,
                                       boot_clock::time_point start, std::chrono::milliseconds ttl,
                                       boot_clock::time_point old_deadline, double factor) {

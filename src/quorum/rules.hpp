@@ -4,6 +4,7 @@
 // (test/unit/test_rules.cpp). The operations that talk to the nodes count answers and
 // ask these functions what the answers mean; a rule lives here and nowhere else.
 
+#include <algorithm>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
+#include "redlock/inspect.hpp"
 
 namespace redlock::detail {
 
@@ -22,9 +24,9 @@ using boost::system::error_code;
 
 // ---- majorities, drift, validity ----------------------------------------------------
 
-/// Votes needed out of n nodes.
+/// Votes needed out of n nodes (the public redlock::majority, which the CLI counts by).
 constexpr std::size_t quorum(std::size_t n) {
-  return n / 2 + 1;
+  return majority(n);
 }
 
 /// Clock drift allowance for a TTL: ttl * factor + 2 ms (the 2 ms cover the
@@ -41,6 +43,15 @@ inline std::chrono::nanoseconds drift(std::chrono::milliseconds ttl, double fact
 inline boot_clock::time_point validity_deadline(boot_clock::time_point start,
                                                 std::chrono::milliseconds ttl, double factor) {
   return start + ttl - drift(ttl, factor);
+}
+
+/// The deadline of one node's request sent at `sent`: the node's answer time, cut at
+/// `bound` (the validity or lock deadline the answer serves; an answer after it is of no
+/// use, and the request must not hold its node's slot longer).
+constexpr boot_clock::time_point request_deadline(
+    boot_clock::time_point sent, std::chrono::milliseconds node_timeout,
+    boot_clock::time_point bound = boot_clock::time_point::max()) {
+  return std::min(sent + node_timeout, bound);
 }
 
 enum class vote_state { undecided, won, lost };
@@ -184,6 +195,17 @@ extension_verdict decide_extension(std::size_t n, std::size_t yes, std::size_t r
                                    std::size_t failed, boot_clock::time_point now,
                                    boot_clock::time_point start, std::chrono::milliseconds ttl,
                                    boot_clock::time_point old_deadline, double factor);
+
+/// A keeper's loss margin for a lock of `ttl`: `configured` when positive, else ttl / 50
+/// kept within [1 ms, 100 ms]. The work is told of a loss this long before the deadline.
+std::chrono::nanoseconds loss_margin(std::chrono::milliseconds ttl,
+                                     std::chrono::milliseconds configured);
+
+/// A renewal's verdict as a keeper acts on it: a success confirmed less than `margin`
+/// before the new deadline is a loss (validity_exhausted), since the work could no longer
+/// hear of a loss before another owner may exist.
+extension_verdict keeper_verdict(extension_verdict v, boot_clock::time_point now,
+                                 std::chrono::nanoseconds margin);
 
 /// An extension that was sent but ended without a verdict (cancelled, shut down): the
 /// requests may still run, so the deadline becomes min(old, start + ttl - drift).

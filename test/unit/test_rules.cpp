@@ -160,6 +160,64 @@ BOOST_AUTO_TEST_CASE(a_grant_at_its_deadline_is_too_late) {
   BOOST_TEST(detail::acquire_grant(t0 + 9897ms, t0, 10s, factor).in_time);
 }
 
+BOOST_AUTO_TEST_CASE(a_request_waits_the_node_timeout_when_validity_is_longer) {
+  BOOST_TEST((detail::request_deadline(t0, 250ms, t0 + 10s) == t0 + 250ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_request_never_outlives_the_validity_it_serves) {
+  BOOST_TEST((detail::request_deadline(t0, 250ms, t0 + 40ms) == t0 + 40ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_request_without_a_bound_waits_the_node_timeout) {
+  BOOST_TEST((detail::request_deadline(t0, 1s) == t0 + 1s));
+}
+
+BOOST_AUTO_TEST_CASE(the_public_majority_is_the_engines_quorum) {
+  for (std::size_t n = 1; n <= 15; ++n) {
+    BOOST_TEST(redlock::majority(n) == quorum(n));
+    BOOST_TEST(2 * redlock::majority(n) > n);         // any two majorities meet
+    BOOST_TEST(2 * (redlock::majority(n) - 1) <= n);  // and it is the smallest such
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(keeper_rules)
+
+BOOST_AUTO_TEST_CASE(a_configured_loss_margin_is_kept) {
+  BOOST_TEST(detail::loss_margin(10s, 7ms).count() == std::chrono::nanoseconds{7ms}.count());
+}
+
+BOOST_AUTO_TEST_CASE(the_default_loss_margin_is_a_fiftieth_of_the_ttl) {
+  BOOST_TEST(detail::loss_margin(1s, 0ms).count() == std::chrono::nanoseconds{20ms}.count());
+}
+
+BOOST_AUTO_TEST_CASE(the_default_loss_margin_stays_within_1_and_100_ms) {
+  BOOST_TEST(detail::loss_margin(20ms, 0ms).count() == std::chrono::nanoseconds{1ms}.count());
+  BOOST_TEST(detail::loss_margin(1h, 0ms).count() == std::chrono::nanoseconds{100ms}.count());
+}
+
+BOOST_AUTO_TEST_CASE(a_renewal_confirmed_inside_the_margin_is_a_loss) {
+  const detail::extension_verdict ok{true, {}, t0 + 100ms, false};
+  const auto v = detail::keeper_verdict(ok, t0 + 95ms, 5ms);
+  BOOST_TEST(v.lost);
+  BOOST_TEST((v.outcome == error::validity_exhausted));
+}
+
+BOOST_AUTO_TEST_CASE(a_renewal_confirmed_before_the_margin_is_kept) {
+  const detail::extension_verdict ok{true, {}, t0 + 100ms, false};
+  const auto v = detail::keeper_verdict(ok, t0 + 94ms, 5ms);
+  BOOST_TEST(!v.lost);
+  BOOST_TEST(!v.outcome);
+  BOOST_TEST((v.deadline == t0 + 100ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_renewal_keeps_its_own_outcome) {
+  const detail::extension_verdict refused{true, error::not_held, t0 + 100ms, true};
+  const auto v = detail::keeper_verdict(refused, t0 + 99ms, 5ms);
+  BOOST_TEST((v.outcome == error::not_held));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(fence_rule)

@@ -82,7 +82,7 @@ int status_command(const status_options& o) {
                held ? r.holder : "-", held ? std::to_string(r.ttl.count()) : "-", fence_text(r));
     print_shards(r, nullptr);
   }
-  const std::size_t quorum = reports.size() / 2 + 1;
+  const std::size_t quorum = redlock::majority(reports.size());
   std::string verdict = "free";
   for (auto& [token, count] : holders)
     if (count >= quorum) {
@@ -136,7 +136,7 @@ int nodes_command(const common_options& o) {
           "the restart guard on and give every client the same max_ttl",
           r.node, shown(r.appendonly), shown(r.appendfsync)));
   }
-  const std::size_t quorum = o.nodes.size() / 2 + 1;
+  const std::size_t quorum = redlock::majority(o.nodes.size());
   if (o.nodes.size() % 2 == 0)
     warnings.push_back("an even number of nodes tolerates no more failures than one node fewer");
   if (o.nodes.size() < 3) warnings.push_back("fewer than 3 nodes: no node may fail");

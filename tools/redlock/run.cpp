@@ -236,7 +236,7 @@ class runner {
         why += fmt::format("; node {} ({}): {}", n.node, n.address,
                            n.problem.empty() ? n.held_back : n.problem);
       }
-      const std::size_t needed = report.size() / 2 + 1;
+      const std::size_t needed = redlock::majority(report.size());
       if (usable >= needed) continue;  // a majority can vote: waiting on a holder, if any
       std::string text = fmt::format("still waiting: {} of {} nodes usable, {} needed{}", usable,
                                      report.size(), needed, why);
