@@ -1,7 +1,7 @@
 #pragma once
-// What a waiting acquisition does between attempts, shared by acquire_op (one resource,
-// client.cpp) and lock_all_op (a set, multi.cpp): why an attempt failed, and when the
-// next one starts (after the retry delay, on a wake, or once the request slots are free).
+// What the drivers of acquisitions share, acquire_op (one resource, client.cpp) and
+// lock_all_op (a set, multi.cpp): why an attempt failed, the retry timer and the fenced
+// write-back's requests. What comes next is acquire_fsm's decision.
 
 #include <array>
 #include <chrono>
@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "client/acquire_fsm.hpp"
 #include "client/client_state.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
@@ -25,60 +26,29 @@ inline error_code failure_reason(const std::array<error_code, max_nodes>& errors
   return acquire_failure(n, held, wrong);
 }
 
-/// The retry delay, cut short so that the wait ends at `deadline`.
-inline std::chrono::nanoseconds delay_within(std::chrono::nanoseconds delay,
-                                             boot_clock::time_point now,
-                                             boot_clock::time_point deadline) {
-  if (deadline - now < delay)
-    delay = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
-  return delay;
-}
-
-/// The state of an acquisition's attempts, as a base of the op: the attempt in flight
-/// (decided, its fenced write-back round), the retry timer, and a wake that came early.
-/// On the strand. The op keeps itself alive across a wait with the `keep` it hands to
-/// wait_then.
+/// The I/O of an acquisition's attempts, as a base of the op (the driver of an
+/// acquire_fsm, `fsm_`): the retry timer, and the requests of a fenced write-back round
+/// and their count. On the strand. The op keeps itself alive across a wait with the
+/// `keep` it hands to arm().
 class retry_loop {
  protected:
   explicit retry_loop(const strand_type& strand) : strand_(&strand) {}
 
-  /// Calls `retry` after `delay`, unless a later wait or a wake made this one stale.
-  template <typename Keep, typename Retry>
-  void wait_then(std::chrono::nanoseconds delay, Keep keep, Retry retry) {
+  /// Arms the retry timer as `wait` says; on expiry (not on cancellation) calls
+  /// `expired(generation)`, for acquire_fsm::timer_fired to judge.
+  template <typename Keep, typename Expired>
+  void arm(const acquire_action& wait, Keep keep, Expired expired) {
     if (!retry_timer_) retry_timer_.emplace(*strand_);
-    retry_timer_->expires_after(delay);
-    retry_timer_->async_wait([this, keep = std::move(keep), retry = std::move(retry),
-                              gen = ++timer_gen_](error_code ec) {
-      // A wait that expired just as a wake tried at once is stale too.
-      if (!ec && gen == timer_gen_) retry();
+    retry_timer_->expires_after(wait.delay);
+    retry_timer_->async_wait([keep = std::move(keep), expired = std::move(expired),
+                              gen = wait.generation](error_code ec) {
+      if (!ec) expired(gen);
     });
   }
 
-  /// Whether an attempt may start now: not while `outstanding` requests of the last one
-  /// still use the request slots (it starts when they are back, see idle_retry_due).
-  bool slots_free(std::size_t outstanding) {
-    if (outstanding == 0) return true;
-    retry_when_idle_ = true;  // the request slots are still in use
-    return false;
-  }
-
-  /// In the tally of a decided attempt: whether the retry put off by slots_free is due.
-  bool idle_retry_due(std::size_t outstanding) {
-    if (outstanding != 0 || !retry_when_idle_) return false;
-    retry_when_idle_ = false;
-    return true;
-  }
-
-  /// A wake (a release was heard): whether to try now. With an attempt in flight it is
-  /// remembered (woken_) for right after; a waiting retry is called off.
-  bool wake_now(std::size_t outstanding) {
-    if (!decided_ || second_round_) {
-      woken_ = true;  // right after the attempt in flight
-      return false;
-    }
-    ++timer_gen_;
-    cancel_retry();
-    return slots_free(outstanding);
+  /// Calls off a waiting retry, if any.
+  void cancel_retry() {
+    if (retry_timer_) retry_timer_->cancel();
   }
 
   /// Round two of a fenced acquisition: sends `payload` (the script raising the
@@ -87,7 +57,7 @@ class retry_loop {
   /// requests went out, for the op's count of outstanding ones.
   std::size_t send_write_back(client_state& s, std::string_view payload, const script* lua,
                               boot_clock::time_point valid_until, request_sink* sink) {
-    second_round_ = true;
+    fsm_.write_back_sent();
     acks_ = refusals_ = 0;
     const auto deadline = request_deadline(boot_clock::now(), s.cfg.node_timeout, valid_until);
     std::size_t sent = 0;
@@ -115,37 +85,19 @@ class retry_loop {
     ack ? ++acks_ : ++refusals_;
   }
 
-  /// Whether the write-back has won or lost on `nodes` nodes yet; the round ends once
-  /// it is decided.
-  vote_state write_back_outcome(std::size_t nodes) {
-    const vote_state v = decide(nodes, acks_, refusals_);
-    if (v != vote_state::undecided) second_round_ = false;
-    return v;
-  }
+  /// The write-back's vote on `nodes` nodes so far.
+  vote_state write_back_votes(std::size_t nodes) const { return decide(nodes, acks_, refusals_); }
 
-  /// Calls off a waiting retry, if any.
-  void cancel_retry() {
-    if (retry_timer_) retry_timer_->cancel();
-  }
+  /// Whether an answer belongs to a write-back round still out.
+  bool in_write_back() const { return fsm_.state() == acquire_fsm::phase::write_back; }
 
-  /// Cancelled: nothing is in flight or due any more.
-  void settle() {
-    decided_ = true;
-    second_round_ = false;
-    retry_when_idle_ = false;
-  }
+  acquire_fsm fsm_;
 
+ private:
   // Made on the first wait: a call that never retries (every try, most waits) does not
   // pay for a timer on the strand (two allocations).
   const strand_type* strand_;  // the client state's, which the op keeps alive
   std::optional<boot_timer> retry_timer_;
-  bool decided_ = false;
-  bool second_round_ = false;  // a fenced write-back round is out
-  bool retry_when_idle_ = false;
-  bool woken_ = false;           // woken while an attempt was in flight
-  std::uint64_t timer_gen_ = 0;  // bumped per wait and by a wake: older waits are stale
-
- private:
   // The write-back round's requests, made for a fenced acquisition's first write-back
   // only: an unfenced op does not pay for initialising them.
   std::unique_ptr<std::array<request, max_nodes>> reqs2_;

@@ -301,10 +301,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     }
     const auto now = boot_clock::now();
     call_start_ = now;
-    wait_deadline_ =
-        (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
-            ? (wait_ ? boot_clock::time_point::max() : now)
-            : now + opts_.wait;
+    fsm_ = acquire_fsm{wait_, wait_deadline(now, wait_, opts_.wait)};
     watch_cancellation(cancel_with_effects);
     if (queue_behind_yield()) return;
     attempt();
@@ -318,22 +315,18 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (!wait_ || opts_.fair || !s_->wakes || !s_->wakes->yielding(key_)) return false;
     auto it = s_->waiters.find(key_);
     if (it == s_->waiters.end() || it->second.empty()) return false;
-    decided_ = true;  // no attempt in flight: a wake tries at once
-    join_local_line(it->second);
-    const auto now = boot_clock::now();
-    const auto park = std::min(wait_deadline_, now + std::chrono::hours{24}) - now;
-    retry_after(std::chrono::duration_cast<std::chrono::nanoseconds>(park));
+    join_local_line(it->second);  // no attempt in flight: a wake tries at once
+    retry_after(fsm_.park(boot_clock::now(), std::nullopt));
     return true;
   }
 
   void attempt() {
     if (s_->closed) {
       // Shut down while waiting (client_state::end_waits woke us): stop here.
-      decided_ = true;
+      fsm_.finish();
       return complete(error::shut_down, lock{});
     }
-    decided_ = false;
-    second_round_ = false;
+    fsm_.attempt_sent();
     marked_yes_ = unmarked_yes_ = 0;
     repair_asked_ = false;
     retry_now_ = false;
@@ -345,7 +338,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       }
     } catch (const boost::system::system_error& e) {
       // No randomness from the kernel: refuse rather than take a guessable token.
-      decided_ = true;
+      fsm_.finish();
       return complete(e.code(), lock{});
     }
     payload_.clear();
@@ -449,7 +442,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         ++unmarked_yes_;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
-        if (decided_) repair_unmarked();
+        if (fsm_.decided()) repair_unmarked();
         round_.texts[i] =
             "set the key, but its fencing counters await repair (new, or restarted or "
             "promoted since they were last repaired), so its vote does not count";
@@ -472,34 +465,43 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void on_tally() override {
-    if (decided_) {
-      if (idle_retry_due(outstanding_)) attempt();
-      return;
-    }
+    if (fsm_.decided()) return act(fsm_.requests_back(outstanding_));
     // With fencing, only nodes whose counters are trusted (marked) can make a majority:
     // that majority must meet every earlier write-back's majority.
     const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
     const std::size_t no =
         round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
-    switch (decide(s_->size(), yes, no)) {
-      case vote_state::undecided:
+    const vote_state v = decide(s_->size(), yes, no);
+    if (v == vote_state::undecided) return;
+    repair_unmarked();
+    if (v == vote_state::lost && unmarked_yes_ > 0) {
+      extra_ = "; fence counters are being repaired on nodes that lost them";
+      if (!s_->repair_problem.empty())
+        extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
+    }
+    act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(),
+                                 v == vote_state::lost
+                                     ? failure_reason(round_.errors, s_->size(), round_.held)
+                                     : error_code{}));
+  }
+
+  // Carries out what the state machine decided.
+  void act(const acquire_action& a) {
+    if (a.cancel_timer) cancel_retry();
+    switch (a.what) {
+      case acquire_action::kind::send_attempt:
+        return attempt();
+      case acquire_action::kind::won:
+        return opts_.fenced ? hand_out_fenced() : succeed(0);
+      case acquire_action::kind::attempt_lost:
+        return fail_attempt(a.ec);
+      case acquire_action::kind::wait:
+        return retry_after(a);
+      case acquire_action::kind::complete:
+        return a.ec ? complete(a.ec, lock{}) : succeed(fence_token_);
+      case acquire_action::kind::none:
+      case acquire_action::kind::retry:  // only from attempt_failed, which fail_attempt reads
         return;
-      case vote_state::won: {
-        decided_ = true;
-        repair_unmarked();
-        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
-        if (opts_.fenced) return hand_out_fenced();
-        return succeed(0);
-      }
-      case vote_state::lost:
-        decided_ = true;
-        if (unmarked_yes_ > 0) {
-          repair_unmarked();
-          extra_ = "; fence counters are being repaired on nodes that lost them";
-          if (!s_->repair_problem.empty())
-            extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
-        }
-        return fail_attempt(failure_reason(round_.errors, s_->size(), round_.held));
     }
   }
 
@@ -534,27 +536,21 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    if (!second_round_ || done_) return on_tally();  // a late reply of an old round
+    if (!in_write_back() || done_) return on_tally();  // a late reply of an old round
     count_write_back(*s_, i, ec, r, opts_.ttl);
     on_write_back_tally();
   }
 
   void on_write_back_tally() {
-    switch (write_back_outcome(s_->size())) {
-      case vote_state::undecided:
-        return;
-      case vote_state::won:
-        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
-        return succeed(fence_token_);
-      case vote_state::lost:
-        // Not written back on a majority where the key is still ours (another owner took
-        // it, e.g. after we paused): T must not be handed out.
-        extra_ = "; the fencing token could not be confirmed on a majority";
-        return fail_attempt(error::no_quorum);
-    }
+    const vote_state v = write_back_votes(s_->size());
+    // Not written back on a majority where the key is still ours (another owner took it,
+    // e.g. after we paused): T must not be handed out.
+    if (v == vote_state::lost) extra_ = "; the fencing token could not be confirmed on a majority";
+    act(fsm_.write_back_decided(v, v == vote_state::won && granted_in_time()));
   }
 
   void succeed(std::uint64_t fence) {
+    fsm_.finish();
     if (s_->obs) {
       report_attempt({}, fence);
       report_call({}, fence);  // while resource_ still names the lock
@@ -599,22 +595,12 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (s_->obs) report_attempt(reason, 0);
     release_attempt();
     const auto now = boot_clock::now();
-    const bool retryable = reason != error::wrong_type;
-    if (!wait_ || !retryable || now >= wait_deadline_) {
-      if (wait_ && reason == error::contended) reason = error::wait_timeout;
-      return complete(reason, lock{});
-    }
+    // Refused by a node that has not run a release heard of already: at once.
+    const acquire_action next = fsm_.attempt_failed(reason, now, retry_now_);
+    if (next.what == acquire_action::kind::complete) return complete(next.ec, lock{});
     last_reason_ = reason;
-    if (std::exchange(retry_now_, false)) {
-      // Refused by a node that has not run a release heard of already.
-      retried_for_ = std::move(stale_holder_);
-      woken_ = true;
-    }
-    if (woken_) {
-      // A local release came while this attempt was in flight: try again at once.
-      woken_ = false;
-      return retry_after(std::chrono::nanoseconds{0});
-    }
+    if (std::exchange(retry_now_, false)) retried_for_ = std::move(stale_holder_);
+    if (next.what == acquire_action::kind::wait) return retry_after(next);
     if (reason == error::contended && !queued_) {
       // Waiters for one resource inside one client form a line: only its head polls;
       // a local release wakes the head at once, and the next one moves up when the head
@@ -623,20 +609,19 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       if (line.empty()) s_->line_formed(key_);
       join_local_line(line);
     }
-    if (queued_ && s_->waiters[key_].front() != static_cast<waiter*>(this)) {
-      // Parked behind the head: only the wait deadline (or a promotion) wakes it; in
-      // fair mode it also renews its place on the nodes in time.
-      auto park = std::min(wait_deadline_, now + std::chrono::hours{24}) - now;
-      if (opts_.fair) park = std::min<boot_clock::duration>(park, renew_interval());
-      return retry_after(std::chrono::duration_cast<std::chrono::nanoseconds>(park));
-    }
-    auto delay = s_->jitter(s_->cfg.retry_delay);
-    if (opts_.fair) delay = std::min<std::chrono::nanoseconds>(delay, renew_interval());
-    retry_after(delay_within(delay, now, wait_deadline_));
+    // Parked behind the head: only the wait deadline (or a promotion) wakes it; in fair
+    // mode it also renews its place on the nodes in time.
+    const bool parked = queued_ && s_->waiters[key_].front() != static_cast<waiter*>(this);
+    retry_after(fsm_.plan_retry(
+        now,
+        {.delay = s_->jitter(s_->cfg.retry_delay), .parked = parked, .renew = renew_interval()}));
   }
 
   // Fair mode: attempts come often enough that the nodes keep this call's place.
-  std::chrono::nanoseconds renew_interval() const { return s_->cfg.fair_entry_ttl / 3; }
+  std::optional<std::chrono::nanoseconds> renew_interval() const {
+    if (!opts_.fair) return std::nullopt;
+    return std::chrono::nanoseconds{s_->cfg.fair_entry_ttl / 3};
+  }
 
   // The local line is in arrival order; fair calls are placed by their ticket among the
   // fair ones, the order of the nodes' line.
@@ -653,9 +638,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     line.insert(at, this);
   }
 
-  void retry_after(std::chrono::nanoseconds delay) {
-    wait_then(delay, hold{this}, [this] {
-      if (!done_ && slots_free(outstanding_)) attempt();
+  void retry_after(const acquire_action& wait) {
+    if (wait.what != acquire_action::kind::wait) return;
+    arm(wait, hold{this}, [this](std::uint64_t generation) {
+      if (!done_) act(fsm_.timer_fired(generation, outstanding_));
     });
   }
 
@@ -663,7 +649,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   /// A local release of this resource (or the head leaving the line): try now if
   /// waiting, or right after the attempt in flight.
   void wake() override {
-    if (done_ || !wake_now(outstanding_)) return;
+    if (done_) return;
+    const acquire_action next = fsm_.wake(outstanding_);
+    if (next.cancel_timer) cancel_retry();
+    if (next.what != acquire_action::kind::send_attempt) return;
     // Now, not from the timer's handler: the SET joins the release queued in this same
     // turn and leaves in the same write, right behind it on every connection. Guarded:
     // an attempt decided at once completes from a posted handler, not inside the release.
@@ -671,26 +660,13 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void wake_after(std::chrono::nanoseconds delay) override {
-    if (done_) return;
-    if (!decided_ || second_round_) {
-      woken_ = true;  // right after the attempt in flight
-      return;
-    }
-    cancel_retry();
-    retry_after(delay_within(delay, boot_clock::now(), wait_deadline_));
+    if (!done_) act(fsm_.wake_after(delay, boot_clock::now()));
   }
 
   /// Moved to the head of the line: start polling (a local release still wakes it).
   void promote() override {
-    if (done_ || !decided_ || second_round_) return;
-    const auto now = boot_clock::now();
-    auto delay = s_->jitter(s_->cfg.retry_delay);
-    if (opts_.fair) delay = std::min<std::chrono::nanoseconds>(delay, renew_interval());
-    if (wait_deadline_ - now < delay)
-      delay = std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::max(wait_deadline_ - now, boot_clock::duration::zero()));
-    cancel_retry();
-    retry_after(delay);
+    if (done_) return;
+    act(fsm_.promote(boot_clock::now(), s_->jitter(s_->cfg.retry_delay), renew_interval()));
   }
 
  private:
@@ -749,12 +725,12 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void on_cancel() override {
+    const acquire_action next = fsm_.cancel(sent_);
     cancel_retry();
-    if ((!decided_ || second_round_) && sent_) {
+    if (next.release) {
       if (s_->obs) report_attempt(error::cancelled, 0);
       release_attempt();
     }
-    settle();
     complete(error::cancelled, lock{});
   }
 
@@ -764,7 +740,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   fence_key_pair fence_keys_;  // fenced: the counters' hash and marker for key_
   lock_options opts_;
   bool wait_;
-  boot_clock::time_point wait_deadline_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
   buffer token_;

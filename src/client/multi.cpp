@@ -106,11 +106,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       if (opts_.fenced) pairs_.push_back(s_->fence_keys(keys_.back()));
     }
     if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
-    const auto now = boot_clock::now();
-    wait_deadline_ =
-        (!wait_ || opts_.wait == wait_forever || opts_.wait > std::chrono::hours{24 * 365 * 100})
-            ? (wait_ ? boot_clock::time_point::max() : now)
-            : now + opts_.wait;
+    fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
     watch_cancellation(cancel_with_effects);
     attempt();
   }
@@ -146,17 +142,16 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   void attempt() {
     if (s_->closed) {
       // Shut down while waiting (client_state::end_waits woke us): stop here.
-      decided_ = true;
+      fsm_.finish();
       return complete(error::shut_down, multi_lock{});
     }
-    decided_ = false;
-    second_round_ = false;
+    fsm_.attempt_sent();
     marked_yes_ = unmarked_yes_ = 0;
     unmarked_keys_.clear();
     try {
       s_->tokens.next(token_);
     } catch (const boost::system::system_error& e) {
-      decided_ = true;
+      fsm_.finish();
       return complete(e.code(), multi_lock{});
     }
     const std::size_t n = keys_.size();
@@ -243,7 +238,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         ++unmarked_yes_;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
-        if (decided_) repair_unmarked();
+        if (fsm_.decided()) repair_unmarked();
         round_.texts[i] =
             "took the set, but its fencing counters await repair (new, or restarted or "
             "promoted since they were last repaired), so its vote does not count";
@@ -271,30 +266,39 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
   void on_tally() override {
-    if (decided_) {
-      if (idle_retry_due(outstanding_)) attempt();
-      return;
-    }
+    if (fsm_.decided()) return act(fsm_.requests_back(outstanding_));
     // With fencing only marked nodes make a majority (see fencing.cpp).
     const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
     const std::size_t no =
         round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
-    switch (decide(s_->size(), yes, no)) {
-      case vote_state::undecided:
+    const vote_state v = decide(s_->size(), yes, no);
+    if (v == vote_state::undecided) return;
+    repair_unmarked();
+    if (v == vote_state::lost && unmarked_yes_ > 0)
+      extra_ = "; fence counters are being repaired on nodes that lost them";
+    act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(),
+                                 v == vote_state::lost
+                                     ? failure_reason(round_.errors, s_->size(), round_.held)
+                                     : error_code{}));
+  }
+
+  // Carries out what the state machine decided.
+  void act(const acquire_action& a) {
+    if (a.cancel_timer) cancel_retry();
+    switch (a.what) {
+      case acquire_action::kind::send_attempt:
+        return attempt();
+      case acquire_action::kind::won:
+        return opts_.fenced ? hand_out_fenced() : succeed();
+      case acquire_action::kind::attempt_lost:
+        return fail_attempt(a.ec);
+      case acquire_action::kind::wait:
+        return retry_after(a);
+      case acquire_action::kind::complete:
+        return a.ec ? complete(a.ec, multi_lock{}) : succeed();
+      case acquire_action::kind::none:
+      case acquire_action::kind::retry:  // only from attempt_failed, which fail_attempt reads
         return;
-      case vote_state::won:
-        decided_ = true;
-        repair_unmarked();
-        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
-        if (opts_.fenced) return hand_out_fenced();
-        return succeed();
-      case vote_state::lost:
-        decided_ = true;
-        if (unmarked_yes_ > 0) {
-          repair_unmarked();
-          extra_ = "; fence counters are being repaired on nodes that lost them";
-        }
-        return fail_attempt(failure_reason(round_.errors, s_->size(), round_.held));
     }
   }
 
@@ -334,25 +338,19 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    if (!second_round_ || done_) return on_tally();  // a late reply of an old round
+    if (!in_write_back() || done_) return on_tally();  // a late reply of an old round
     count_write_back(*s_, i, ec, r, opts_.ttl);
     on_write_back_tally();
   }
 
   void on_write_back_tally() {
-    switch (write_back_outcome(s_->size())) {
-      case vote_state::undecided:
-        return;
-      case vote_state::won:
-        if (!granted_in_time()) return fail_attempt(error::validity_exhausted);
-        return succeed();
-      case vote_state::lost:
-        extra_ = "; the fencing tokens could not be confirmed on a majority";
-        return fail_attempt(error::no_quorum);
-    }
+    const vote_state v = write_back_votes(s_->size());
+    if (v == vote_state::lost) extra_ = "; the fencing tokens could not be confirmed on a majority";
+    act(fsm_.write_back_decided(v, v == vote_state::won && granted_in_time()));
   }
 
   void succeed() {
+    fsm_.finish();
     // While keys_ still names the keys.
     stop_waiting();
     s_->held_sets.emplace(token_, keys_);  // released by async_shutdown if still held then
@@ -386,25 +384,27 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
 
   void fail_attempt(error_code reason) {
     release_attempt();
-    if (s_->closed) return complete(error::shut_down, multi_lock{});
-    const auto now = boot_clock::now();
-    if (!wait_ || reason == error::wrong_type || now >= wait_deadline_) {
-      if (wait_ && reason == error::contended) reason = error::wait_timeout;
-      return complete(reason, multi_lock{});
+    if (s_->closed) {
+      fsm_.finish();
+      return complete(error::shut_down, multi_lock{});
     }
+    const auto now = boot_clock::now();
+    const acquire_action next = fsm_.attempt_failed(reason, now);
+    if (next.what == acquire_action::kind::complete) return complete(next.ec, multi_lock{});
+    if (next.what == acquire_action::kind::wait) return retry_after(next);
     if (reason == error::contended && !waiting_) {
       // Held by others: a release of any of the keys wakes the set (the delay stays the
       // fallback for lost announcements and expiries).
       s_->set_waits(*this, keys_);
       waiting_ = true;
     }
-    if (std::exchange(woken_, false)) return retry_after(std::chrono::nanoseconds{0});
-    retry_after(delay_within(s_->jitter(s_->cfg.retry_delay), now, wait_deadline_));
+    retry_after(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
   }
 
-  void retry_after(std::chrono::nanoseconds delay) {
-    wait_then(delay, hold{this}, [this] {
-      if (!done_ && slots_free(outstanding_)) attempt();
+  void retry_after(const acquire_action& wait) {
+    if (wait.what != acquire_action::kind::wait) return;
+    arm(wait, hold{this}, [this](std::uint64_t generation) {
+      if (!done_) act(fsm_.timer_fired(generation, outstanding_));
     });
   }
 
@@ -415,7 +415,9 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       if (token == last_release_) return;  // heard already on another key of the set
       last_release_.assign(token);
     }
-    if (!wake_now(outstanding_)) return;
+    const acquire_action next = fsm_.wake(outstanding_);
+    if (next.cancel_timer) cancel_retry();
+    if (next.what != acquire_action::kind::send_attempt) return;
     // Now: after a local release, the script leaves right behind it on every connection.
     // Guarded like a start: an attempt decided at once completes from a posted handler.
     run_guarded([this] { attempt(); });
@@ -430,9 +432,9 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
   void on_cancel() override {
+    const acquire_action next = fsm_.cancel(true);
     cancel_retry();
-    if (!decided_ || second_round_) release_attempt();
-    settle();
+    if (next.release) release_attempt();
     complete(error::cancelled, multi_lock{});
   }
 
@@ -445,7 +447,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   std::vector<bool> unmarked_keys_;
   lock_options opts_;
   bool wait_;
-  boot_clock::time_point wait_deadline_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
   std::string token_;

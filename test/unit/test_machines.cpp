@@ -1,0 +1,407 @@
+// The lock kinds' state machines, fed events without a socket or a server: what an
+// acquisition does after each round, failure, wake, timer and cancellation.
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+
+#include "client/acquire_fsm.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+using detail::acquire_action;
+using detail::acquire_fsm;
+using detail::retry_context;
+using detail::vote_state;
+using kind = acquire_action::kind;
+using phase = acquire_fsm::phase;
+
+namespace {
+
+const boot_clock::time_point t0 = boot_clock::time_point{} + 1000h;
+
+// A waiting call with `wait` left, its first attempt sent.
+acquire_fsm sent_waiting(std::chrono::milliseconds wait = 10s) {
+  acquire_fsm f{true, t0 + wait};
+  f.attempt_sent();
+  return f;
+}
+
+// A waiting call whose first attempt was lost as contended and is to be retried.
+acquire_fsm retrying(std::chrono::milliseconds wait = 10s) {
+  auto f = sent_waiting(wait);
+  const auto lost = f.first_round_decided(vote_state::lost, false, error::contended);
+  BOOST_REQUIRE(lost.what == kind::attempt_lost);
+  BOOST_REQUIRE(f.attempt_failed(lost.ec, t0).what == kind::retry);
+  return f;
+}
+
+// The same, waiting for its retry timer (returned as `wait`).
+acquire_fsm waiting_for_timer(acquire_action& wait) {
+  auto f = retrying();
+  wait = f.plan_retry(t0, {.delay = 50ms});
+  BOOST_REQUIRE(wait.what == kind::wait);
+  return f;
+}
+
+// A fenced win whose write-back round is out.
+acquire_fsm writing_back() {
+  auto f = sent_waiting();
+  BOOST_REQUIRE(f.first_round_decided(vote_state::won, true, {}).what == kind::won);
+  f.write_back_sent();
+  return f;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(acquisition_rounds)
+
+BOOST_AUTO_TEST_CASE(a_first_round_won_in_time_is_handed_out) {
+  auto f = sent_waiting();
+  BOOST_TEST((f.first_round_decided(vote_state::won, true, {}).what == kind::won));
+  BOOST_TEST(f.decided());
+  BOOST_TEST(!f.in_flight());
+}
+
+BOOST_AUTO_TEST_CASE(a_first_round_won_too_late_fails_the_attempt_as_validity_exhausted) {
+  auto f = sent_waiting();
+  const auto a = f.first_round_decided(vote_state::won, false, {});
+  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.ec == error::validity_exhausted));
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_first_round_fails_the_attempt_with_its_reason) {
+  auto f = sent_waiting();
+  const auto a = f.first_round_decided(vote_state::lost, false, error::no_quorum);
+  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.ec == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(an_undecided_tally_changes_nothing) {
+  auto f = sent_waiting();
+  BOOST_TEST((f.first_round_decided(vote_state::undecided, true, {}).what == kind::none));
+  BOOST_TEST(!f.decided());
+  BOOST_TEST(f.in_flight());
+}
+
+BOOST_AUTO_TEST_CASE(a_second_decision_of_the_same_round_is_ignored) {
+  auto f = sent_waiting();
+  BOOST_REQUIRE(f.first_round_decided(vote_state::won, true, {}).what == kind::won);
+  // A late answer tips the tally once more: the round was decided already.
+  BOOST_TEST((f.first_round_decided(vote_state::lost, false, error::no_quorum).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_win_is_handed_out_only_after_its_write_back_wins) {
+  auto f = writing_back();
+  BOOST_TEST(f.in_flight());
+  BOOST_TEST((f.write_back_decided(vote_state::undecided, true).what == kind::none));
+  const auto a = f.write_back_decided(vote_state::won, true);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST(!a.ec);
+  BOOST_TEST((f.state() == phase::done));
+}
+
+BOOST_AUTO_TEST_CASE(a_write_back_refused_by_a_majority_fails_as_no_quorum) {
+  auto f = writing_back();
+  const auto a = f.write_back_decided(vote_state::lost, true);
+  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.ec == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(a_write_back_confirmed_too_late_fails_as_validity_exhausted) {
+  auto f = writing_back();
+  const auto a = f.write_back_decided(vote_state::won, false);
+  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.ec == error::validity_exhausted));
+}
+
+BOOST_AUTO_TEST_CASE(a_write_back_tally_without_a_write_back_out_is_ignored) {
+  auto f = sent_waiting();
+  BOOST_TEST((f.write_back_decided(vote_state::won, true).what == kind::none));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(acquisition_failures)
+
+BOOST_AUTO_TEST_CASE(a_single_try_completes_with_the_attempts_reason) {
+  acquire_fsm f{false, t0};
+  f.attempt_sent();
+  const auto lost = f.first_round_decided(vote_state::lost, false, error::contended);
+  const auto a = f.attempt_failed(lost.ec, t0);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::contended));  // a try is not a wait: no wait_timeout
+  BOOST_TEST((f.state() == phase::done));
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_that_is_over_turns_contended_into_wait_timeout) {
+  auto f = sent_waiting(100ms);
+  const auto a = f.attempt_failed(error::contended, t0 + 100ms);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::wait_timeout));
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_that_is_over_keeps_any_other_reason) {
+  auto f = sent_waiting(100ms);
+  const auto a = f.attempt_failed(error::no_quorum, t0 + 200ms);
+  BOOST_TEST((a.ec == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(a_key_of_another_type_ends_the_wait_at_once) {
+  auto f = sent_waiting(10s);
+  const auto a = f.attempt_failed(error::wrong_type, t0);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::wrong_type));
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_with_wait_left_is_retried_after_the_retry_delay) {
+  auto f = retrying(10s);
+  const auto a = f.plan_retry(t0, {.delay = 50ms});
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST((a.delay == 50ms));
+  BOOST_TEST((f.state() == phase::between));
+}
+
+BOOST_AUTO_TEST_CASE(the_retry_delay_is_cut_at_the_wait_deadline) {
+  auto f = retrying(30ms);
+  BOOST_TEST((f.plan_retry(t0 + 10ms, {.delay = 50ms}).delay == 20ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_release_heard_during_the_attempt_retries_it_at_once) {
+  auto f = sent_waiting();
+  BOOST_TEST((f.wake(1).what == kind::none));  // remembered, not acted on mid-round
+  f.first_round_decided(vote_state::lost, false, error::contended);
+  const auto a = f.attempt_failed(error::contended, t0);
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST((a.delay == 0ns));
+}
+
+BOOST_AUTO_TEST_CASE(a_wake_is_used_once) {
+  auto f = sent_waiting();
+  f.wake(1);
+  f.first_round_decided(vote_state::lost, false, error::contended);
+  BOOST_REQUIRE(f.attempt_failed(error::contended, t0).delay == 0ns);
+  f.attempt_sent();
+  f.first_round_decided(vote_state::lost, false, error::contended);
+  BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::retry));
+}
+
+BOOST_AUTO_TEST_CASE(a_refusal_by_a_holder_whose_release_was_heard_retries_at_once) {
+  auto f = sent_waiting();
+  f.first_round_decided(vote_state::lost, false, error::contended);
+  const auto a = f.attempt_failed(error::contended, t0, true);
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST((a.delay == 0ns));
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_parked_behind_the_head_waits_for_its_deadline) {
+  auto f = retrying(5s);
+  const auto a = f.plan_retry(t0, {.delay = 50ms, .parked = true});
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST((a.delay == 5s));
+}
+
+BOOST_AUTO_TEST_CASE(a_parked_waiter_without_a_deadline_wakes_at_least_daily) {
+  acquire_fsm f{true, boot_clock::time_point::max()};
+  f.attempt_sent();
+  f.first_round_decided(vote_state::lost, false, error::contended);
+  BOOST_REQUIRE(f.attempt_failed(error::contended, t0).what == kind::retry);
+  BOOST_TEST((f.plan_retry(t0, {.delay = 50ms, .parked = true}).delay == 24h));
+}
+
+BOOST_AUTO_TEST_CASE(fair_mode_caps_a_parked_wait_at_the_renew_interval) {
+  auto f = retrying(5s);
+  BOOST_TEST((f.plan_retry(t0, {.delay = 50ms, .parked = true, .renew = 333ms}).delay == 333ms));
+}
+
+BOOST_AUTO_TEST_CASE(fair_mode_caps_the_retry_delay_at_the_renew_interval) {
+  auto f = retrying(5s);
+  BOOST_TEST((f.plan_retry(t0, {.delay = 400ms, .renew = 333ms}).delay == 333ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_call_queued_behind_a_yielded_release_parks_before_any_attempt) {
+  acquire_fsm f{true, t0 + 2s};
+  const auto a = f.park(t0, std::nullopt);
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST((a.delay == 2s));
+  // Its wake tries at once: no attempt is in flight.
+  BOOST_TEST((f.wake(0).what == kind::send_attempt));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(acquisition_waits)
+
+BOOST_AUTO_TEST_CASE(an_expired_retry_timer_starts_the_next_attempt) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::send_attempt));
+}
+
+BOOST_AUTO_TEST_CASE(a_wake_between_attempts_starts_one_at_once_and_stales_the_timer) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  const auto a = f.wake(0);
+  BOOST_TEST((a.what == kind::send_attempt));
+  BOOST_TEST(a.cancel_timer);
+  f.attempt_sent();
+  // The old timer fires anyway (its cancellation raced the expiry): stale.
+  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_wake_while_the_last_attempts_requests_are_out_waits_for_them) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  const auto a = f.wake(2);
+  BOOST_TEST((a.what == kind::none));
+  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST((f.requests_back(1).what == kind::none));
+  BOOST_TEST((f.requests_back(0).what == kind::send_attempt));
+  BOOST_TEST((f.requests_back(0).what == kind::none));  // once
+}
+
+BOOST_AUTO_TEST_CASE(an_expired_timer_with_requests_out_waits_for_them) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  BOOST_TEST((f.timer_fired(wait.generation, 3).what == kind::none));
+  BOOST_TEST((f.requests_back(0).what == kind::send_attempt));
+}
+
+BOOST_AUTO_TEST_CASE(late_answers_without_a_retry_due_start_nothing) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  BOOST_TEST((f.requests_back(0).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(each_wait_makes_the_ones_before_it_stale) {
+  auto f = retrying();
+  const auto first = f.plan_retry(t0, {.delay = 50ms});
+  const auto second = f.wake_after(10ms, t0);
+  BOOST_TEST(second.generation != first.generation);
+  BOOST_TEST((f.timer_fired(first.generation, 0).what == kind::none));
+  BOOST_TEST((f.timer_fired(second.generation, 0).what == kind::send_attempt));
+}
+
+BOOST_AUTO_TEST_CASE(a_delayed_wake_between_attempts_rearms_the_timer_within_the_deadline) {
+  auto f = retrying(30ms);
+  const auto a = f.wake_after(100ms, t0);
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST((a.delay == 30ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_delayed_wake_during_an_attempt_retries_right_after_it) {
+  auto f = sent_waiting();
+  BOOST_TEST((f.wake_after(100ms, t0).what == kind::none));
+  f.first_round_decided(vote_state::lost, false, error::contended);
+  BOOST_TEST((f.attempt_failed(error::contended, t0).delay == 0ns));
+}
+
+BOOST_AUTO_TEST_CASE(a_promoted_waiter_polls_after_the_retry_delay) {
+  auto f = retrying(10s);
+  f.plan_retry(t0, {.delay = 50ms, .parked = true});
+  const auto a = f.promote(t0, 40ms, std::nullopt);
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST((a.delay == 40ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_promotion_is_cut_at_the_deadline_and_the_renew_interval) {
+  auto f = retrying(20ms);
+  BOOST_TEST((f.promote(t0, 40ms, std::nullopt).delay == 20ms));
+  auto g = retrying(10s);
+  BOOST_TEST((g.promote(t0, 400ms, 333ms).delay == 333ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_promotion_during_an_attempt_is_left_to_the_attempts_outcome) {
+  auto f = sent_waiting();
+  BOOST_TEST((f.promote(t0, 40ms, std::nullopt).what == kind::none));
+  auto g = writing_back();
+  BOOST_TEST((g.promote(t0, 40ms, std::nullopt).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_contended_wait_retries_until_a_round_wins) {
+  auto f = sent_waiting(10s);
+  auto now = t0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto lost = f.first_round_decided(vote_state::lost, false, error::contended);
+    BOOST_REQUIRE(f.attempt_failed(lost.ec, now).what == kind::retry);
+    const auto wait = f.plan_retry(now, {.delay = 50ms});
+    now += wait.delay;
+    BOOST_REQUIRE(f.timer_fired(wait.generation, 0).what == kind::send_attempt);
+    f.attempt_sent();
+  }
+  BOOST_TEST((f.first_round_decided(vote_state::won, true, {}).what == kind::won));
+  f.finish();
+  BOOST_TEST((f.state() == phase::done));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(acquisition_cancellation)
+
+BOOST_AUTO_TEST_CASE(cancelled_during_the_first_round_the_attempt_is_undone) {
+  auto f = sent_waiting();
+  const auto a = f.cancel(true);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::cancelled));
+  BOOST_TEST(a.release);
+  BOOST_TEST(a.cancel_timer);
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_during_the_write_back_the_attempt_is_undone) {
+  auto f = writing_back();
+  BOOST_TEST(f.cancel(true).release);
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_between_attempts_nothing_is_undone) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  const auto a = f.cancel(true);
+  BOOST_TEST((a.ec == error::cancelled));
+  BOOST_TEST(!a.release);  // the failed attempt was undone when it failed
+  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_before_anything_was_sent_nothing_is_undone) {
+  acquire_fsm f{true, t0 + 1s};
+  f.attempt_sent();  // the first round could not leave (every node refused)
+  BOOST_TEST(!f.cancel(false).release);
+}
+
+BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  f.finish();
+  BOOST_TEST((f.wake(0).what == kind::none));
+  BOOST_TEST((f.wake_after(1ms, t0).what == kind::none));
+  BOOST_TEST((f.promote(t0, 1ms, std::nullopt).what == kind::none));
+  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+  BOOST_TEST((f.requests_back(0).what == kind::none));
+  BOOST_TEST((f.cancel(true).what == kind::none));
+  BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::none));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(acquisition_clock)
+
+BOOST_AUTO_TEST_CASE(a_single_try_has_no_wait) {
+  BOOST_TEST((detail::wait_deadline(t0, false, 5s) == t0));
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_ends_after_its_length) {
+  BOOST_TEST((detail::wait_deadline(t0, true, 5s) == t0 + 5s));
+}
+
+BOOST_AUTO_TEST_CASE(wait_forever_and_waits_beyond_a_century_never_end) {
+  BOOST_TEST((detail::wait_deadline(t0, true, wait_forever) == boot_clock::time_point::max()));
+  BOOST_TEST((detail::wait_deadline(t0, true, std::chrono::hours{24 * 365 * 101}) ==
+              boot_clock::time_point::max()));
+}
+
+BOOST_AUTO_TEST_CASE(a_delay_past_the_deadline_is_never_negative) {
+  BOOST_TEST((detail::delay_within(50ms, t0 + 1s, t0) == 0ns));
+  BOOST_TEST((detail::delay_within(50ms, t0, t0 + 1s) == 50ms));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
