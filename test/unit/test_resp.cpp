@@ -386,6 +386,132 @@ BOOST_AUTO_TEST_CASE(elements_owed_inside_attributes_do_not_make_a_prefix_too_la
   BOOST_TEST(is(status_of("*5\r\n|1\r\n", small), parse_status::incomplete));
 }
 
+namespace {
+
+// A reply in one line, a word per node: its depth, its RESP type byte, then its size (an
+// aggregate), its value (an integer or a boolean) or its text. A failed check prints
+// both layouts whole.
+std::string layout(const reply& r) {
+  constexpr std::string_view marks = "+-:$_*#,(!=%~>";  // in the order of `type`
+  static_assert(marks.size() == static_cast<std::size_t>(type::push) + 1);
+  std::string s;
+  for (const node& n : r) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(n.depth);
+    s += marks[static_cast<std::size_t>(n.kind)];
+    if (n.kind == type::array || n.kind == type::map || n.kind == type::set || n.kind == type::push)
+      s += std::to_string(n.size);
+    else if (n.kind == type::integer || n.kind == type::boolean)
+      s += std::to_string(n.integer);
+    else
+      s += n.text;
+  }
+  return s;
+}
+
+// The reply parsed whole, and read by a reader fed it in two pieces cut at every byte,
+// has the layout `want`; every prefix of it is incomplete.
+void check_read_alike_at_every_cut(std::string_view wire, const limits& lim,
+                                   std::string_view want) {
+  check_every_prefix_and_split(wire, lim, parse_status::complete);
+  reply whole;
+  BOOST_TEST_REQUIRE(is(parse(wire, whole, lim).status, parse_status::complete));
+  BOOST_TEST(layout(whole) == want);
+  for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+    reader rd{lim};
+    reply r;
+    rd.feed(wire.substr(0, cut));
+    if (cut < wire.size())
+      BOOST_TEST_REQUIRE(is(rd.next(r), parse_status::incomplete), "cut at " << cut);
+    rd.feed(wire.substr(cut));
+    BOOST_TEST_REQUIRE(is(rd.next(r), parse_status::complete), "cut at " << cut);
+    BOOST_TEST(layout(r) == want, "cut at " << cut);
+    BOOST_TEST(rd.buffered() == 0u);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(resp3_values_nested_in_aggregates_read_alike_however_the_reply_is_cut) {
+  const std::string_view wire =
+      ">5\r\n+message\r\n%2\r\n$3\r\nkey\r\n*3\r\n#t\r\n,1.5\r\n_\r\n=8\r\ntxt:some\r\n"
+      "~2\r\n(123\r\n!3\r\nERR\r\n*0\r\n$-1\r\n:-7\r\n";
+  check_read_alike_at_every_cut(
+      wire, limits{},
+      "0>5 1+message 1%4 2$key 2*3 3#1 3,1.5 3_ 2=some 2~2 3(123 3!ERR 1*0 1_ 1:-7");
+}
+
+BOOST_AUTO_TEST_CASE(a_limit_or_a_malformed_element_deep_in_a_reply_fails_the_whole_reply) {
+  limits lim;
+  lim.max_bulk = 8;
+  lim.max_line = 8;  // lines up to 40 bytes
+  lim.max_elements = 3;
+  lim.max_depth = 4;
+  // The value of a map inside an array: two frames open around it.
+  const std::string at = "*1\r\n%1\r\n+k\r\n";
+  auto deep = [&](std::string_view value) { return status_of(at + std::string{value}, lim); };
+  const auto complete = parse_status::complete;
+  const auto too_large = parse_status::too_large;
+  BOOST_TEST(is(deep("$8\r\n12345678\r\n"), complete));
+  BOOST_TEST(is(deep("$9\r\n"), too_large));  // before its payload arrives
+  BOOST_TEST(is(deep("*3\r\n:1\r\n:2\r\n:3\r\n"), complete));
+  BOOST_TEST(is(deep("*4\r\n"), too_large));
+  BOOST_TEST(is(deep("~1\r\n%4\r\n"), too_large));
+  BOOST_TEST(is(deep("+" + std::string(40, 'a') + "\r\n"), complete));
+  BOOST_TEST(is(deep("+" + std::string(41, 'a') + "\r\n"), too_large));
+  BOOST_TEST(is(deep("+" + std::string(41, 'a')), too_large));  // its CRLF still to come
+  BOOST_TEST(is(deep("*1\r\n~1\r\n:1\r\n"), complete));         // four frames deep
+  BOOST_TEST(is(deep("*1\r\n~1\r\n>1\r\n:1\r\n"), too_large));  // five
+  BOOST_TEST(is(deep("*-1\r\n"), complete));
+  BOOST_TEST(is(deep("$-1\r\n"), complete));
+  BOOST_TEST(is(deep("#x\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(deep("_x\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(deep("=3\r\nabc\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(deep("=4\r\nabcd\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(deep("$3\r\nabcd\r\n"), parse_status::bad_framing));
+  BOOST_TEST(is(deep(":1x\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(deep("!-1\r\n"), parse_status::bad_number));  // only '$' and '*' have a nil
+  BOOST_TEST(is(deep("%-1\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(deep("|-1\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(deep("*-2\r\n"), parse_status::bad_number));
+  BOOST_TEST(is(deep("?\r\n"), parse_status::bad_type));
+  // An unfinished payload that far in asks for exactly the rest of the reply.
+  reply r;
+  const std::string unfinished = at + "$8\r\n1234";
+  const auto res = parse(unfinished, r, lim);
+  BOOST_TEST_REQUIRE(is(res.status, parse_status::incomplete));
+  BOOST_TEST(res.needed == (at + "$8\r\n12345678\r\n").size());
+  // Nodes: 3 around the value and 7 in it.
+  const std::string ten = at + "*3\r\n*1\r\n:1\r\n:1\r\n*2\r\n:1\r\n:1\r\n";
+  lim.max_nodes = 10;
+  check_every_prefix_and_split(ten, lim, complete);
+  lim.max_nodes = 9;
+  BOOST_TEST(is(status_of(ten, lim), too_large));
+}
+
+BOOST_AUTO_TEST_CASE(attributes_inside_aggregates_leave_with_their_own_aggregates) {
+  // An attribute whose key and value are aggregates, annotating a set in an array.
+  const std::string_view annotated_set =
+      "*2\r\n:3\r\n|1\r\n*2\r\n+a\r\n+b\r\n%1\r\n+c\r\n:4\r\n~1\r\n#t\r\n";
+  limits lim;
+  lim.max_nodes = 8;  // the array, 3, and the attribute's 6 nodes until it ends
+  check_read_alike_at_every_cut(annotated_set, lim, "0*2 1:3 1~1 2#1");
+  lim.max_nodes = 7;
+  BOOST_TEST(is(status_of(annotated_set, lim), parse_status::too_large));
+
+  // The annotated value is the last element of two arrays: it closes both.
+  const std::string_view closing_two = "*1\r\n*1\r\n|1\r\n+k\r\n+v\r\n:5\r\n";
+  lim = {};
+  lim.max_depth = 3;  // the attribute is a frame too while it is open
+  check_read_alike_at_every_cut(closing_two, lim, "0*1 1*1 2:5");
+  lim.max_depth = 2;
+  BOOST_TEST(is(status_of(closing_two, lim), parse_status::too_large));
+
+  // An attribute on the reply's own value, which is an aggregate.
+  check_read_alike_at_every_cut("|1\r\n+k\r\n*1\r\n:0\r\n*2\r\n:1\r\n:2\r\n", limits{},
+                                "0*2 1:1 1:2");
+}
+
 // ---- Redis Cluster: slots, keys inside encoded commands, redirections -------------------
 
 #include "connection/slots.hpp"
