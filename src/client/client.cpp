@@ -313,9 +313,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // the back of its line instead of racing them, and waits to be woken as its head.
   bool queue_behind_yield() {
     if (!wait_ || opts_.fair || !s_->wakes || !s_->wakes->yielding(key_)) return false;
-    auto it = s_->waiters.find(key_);
-    if (it == s_->waiters.end() || it->second.empty()) return false;
-    join_local_line(it->second);  // no attempt in flight: a wake tries at once
+    if (!s_->lines.has_line(key_)) return false;
+    join_local_line();  // no attempt in flight: a wake tries at once
     retry_after(fsm_.park(boot_clock::now(), std::nullopt));
     return true;
   }
@@ -605,13 +604,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       // Waiters for one resource inside one client form a line: only its head polls;
       // a local release wakes the head at once, and the next one moves up when the head
       // leaves. The nodes still decide who holds the lock.
-      auto& line = s_->waiters[key_];
-      if (line.empty()) s_->line_formed(key_);
-      join_local_line(line);
+      join_local_line();
     }
     // Parked behind the head: only the wait deadline (or a promotion) wakes it; in fair
     // mode it also renews its place on the nodes in time.
-    const bool parked = queued_ && s_->waiters[key_].front() != static_cast<waiter*>(this);
+    const bool parked = queued_ && s_->lines.head(key_) != static_cast<waiter*>(this);
     retry_after(fsm_.plan_retry(
         now,
         {.delay = s_->jitter(s_->cfg.retry_delay), .parked = parked, .renew = renew_interval()}));
@@ -624,18 +621,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   // The local line is in arrival order; fair calls are placed by their ticket among the
-  // fair ones, the order of the nodes' line.
-  void join_local_line(std::deque<waiter*>& line) {
+  // fair ones, the order of the nodes' line (waiter_lines::join).
+  void join_local_line() {
     queued_ = true;
-    auto at = line.end();
-    if (opts_.fair) {
-      at = std::find_if(line.begin(), line.end(), [this](const waiter* w) {
-        return !w->line_id.empty() &&
-               std::tie(w->line_ticket, w->line_id) > std::tie(line_ticket, line_id);
-      });
-    }
-    // Placed first, this call polls; the old head parks at its next failed attempt.
-    line.insert(at, this);
+    if (s_->lines.join(key_, *this)) s_->line_formed(key_);
   }
 
   void retry_after(const acquire_action& wait) {
@@ -709,19 +698,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void leave_line() {
-    if (!queued_) return;
-    queued_ = false;
-    auto it = s_->waiters.find(key_);
-    if (it == s_->waiters.end()) return;
-    auto& line = it->second;
-    const bool was_head = !line.empty() && line.front() == static_cast<waiter*>(this);
-    std::erase(line, static_cast<waiter*>(this));
-    if (line.empty()) {
-      s_->waiters.erase(it);
-      s_->line_gone(key_);
-    } else if (was_head) {
-      line.front()->promote();
-    }
+    if (!std::exchange(queued_, false)) return;
+    const auto left = s_->lines.leave(key_, *this);
+    if (left.gone) s_->line_gone(key_);
+    if (left.promoted) left.promoted->promote();
   }
 
   void on_cancel() override {
@@ -768,15 +748,13 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 }  // namespace
 
 void client_state::wake_waiter_after(std::string_view key, boot_clock::duration delay) {
-  auto it = waiters.find(key);
-  if (it != waiters.end() && !it->second.empty())
-    it->second.front()->wake_after(std::chrono::duration_cast<std::chrono::nanoseconds>(delay));
+  if (waiter* head = lines.head(key))
+    head->wake_after(std::chrono::duration_cast<std::chrono::nanoseconds>(delay));
 }
 
 void client_state::wake_waiter(std::string_view key, std::string_view token, bool announced) {
-  // No hashing of the key on the common path, where nobody waits.
-  auto it = waiters.empty() ? waiters.end() : waiters.find(key);
-  const bool line = it != waiters.end() && !it->second.empty();
+  waiter* const head = lines.head(key);
+  const bool line = head != nullptr;
   if (!announced && wakes && !token.empty()) {
     // A local hand-off wins every race (the woken SET leaves in the same write as the
     // release): after a run of them, this release is left to its announcement, which
@@ -788,7 +766,7 @@ void client_state::wake_waiter(std::string_view key, std::string_view token, boo
     // The nodes' announcements of this release must not wake the next head again.
     wakes->heard(key, token);
   }
-  if (line) it->second.front()->wake();
+  if (head) head->wake();
   wake_sets(key, token);
 }
 

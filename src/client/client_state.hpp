@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/lines.hpp"
 #include "client/scripts.hpp"
 #include "client/string_map.hpp"
 #include "client/token.hpp"
@@ -43,40 +44,6 @@ class renewal_scheduler;
 void stop_renewals(renewal_scheduler& r);
 class claim_coalescer;
 class wake_hub;
-
-/// A lock call waiting in the local line for a resource (see client_state::waiters).
-class waiter {
- public:
-  /// A local release: try again now (or right after the attempt in flight).
-  virtual void wake() = 0;
-  /// Now first in line: start polling.
-  virtual void promote() = 0;
-  /// The announcement of this client's own release that was left to other clients'
-  /// waiters came back: try after `delay` (or right after the attempt in flight), so
-  /// that theirs, woken by the same announcement, arrive first.
-  virtual void wake_after(std::chrono::nanoseconds delay) = 0;
-
-  /// Fair mode (non-empty line_id): the call's place in the nodes' line, by which the
-  /// local line is ordered too, so that its head is this client's first on the nodes.
-  std::int64_t line_ticket = 0;
-  std::string_view line_id;
-
- protected:
-  ~waiter() = default;
-};
-
-/// A multi-resource lock call waiting for a release of any of its resources (see
-/// client_state::waiting_sets). Not in a line: each set needs its own keys free.
-class set_waiter {
- public:
-  /// A release of one of the set's resources by the owner of `token` ("" if unknown:
-  /// a fresh subscription, or shutdown): try again now (or right after the attempt in
-  /// flight); the same token again is the same release (a set releases all its keys).
-  virtual void wake(std::string_view token) = 0;
-
- protected:
-  ~set_waiter() = default;
-};
 
 /// Where the fencing counters of a lock key live: a hash and its marker key. One pair per
 /// fleet (key_prefix + "redlock:fence", "...:marker"), or, on a fleet with a Redis Cluster
@@ -132,8 +99,10 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::vector<std::string> repairs_running;
   /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
   std::string repair_problem;
-  /// Local waiters per key, in arrival order (the head polls; releases wake it).
-  string_map<std::deque<waiter*>> waiters;
+  /// The calls waiting for a release, per key: single locks' lines (the head polls;
+  /// releases wake it) and sets. Listening for the keys' releases is set_waits' and
+  /// line_formed's.
+  waiter_lines lines;
   /// Wakes the first local waiter for `key` after a release of `token` ("" if unknown):
   /// a local one (`announced` false) or one a node announced. A local release hands the
   /// lock over at once, but at most local_handoff_budget times in a row while other
@@ -148,9 +117,6 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// (counted with the sets waiting on `key`: the last one leaving stops).
   void line_formed(const std::string& key);
   void line_gone(const std::string& key);
-  /// Multi-resource lock calls waiting for a release, per key: a release of the key (local
-  /// or announced) wakes every one of them once (src/client/wake.cpp). On the strand.
-  string_map<std::vector<set_waiter*>> waiting_sets;
   /// `w` starts / stops waiting on every key of `keys` (and listening for their releases).
   void set_waits(set_waiter& w, const std::vector<std::string>& keys);
   void set_stops(set_waiter& w, const std::vector<std::string>& keys);

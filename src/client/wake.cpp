@@ -18,40 +18,22 @@ void client_state::line_gone(const std::string& key) {
 }
 
 void client_state::set_waits(set_waiter& w, const std::vector<std::string>& keys) {
-  for (const auto& key : keys) {
-    waiting_sets[key].push_back(&w);
-    line_formed(key);
-  }
+  lines.set_waits(w, keys);
+  for (const auto& key : keys) line_formed(key);
 }
 
 void client_state::set_stops(set_waiter& w, const std::vector<std::string>& keys) {
-  for (const auto& key : keys) {
-    auto it = waiting_sets.find(key);
-    if (it == waiting_sets.end() || std::erase(it->second, &w) == 0) continue;
-    if (it->second.empty()) waiting_sets.erase(it);
-    line_gone(key);
-  }
+  for (std::string_view key : lines.set_stops(w, keys)) line_gone(std::string{key});
 }
 
 void client_state::wake_sets(std::string_view key, std::string_view token) {
-  if (waiting_sets.empty()) return;  // no hashing of the key on the common path
-  auto it = waiting_sets.find(key);
-  if (it == waiting_sets.end()) return;
-  // Copied: a woken set may finish (and stop waiting) at once.
-  const std::vector<set_waiter*> sets = it->second;
-  for (set_waiter* w : sets) w->wake(token);
+  for (set_waiter* w : lines.sets_on(key)) w->wake(token);
 }
 
 void client_state::end_waits() {
   // Collected first: each call leaves its line (each set its keys) as it completes.
-  std::vector<waiter*> all;
-  for (auto& [key, line] : waiters) all.insert(all.end(), line.begin(), line.end());
-  for (waiter* w : all) w->wake();
-  std::vector<set_waiter*> sets;
-  for (auto& [key, waiting] : waiting_sets)
-    for (set_waiter* w : waiting)
-      if (std::find(sets.begin(), sets.end(), w) == sets.end()) sets.push_back(w);
-  for (set_waiter* w : sets) w->wake({});
+  for (waiter* w : lines.all_waiters()) w->wake();
+  for (set_waiter* w : lines.all_sets()) w->wake({});
 }
 
 void wake_hub::open() {

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "client/acquire_fsm.hpp"
+#include "client/lines.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;
@@ -402,6 +403,135 @@ BOOST_AUTO_TEST_CASE(wait_forever_and_waits_beyond_a_century_never_end) {
 BOOST_AUTO_TEST_CASE(a_delay_past_the_deadline_is_never_negative) {
   BOOST_TEST((detail::delay_within(50ms, t0 + 1s, t0) == 0ns));
   BOOST_TEST((detail::delay_within(50ms, t0, t0 + 1s) == 50ms));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(waiting_lines)
+
+namespace {
+
+// A waiting call that counts what it is told.
+struct fake_waiter final : detail::waiter {
+  explicit fake_waiter(std::int64_t ticket = 0, std::string_view id = {}) {
+    line_ticket = ticket;
+    line_id = id;
+  }
+  void wake() override { ++wakes; }
+  void promote() override { ++promotions; }
+  void wake_after(std::chrono::nanoseconds) override { ++wakes; }
+  int wakes = 0, promotions = 0;
+};
+
+struct fake_set final : detail::set_waiter {
+  void wake(std::string_view) override { ++wakes; }
+  int wakes = 0;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_first_call_forms_the_line_and_is_its_head) {
+  detail::waiter_lines lines;
+  fake_waiter a, b;
+  BOOST_TEST(lines.join("k", a));
+  BOOST_TEST(!lines.join("k", b));
+  BOOST_TEST(lines.head("k") == &a);
+  BOOST_TEST(lines.head("other") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(the_head_leaving_promotes_the_next_in_arrival_order) {
+  detail::waiter_lines lines;
+  fake_waiter a, b, c;
+  lines.join("k", a);
+  lines.join("k", b);
+  lines.join("k", c);
+  const auto left = lines.leave("k", a);
+  BOOST_TEST(!left.gone);
+  BOOST_TEST(left.promoted == &b);
+  BOOST_TEST(lines.head("k") == &b);
+}
+
+BOOST_AUTO_TEST_CASE(a_call_leaving_from_behind_the_head_promotes_nobody) {
+  detail::waiter_lines lines;
+  fake_waiter a, b;
+  lines.join("k", a);
+  lines.join("k", b);
+  const auto left = lines.leave("k", b);
+  BOOST_TEST(left.promoted == nullptr);
+  BOOST_TEST(!left.gone);
+  BOOST_TEST(lines.head("k") == &a);
+}
+
+BOOST_AUTO_TEST_CASE(the_last_call_leaving_ends_the_line) {
+  detail::waiter_lines lines;
+  fake_waiter a;
+  lines.join("k", a);
+  BOOST_TEST(lines.leave("k", a).gone);
+  BOOST_TEST(!lines.has_line("k"));
+  BOOST_TEST(lines.join("k", a));  // a new line forms again
+}
+
+BOOST_AUTO_TEST_CASE(leaving_a_line_one_is_not_in_changes_nothing) {
+  detail::waiter_lines lines;
+  fake_waiter a, b;
+  lines.join("k", a);
+  const auto left = lines.leave("k", b);
+  BOOST_TEST(!left.gone);
+  BOOST_TEST(left.promoted == nullptr);
+  BOOST_TEST(!lines.leave("nobody", a).gone);
+  BOOST_TEST(lines.head("k") == &a);
+}
+
+BOOST_AUTO_TEST_CASE(fair_calls_are_ordered_by_their_place_on_the_nodes) {
+  detail::waiter_lines lines;
+  fake_waiter late{200, "b"}, early{100, "a"}, same_ms{100, "c"};
+  lines.join("k", late);
+  lines.join("k", same_ms);
+  lines.join("k", early);
+  BOOST_TEST(lines.head("k") == &early);
+  BOOST_TEST(lines.leave("k", early).promoted == &same_ms);
+  BOOST_TEST(lines.leave("k", same_ms).promoted == &late);
+}
+
+BOOST_AUTO_TEST_CASE(an_unfair_call_joins_behind_fair_ones_and_they_do_not_pass_it) {
+  detail::waiter_lines lines;
+  fake_waiter plain, fair{100, "a"};
+  lines.join("k", plain);
+  lines.join("k", fair);  // fair calls are placed among fair ones only
+  BOOST_TEST(lines.head("k") == &plain);
+}
+
+BOOST_AUTO_TEST_CASE(lines_of_different_keys_are_apart) {
+  detail::waiter_lines lines;
+  fake_waiter a, b;
+  BOOST_TEST(lines.join("k1", a));
+  BOOST_TEST(lines.join("k2", b));
+  BOOST_TEST(lines.leave("k1", a).gone);
+  BOOST_TEST(lines.head("k2") == &b);
+}
+
+BOOST_AUTO_TEST_CASE(a_set_waits_on_each_of_its_keys_until_it_stops) {
+  detail::waiter_lines lines;
+  fake_set s;
+  const std::vector<std::string> keys{"a", "b"};
+  lines.set_waits(s, keys);
+  BOOST_TEST(lines.sets_on("a").size() == 1u);
+  BOOST_TEST(lines.sets_on("b").front() == &s);
+  BOOST_TEST(lines.sets_on("c").empty());
+  BOOST_TEST(lines.set_stops(s, keys).size() == 2u);
+  BOOST_TEST(lines.sets_on("a").empty());
+  BOOST_TEST(lines.set_stops(s, keys).empty());  // stopping twice releases nothing twice
+}
+
+BOOST_AUTO_TEST_CASE(every_waiting_call_and_set_is_found_once_at_shutdown) {
+  detail::waiter_lines lines;
+  fake_waiter a, b;
+  fake_set s;
+  lines.join("k1", a);
+  lines.join("k2", b);
+  lines.set_waits(s, {"x", "y"});
+  BOOST_TEST(lines.all_waiters().size() == 2u);
+  BOOST_TEST(lines.all_sets().size() == 1u);  // on two keys, woken once
 }
 
 BOOST_AUTO_TEST_SUITE_END()

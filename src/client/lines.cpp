@@ -1,0 +1,84 @@
+// The waiting calls of one client, per key: see lines.hpp.
+
+#include "client/lines.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace redlock::detail {
+
+bool waiter_lines::join(std::string_view key, waiter& w) {
+  auto it = lines_.find(key);
+  if (it == lines_.end()) it = lines_.emplace(std::string{key}, std::deque<waiter*>{}).first;
+  auto& line = it->second;
+  const bool formed = line.empty();
+  auto at = line.end();
+  if (!w.line_id.empty()) {
+    // Fair calls keep the order of the nodes' line among themselves.
+    at = std::find_if(line.begin(), line.end(), [&w](const waiter* other) {
+      return !other->line_id.empty() &&
+             std::tie(other->line_ticket, other->line_id) > std::tie(w.line_ticket, w.line_id);
+    });
+  }
+  // Placed first, `w` polls; the old head parks at its next failed attempt.
+  line.insert(at, &w);
+  return formed;
+}
+
+waiter_lines::departure waiter_lines::leave(std::string_view key, waiter& w) {
+  auto it = lines_.find(key);
+  if (it == lines_.end()) return {};
+  auto& line = it->second;
+  const bool was_head = !line.empty() && line.front() == &w;
+  if (std::erase(line, &w) == 0) return {};
+  if (line.empty()) {
+    lines_.erase(it);
+    return {.gone = true};
+  }
+  return {.promoted = was_head ? line.front() : nullptr};
+}
+
+waiter* waiter_lines::head(std::string_view key) const {
+  // No hashing of the key on the common path, where nobody waits.
+  if (lines_.empty()) return nullptr;
+  auto it = lines_.find(key);
+  return it == lines_.end() || it->second.empty() ? nullptr : it->second.front();
+}
+
+void waiter_lines::set_waits(set_waiter& w, const std::vector<std::string>& keys) {
+  for (const auto& key : keys) sets_[key].push_back(&w);
+}
+
+std::vector<std::string_view> waiter_lines::set_stops(set_waiter& w,
+                                                      const std::vector<std::string>& keys) {
+  std::vector<std::string_view> left;
+  for (const auto& key : keys) {
+    auto it = sets_.find(key);
+    if (it == sets_.end() || std::erase(it->second, &w) == 0) continue;
+    if (it->second.empty()) sets_.erase(it);
+    left.push_back(key);
+  }
+  return left;
+}
+
+std::vector<set_waiter*> waiter_lines::sets_on(std::string_view key) const {
+  if (sets_.empty()) return {};  // no hashing of the key on the common path
+  auto it = sets_.find(key);
+  return it == sets_.end() ? std::vector<set_waiter*>{} : it->second;
+}
+
+std::vector<waiter*> waiter_lines::all_waiters() const {
+  std::vector<waiter*> all;
+  for (const auto& [key, line] : lines_) all.insert(all.end(), line.begin(), line.end());
+  return all;
+}
+
+std::vector<set_waiter*> waiter_lines::all_sets() const {
+  std::vector<set_waiter*> all;
+  for (const auto& [key, waiting] : sets_)
+    for (set_waiter* w : waiting)
+      if (std::find(all.begin(), all.end(), w) == all.end()) all.push_back(w);
+  return all;
+}
+
+}  // namespace redlock::detail
