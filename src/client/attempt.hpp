@@ -3,6 +3,8 @@
 // lock_all_op (a set, multi.cpp): why an attempt failed, the retry timer and the fenced
 // write-back's requests. What comes next is acquire_fsm's decision.
 
+#include <fmt/format.h>
+
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -26,24 +28,86 @@ inline error_code failure_reason(const std::array<error_code, max_nodes>& errors
   return acquire_failure(n, held, wrong);
 }
 
-/// The I/O of an acquisition's attempts, as a base of the op (the driver of an
-/// acquire_fsm, `fsm_`): the retry timer, and the requests of a fenced write-back round
-/// and their count. On the strand. The op keeps itself alive across a wait with the
-/// `keep` it hands to arm().
-class retry_loop {
+/// The driver of an acquisition's acquire_fsm (`fsm_`), shared by acquire_op and
+/// lock_all_op as a base (`Op` is the op, which befriends this class): it tallies the
+/// first round, carries out the machine's actions, owns the retry timer and runs the
+/// fenced write-back round. The op supplies what differs: attempt() (build and send a
+/// round), hand_out() (a won round), succeed() (a won write-back), fail_attempt(),
+/// repair_unmarked(), and the fields start_, opts_, token noun (`tokens_noun`). On the
+/// strand; the op keeps itself alive across a wait with a hold.
+template <typename Op>
+class attempt_driver {
  protected:
-  explicit retry_loop(const strand_type& strand) : strand_(&strand) {}
+  explicit attempt_driver(const strand_type& strand) : strand_(&strand) {}
 
-  /// Arms the retry timer as `wait` says; on expiry (not on cancellation) calls
-  /// `expired(generation)`, for acquire_fsm::timer_fired to judge.
-  template <typename Keep, typename Expired>
-  void arm(const acquire_action& wait, Keep keep, Expired expired) {
+  /// Starts an attempt's count of fenced answers.
+  void begin_attempt() {
+    fsm_.attempt_sent();
+    marked_yes_ = unmarked_yes_ = 0;
+  }
+
+  /// A fenced yes: counted when the node's counters are trusted (`marked`), else it set
+  /// the keys but its vote does not count.
+  void count_fenced_yes(bool marked) { marked ? ++marked_yes_ : ++unmarked_yes_; }
+
+  /// The yes votes that count: with fencing, only marked nodes' (quorum_op::counted_yes).
+  std::size_t yes_votes() const { return op().opts_.fenced ? marked_yes_ : op().round_.yes; }
+
+  /// A tally of the first round (quorum_op::on_tally): decided yet, and what then.
+  void tally() {
+    Op& o = op();
+    if (fsm_.decided()) return act(fsm_.requests_back(o.outstanding_));
+    // With fencing, only nodes whose counters are trusted (marked) can make a majority:
+    // that majority must meet every earlier write-back's majority.
+    const std::size_t no =
+        o.round_.held + o.round_.failed + o.round_.no + (o.opts_.fenced ? unmarked_yes_ : 0);
+    const vote_state v = decide(o.s_->size(), yes_votes(), no);
+    if (v == vote_state::undecided) return;
+    if (unmarked_yes_ > 0) o.repair_unmarked();
+    if (v == vote_state::lost && unmarked_yes_ > 0) {
+      o.extra_ = "; fence counters are being repaired on nodes that lost them";
+      if (!o.s_->repair_problem.empty())
+        o.extra_ += fmt::format(" (the last repair failed on {})", o.s_->repair_problem);
+    }
+    const error_code lost_reason =
+        v == vote_state::lost ? failure_reason(o.round_.errors, o.s_->size(), o.round_.held)
+                              : error_code{};
+    act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(), lost_reason));
+  }
+
+  /// Carries out what the state machine decided.
+  void act(const acquire_action& a) {
+    Op& o = op();
+    if (a.cancel_timer) cancel_retry();
+    switch (a.what) {
+      case acquire_action::kind::send_attempt:
+        return o.attempt();
+      case acquire_action::kind::won:
+        return o.hand_out();
+      case acquire_action::kind::attempt_lost:
+        return o.fail_attempt(a.ec);
+      case acquire_action::kind::wait:
+        return retry_after(a);
+      case acquire_action::kind::complete:
+        if (a.ec) return o.complete(a.ec, {});
+        return o.succeed();
+      case acquire_action::kind::none:
+      case acquire_action::kind::retry:  // only from attempt_failed, which fail_attempt reads
+        return;
+    }
+  }
+
+  /// Arms the retry timer as `wait` says (nothing for another action); on expiry (not on
+  /// cancellation) the machine judges whether the wait is still the latest.
+  void retry_after(const acquire_action& wait) {
+    if (wait.what != acquire_action::kind::wait) return;
     if (!retry_timer_) retry_timer_.emplace(*strand_);
     retry_timer_->expires_after(wait.delay);
-    retry_timer_->async_wait([keep = std::move(keep), expired = std::move(expired),
-                              gen = wait.generation](error_code ec) {
-      if (!ec) expired(gen);
-    });
+    Op& o = op();
+    retry_timer_->async_wait(
+        [keep = typename Op::hold{&o}, &o, gen = wait.generation](error_code ec) {
+          if (!ec && !o.done_) o.act(o.fsm_.timer_fired(gen, o.outstanding_));
+        });
   }
 
   /// Calls off a waiting retry, if any.
@@ -51,31 +115,53 @@ class retry_loop {
     if (retry_timer_) retry_timer_->cancel();
   }
 
-  /// Round two of a fenced acquisition: sends `payload` (the script raising the
-  /// counters where our token still holds the keys) to every node, as request
-  /// max_nodes + i of `sink`; a node that cannot take it refuses. Returns how many
-  /// requests went out, for the op's count of outstanding ones.
-  std::size_t send_write_back(client_state& s, std::string_view payload, const script* lua,
-                              boot_clock::time_point valid_until, request_sink* sink) {
+  /// The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
+  /// of this attempt's keys is left.
+  bool granted_in_time() const {
+    const Op& o = op();
+    return acquire_grant(boot_clock::now(), o.start_, o.opts_.ttl, o.s_->cfg.drift_factor).in_time;
+  }
+
+  /// Round two of a fenced acquisition: sends `payload` (the script raising the counters
+  /// where our token still holds the keys) to every node, as request max_nodes + i; a
+  /// node that cannot take it refuses.
+  void send_write_back(std::string_view payload, const script* lua,
+                       boot_clock::time_point valid_until) {
+    Op& o = op();
+    client_state& s = *o.s_;
     fsm_.write_back_sent();
     acks_ = refusals_ = 0;
     const auto deadline = request_deadline(boot_clock::now(), s.cfg.node_timeout, valid_until);
-    std::size_t sent = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (!reqs2_) reqs2_ = std::make_unique<std::array<request, max_nodes>>();
-      (*reqs2_)[i] = request{payload, lua, deadline, sink, max_nodes + i, false};
+      (*reqs2_)[i] = request{payload, lua, deadline, &o, max_nodes + i, false};
       if (s.nodes[i]->submit((*reqs2_)[i]))
         ++refusals_;
       else
-        ++sent;
+        ++o.outstanding_;
     }
-    return sent;
+    write_back_tally();
   }
 
-  /// Node i's answer to the write-back: an ack only if the script raised the counters
-  /// ({1, marker, ...}), every marker names the server that answered (its counters are
-  /// trusted: a raise on an incarnation that lost counters vouches for nothing), and the
-  /// node may still vote for a lock of `ttl`.
+  /// An answer to request max_nodes + i (quorum_op::on_second_reply).
+  void write_back_reply(std::size_t i, error_code ec, const resp::reply* r) {
+    Op& o = op();
+    if (fsm_.state() != acquire_fsm::phase::write_back || o.done_)
+      return tally();  // a late reply of an old round
+    count_write_back(*o.s_, i, ec, r, o.opts_.ttl);
+    write_back_tally();
+  }
+
+  acquire_fsm fsm_;
+
+ private:
+  Op& op() { return static_cast<Op&>(*this); }
+  const Op& op() const { return static_cast<const Op&>(*this); }
+
+  // Node i's answer to the write-back: an ack only if the script raised the counters
+  // ({1, marker, ...}), every marker names the server that answered (its counters are
+  // trusted: a raise on an incarnation that lost counters vouches for nothing), and the
+  // node may still vote for a lock of `ttl`.
   void count_write_back(const client_state& s, std::size_t i, error_code ec, const resp::reply* r,
                         std::chrono::milliseconds ttl) {
     bool ack = !ec && (*r)[0].kind == resp::type::array && r->size() >= 3 &&
@@ -85,15 +171,17 @@ class retry_loop {
     ack ? ++acks_ : ++refusals_;
   }
 
-  /// The write-back's vote on `nodes` nodes so far.
-  vote_state write_back_votes(std::size_t nodes) const { return decide(nodes, acks_, refusals_); }
+  void write_back_tally() {
+    Op& o = op();
+    const vote_state v = decide(o.s_->size(), acks_, refusals_);
+    // Not written back on a majority where the keys are still ours (another owner took
+    // them, e.g. after we paused): the tokens must not be handed out.
+    if (v == vote_state::lost)
+      o.extra_ =
+          fmt::format("; the fencing {} could not be confirmed on a majority", Op::tokens_noun);
+    act(fsm_.write_back_decided(v, v == vote_state::won && granted_in_time()));
+  }
 
-  /// Whether an answer belongs to a write-back round still out.
-  bool in_write_back() const { return fsm_.state() == acquire_fsm::phase::write_back; }
-
-  acquire_fsm fsm_;
-
- private:
   // Made on the first wait: a call that never retries (every try, most waits) does not
   // pay for a timer on the strand (two allocations).
   const strand_type* strand_;  // the client state's, which the op keeps alive
@@ -102,6 +190,7 @@ class retry_loop {
   // only: an unfenced op does not pay for initialising them.
   std::unique_ptr<std::array<request, max_nodes>> reqs2_;
   std::size_t acks_ = 0, refusals_ = 0;
+  std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
 };
 
 }  // namespace redlock::detail

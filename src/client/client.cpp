@@ -245,12 +245,15 @@ namespace {
 
 class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                          public waiter,
-                         private retry_loop {
+                         private attempt_driver<acquire_op> {
+  friend class attempt_driver<acquire_op>;
+  static constexpr std::string_view tokens_noun = "token";
+
  public:
   acquire_op(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
              diagnostics* diag, lock_handler h)
       : quorum_op(std::move(s), diag, std::move(h)),
-        retry_loop(s_->strand),
+        attempt_driver(s_->strand),
         resource_(std::move(resource)),
         opts_(opts),
         wait_(wait) {
@@ -325,8 +328,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       fsm_.finish();
       return complete(error::shut_down, lock{});
     }
-    fsm_.attempt_sent();
-    marked_yes_ = unmarked_yes_ = 0;
+    begin_attempt();
     repair_asked_ = false;
     retry_now_ = false;
     try {
@@ -397,7 +399,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
   // Starts the repair of this key's fence pair once per attempt that met an unmarked node.
   void repair_unmarked() {
-    if (unmarked_yes_ == 0 || repair_asked_) return;
+    if (repair_asked_) return;
     repair_asked_ = true;
     s_->start_fence_repair(opts_.ttl, fence_keys_);
   }
@@ -407,7 +409,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   // A fenced yes from a node whose counters await repair sets the key but cannot count.
-  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : round_.yes; }
+  std::size_t counted_yes() const override { return yes_votes(); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     const resp::node& top = r[0];
@@ -434,11 +436,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         if (r[2].kind != resp::type::integer) return vote::failed;
         fence_[i] = static_cast<std::uint64_t>(r[2].integer);
         marked_[i] = trusted_marker(i, r[3]);
-        if (marked_[i]) {
-          ++marked_yes_;
-          return vote::yes;
-        }
-        ++unmarked_yes_;
+        count_fenced_yes(marked_[i]);
+        if (marked_[i]) return vote::yes;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
         if (fsm_.decided()) repair_unmarked();
@@ -463,51 +462,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     return vote::held;
   }
 
-  void on_tally() override {
-    if (fsm_.decided()) return act(fsm_.requests_back(outstanding_));
-    // With fencing, only nodes whose counters are trusted (marked) can make a majority:
-    // that majority must meet every earlier write-back's majority.
-    const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
-    const std::size_t no =
-        round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
-    const vote_state v = decide(s_->size(), yes, no);
-    if (v == vote_state::undecided) return;
-    repair_unmarked();
-    if (v == vote_state::lost && unmarked_yes_ > 0) {
-      extra_ = "; fence counters are being repaired on nodes that lost them";
-      if (!s_->repair_problem.empty())
-        extra_ += fmt::format(" (the last repair failed on {})", s_->repair_problem);
-    }
-    act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(),
-                                 v == vote_state::lost
-                                     ? failure_reason(round_.errors, s_->size(), round_.held)
-                                     : error_code{}));
-  }
+  void on_tally() override { tally(); }
 
-  // Carries out what the state machine decided.
-  void act(const acquire_action& a) {
-    if (a.cancel_timer) cancel_retry();
-    switch (a.what) {
-      case acquire_action::kind::send_attempt:
-        return attempt();
-      case acquire_action::kind::won:
-        return opts_.fenced ? hand_out_fenced() : succeed(0);
-      case acquire_action::kind::attempt_lost:
-        return fail_attempt(a.ec);
-      case acquire_action::kind::wait:
-        return retry_after(a);
-      case acquire_action::kind::complete:
-        return a.ec ? complete(a.ec, lock{}) : succeed(fence_token_);
-      case acquire_action::kind::none:
-      case acquire_action::kind::retry:  // only from attempt_failed, which fail_attempt reads
-        return;
-    }
-  }
-
-  // The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
-  // of this attempt's keys is left.
-  bool granted_in_time() const {
-    return acquire_grant(boot_clock::now(), start_, opts_.ttl, s_->cfg.drift_factor).in_time;
+  void hand_out() {
+    if (opts_.fenced) return hand_out_fenced();
+    grant(0);
   }
 
   // A fenced win, in time: T is handed out at once when a majority of marked nodes already
@@ -518,7 +477,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       reports[i] = {round_.votes[i] == vote::yes && marked_[i], fence_[i]};
     const fence_decision d = decide_fence(s_->size(), {reports.data(), s_->size()});
     fence_token_ = d.token;
-    if (!d.write_back) return succeed(fence_token_);
+    if (!d.write_back) return grant(fence_token_);
     start_write_back();
   }
 
@@ -530,25 +489,17 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, fence_keys_.hash,
                          fence_keys_.marker, token_, field_,
                          static_cast<std::int64_t>(fence_token_));
-    outstanding_ += send_write_back(*s_, payload2_, &fence_raise_script, valid_until_, this);
-    on_write_back_tally();
+    send_write_back(payload2_, &fence_raise_script, valid_until_);
   }
 
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    if (!in_write_back() || done_) return on_tally();  // a late reply of an old round
-    count_write_back(*s_, i, ec, r, opts_.ttl);
-    on_write_back_tally();
+    write_back_reply(i, ec, r);
   }
 
-  void on_write_back_tally() {
-    const vote_state v = write_back_votes(s_->size());
-    // Not written back on a majority where the key is still ours (another owner took it,
-    // e.g. after we paused): T must not be handed out.
-    if (v == vote_state::lost) extra_ = "; the fencing token could not be confirmed on a majority";
-    act(fsm_.write_back_decided(v, v == vote_state::won && granted_in_time()));
-  }
+  // A fenced win whose write-back won in time.
+  void succeed() { grant(fence_token_); }
 
-  void succeed(std::uint64_t fence) {
+  void grant(std::uint64_t fence) {
     fsm_.finish();
     if (s_->obs) {
       report_attempt({}, fence);
@@ -625,13 +576,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   void join_local_line() {
     queued_ = true;
     if (s_->lines.join(key_, *this)) s_->line_formed(key_);
-  }
-
-  void retry_after(const acquire_action& wait) {
-    if (wait.what != acquire_action::kind::wait) return;
-    arm(wait, hold{this}, [this](std::uint64_t generation) {
-      if (!done_) act(fsm_.timer_fired(generation, outstanding_));
-    });
   }
 
  public:
@@ -732,7 +676,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // Fencing.
   std::array<std::uint64_t, max_nodes> fence_{};
   std::array<bool, max_nodes> marked_{};
-  std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
   bool repair_asked_ = false;  // this attempt started the repair of an unmarked node
   std::uint64_t fence_token_ = 0;
   // The local line of waiters (client_state::waiters).

@@ -76,12 +76,15 @@ std::string join_names(const std::vector<std::string>& names) {
 
 class lock_all_op final : public quorum_op<client_state, void(error_code, multi_lock)>,
                           public set_waiter,
-                          private retry_loop {
+                          private attempt_driver<lock_all_op> {
+  friend class attempt_driver<lock_all_op>;
+  static constexpr std::string_view tokens_noun = "tokens";
+
  public:
   lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
               lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
       : quorum_op(std::move(s), diag, std::move(h)),
-        retry_loop(s_->strand),
+        attempt_driver(s_->strand),
         resources_(std::move(resources)),
         opts_(opts),
         wait_(wait) {
@@ -145,8 +148,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       fsm_.finish();
       return complete(error::shut_down, multi_lock{});
     }
-    fsm_.attempt_sent();
-    marked_yes_ = unmarked_yes_ = 0;
+    begin_attempt();
     unmarked_keys_.clear();
     try {
       s_->tokens.next(token_);
@@ -197,13 +199,12 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   // Starts the repairs this attempt's unmarked answers call for: the pair of each key an
   // answer did not vouch for. A pair whose repair runs is skipped (start_fence_repair).
   void repair_unmarked() {
-    if (unmarked_yes_ == 0) return;
     for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
       if (unmarked_keys_[k]) s_->start_fence_repair(opts_.ttl, pairs_[k]);
   }
 
   // A fenced yes from a node whose counters await repair sets the keys but cannot count.
-  std::size_t counted_yes() const override { return opts_.fenced ? marked_yes_ : round_.yes; }
+  std::size_t counted_yes() const override { return yes_votes(); }
 
   bool should_send(std::size_t i) override { return voter(i, opts_.ttl); }
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
@@ -231,11 +232,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
           unmarked_keys_[k] = true;
         }
         marked_[i] = trusted;
-        if (trusted) {
-          ++marked_yes_;
-          return vote::yes;
-        }
-        ++unmarked_yes_;
+        count_fenced_yes(trusted);
+        if (trusted) return vote::yes;
         // One that answers after the decision (a slow node behind the majority) is
         // repaired too: a node that always lags would otherwise never be.
         if (fsm_.decided()) repair_unmarked();
@@ -259,47 +257,11 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     return resources_[static_cast<std::size_t>(r[2].integer) - 1];
   }
 
-  // The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
-  // of this attempt's keys is left.
-  bool granted_in_time() const {
-    return acquire_grant(boot_clock::now(), start_, opts_.ttl, s_->cfg.drift_factor).in_time;
-  }
+  void on_tally() override { tally(); }
 
-  void on_tally() override {
-    if (fsm_.decided()) return act(fsm_.requests_back(outstanding_));
-    // With fencing only marked nodes make a majority (see fencing.cpp).
-    const std::size_t yes = opts_.fenced ? marked_yes_ : round_.yes;
-    const std::size_t no =
-        round_.held + round_.failed + round_.no + (opts_.fenced ? unmarked_yes_ : 0);
-    const vote_state v = decide(s_->size(), yes, no);
-    if (v == vote_state::undecided) return;
-    repair_unmarked();
-    if (v == vote_state::lost && unmarked_yes_ > 0)
-      extra_ = "; fence counters are being repaired on nodes that lost them";
-    act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(),
-                                 v == vote_state::lost
-                                     ? failure_reason(round_.errors, s_->size(), round_.held)
-                                     : error_code{}));
-  }
-
-  // Carries out what the state machine decided.
-  void act(const acquire_action& a) {
-    if (a.cancel_timer) cancel_retry();
-    switch (a.what) {
-      case acquire_action::kind::send_attempt:
-        return attempt();
-      case acquire_action::kind::won:
-        return opts_.fenced ? hand_out_fenced() : succeed();
-      case acquire_action::kind::attempt_lost:
-        return fail_attempt(a.ec);
-      case acquire_action::kind::wait:
-        return retry_after(a);
-      case acquire_action::kind::complete:
-        return a.ec ? complete(a.ec, multi_lock{}) : succeed();
-      case acquire_action::kind::none:
-      case acquire_action::kind::retry:  // only from attempt_failed, which fail_attempt reads
-        return;
-    }
+  void hand_out() {
+    if (opts_.fenced) return hand_out_fenced();
+    succeed();
   }
 
   // A fenced win, in time: per resource, T = the largest counter of the winning marked
@@ -333,20 +295,11 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     w.arg(token_);
     for (std::size_t k = 0; k < n; ++k)
       w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
-    outstanding_ += send_write_back(*s_, payload2_, &multi_raise_script, valid_until_, this);
-    on_write_back_tally();
+    send_write_back(payload2_, &multi_raise_script, valid_until_);
   }
 
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    if (!in_write_back() || done_) return on_tally();  // a late reply of an old round
-    count_write_back(*s_, i, ec, r, opts_.ttl);
-    on_write_back_tally();
-  }
-
-  void on_write_back_tally() {
-    const vote_state v = write_back_votes(s_->size());
-    if (v == vote_state::lost) extra_ = "; the fencing tokens could not be confirmed on a majority";
-    act(fsm_.write_back_decided(v, v == vote_state::won && granted_in_time()));
+    write_back_reply(i, ec, r);
   }
 
   void succeed() {
@@ -401,13 +354,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     retry_after(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
   }
 
-  void retry_after(const acquire_action& wait) {
-    if (wait.what != acquire_action::kind::wait) return;
-    arm(wait, hold{this}, [this](std::uint64_t generation) {
-      if (!done_) act(fsm_.timer_fired(generation, outstanding_));
-    });
-  }
-
  public:
   void wake(std::string_view token) override {
     if (done_) return;
@@ -459,7 +405,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   std::vector<std::uint64_t> counters_;
   std::vector<std::uint64_t> fences_;
   std::array<bool, max_nodes> marked_{};
-  std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
 };
 
 // ---- release -----------------------------------------------------------------------
