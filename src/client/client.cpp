@@ -27,9 +27,12 @@
 #include <tuple>
 
 #include "client/attempt.hpp"
+#include "client/call_checks.hpp"
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
 #include "client/extend.hpp"
+#include "client/lock_answer.hpp"
+#include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "client/wake.hpp"
 #include "connection/slots.hpp"
@@ -191,8 +194,7 @@ void client_state::release_detached(std::string_view key, std::string_view token
   // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
   // turn it into a silent NOSCRIPT.
   std::string payload;
-  resp::append_command(payload, "EVAL", (announce ? release_script : quiet_release_script).body,
-                       "1", key, token);
+  write_release(payload, key, token, send_as::text, announce);
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
 }
@@ -261,28 +263,12 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   }
 
   void start() {
-    const bool too_long = resource_.size() > max_resource_bytes;
     // A name too long to use is quoted by its start: the diagnostics must not copy it.
-    if (diag_) subject_ = too_long ? resource_.substr(0, 32) + "..." : resource_;
+    if (diag_) subject_ = quoted_resource(resource_);
     if (s_->closed) return complete(error::shut_down, lock{});
-    if (resource_.empty()) {
-      extra_ = ": the resource name is empty";
-      return complete(error::invalid_resource, lock{});
-    }
-    if (too_long) {
-      extra_ = fmt::format(": the resource name has {} bytes; at most {} bytes are allowed",
-                           resource_.size(), max_resource_bytes);
-      return complete(error::invalid_resource, lock{});
-    }
-    if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) {
-      extra_ = ": " + why;
-      return complete(error::invalid_ttl, lock{});
-    }
-    // async_try_lock ignores the wait; async_lock must not add a negative one to the
-    // clock (milliseconds::min() overflows it).
-    if (wait_ && opts_.wait < std::chrono::milliseconds::zero()) {
-      extra_ = ": the wait must not be negative (0 means one attempt)";
-      return complete(error::invalid_wait, lock{});
+    if (auto problem = check_lock_call(resource_, opts_, wait_, s_->cfg)) {
+      extra_ = ": " + problem.why;
+      return complete(problem.code, lock{});
     }
     key_.assign(s_->cfg.key_prefix);
     key_.append(resource_);
@@ -344,36 +330,24 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     }
     payload_.clear();
     payload_.reserve(96 + 2 * key_.size());
-    const script* lua = nullptr;
     // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
     // attempt too (the same script, so the same permissions, whatever the timing); a
     // single try only checks that nobody waits.
     const bool join = opts_.fair && wait_;
     joined_ = joined_ || join;
-    const std::string_view join_arg = join ? "1" : "0";
-    const std::int64_t place_ms = s_->cfg.fair_entry_ttl.count();
-    if (opts_.fair && opts_.fenced) {
-      fence_repair_if_needed();
-      resp::append_command(payload_, "EVALSHA", fair_fence_acquire_script.sha, "5", key_,
-                           fence_keys_.hash, fence_keys_.marker, line_key_, expiry_key_, token_,
-                           std::int64_t{opts_.ttl.count()}, field_, line_id_, line_ticket, place_ms,
-                           join_arg);
-      lua = &fair_fence_acquire_script;
-    } else if (opts_.fair) {
-      resp::append_command(payload_, "EVALSHA", fair_acquire_script.sha, "3", key_, line_key_,
-                           expiry_key_, token_, std::int64_t{opts_.ttl.count()}, line_id_,
-                           line_ticket, place_ms, join_arg);
-      lua = &fair_acquire_script;
-    } else if (opts_.fenced) {
-      fence_repair_if_needed();
-      resp::append_command(payload_, "EVALSHA", fence_acquire_script.sha, "3", key_,
-                           fence_keys_.hash, fence_keys_.marker, token_,
-                           std::int64_t{opts_.ttl.count()}, field_);
-      lua = &fence_acquire_script;
-    } else {
-      resp::append_command(payload_, "SET", key_, token_, "NX", "PX",
-                           std::int64_t{opts_.ttl.count()}, "GET");
-    }
+    if (opts_.fenced) fence_repair_if_needed();
+    const script* lua = write_acquire(payload_, {.key = key_,
+                                                 .token = token_,
+                                                 .ttl = opts_.ttl,
+                                                 .fence = opts_.fenced ? &fence_keys_ : nullptr,
+                                                 .field = field_,
+                                                 .line_key = line_key_,
+                                                 .expiry_key = expiry_key_,
+                                                 .line_id = line_id_,
+                                                 .ticket = line_ticket,
+                                                 .place_ttl = s_->cfg.fair_entry_ttl,
+                                                 .fair = opts_.fair,
+                                                 .join = join});
     // Validity counts from before the first byte can leave: now, at enqueue.
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
@@ -412,42 +386,31 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   std::size_t counted_yes() const override { return yes_votes(); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
-    const resp::node& top = r[0];
-    if (!opts_.fenced && !opts_.fair) {
-      // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
-      if (top.kind == resp::type::null) return vote::yes;
-      if (top.is_string()) return held_by(i, top.text);
-      return vote::failed;
-    }
-    // {0, holder} held; {1, counter, marker} set ({1, 0} unfair and unfenced), counted if
-    // the marker names the server that answered; {3, id} (fair) another waiter is first.
-    const std::size_t size = opts_.fenced && r.size() > 1 && r[1].integer == 1 ? 4 : 3;
-    if (top.kind != resp::type::array || r.size() != size || r[1].kind != resp::type::integer)
-      return vote::failed;
-    switch (r[1].integer) {
-      case 0:
-        return r[2].is_string() ? held_by(i, r[2].text) : vote::held;
-      case 3:
-        if (!opts_.fair) return vote::failed;
+    const lock_answer a = read_lock_answer(r, opts_.fenced, opts_.fair);
+    switch (a.what) {
+      case lock_answer::kind::held:
+        return a.named ? held_by(i, a.holder) : vote::held;
+      case lock_answer::kind::waiter_first:
         round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
         return vote::held;
-      case 1:
-        if (!opts_.fenced) return vote::yes;
-        if (r[2].kind != resp::type::integer) return vote::failed;
-        fence_[i] = static_cast<std::uint64_t>(r[2].integer);
-        marked_[i] = trusted_marker(i, r[3]);
-        count_fenced_yes(marked_[i]);
-        if (marked_[i]) return vote::yes;
-        // One that answers after the decision (a slow node behind the majority) is
-        // repaired too: a node that always lags would otherwise never be.
-        if (fsm_.decided()) repair_unmarked();
-        round_.texts[i] =
-            "set the key, but its fencing counters await repair (new, or restarted or "
-            "promoted since they were last repaired), so its vote does not count";
-        return vote::yes;
-      default:
+      case lock_answer::kind::malformed:
         return vote::failed;
+      case lock_answer::kind::taken:
+        break;
     }
+    if (!opts_.fenced) return vote::yes;
+    // Counted only if the marker names the server that answered.
+    fence_[i] = a.counter;
+    marked_[i] = trusted_marker(i, *a.marker);
+    count_fenced_yes(marked_[i]);
+    if (marked_[i]) return vote::yes;
+    // One that answers after the decision (a slow node behind the majority) is repaired
+    // too: a node that always lags would otherwise never be.
+    if (fsm_.decided()) repair_unmarked();
+    round_.texts[i] =
+        "set the key, but its fencing counters await repair (new, or restarted or promoted "
+        "since they were last repaired), so its vote does not count";
+    return vote::yes;
   }
 
   // A node still held by a token whose release this client has heard has not run that
@@ -486,9 +449,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   void start_write_back() {
     if (s_->before_fence_writeback) s_->before_fence_writeback(resource_);
     payload2_.clear();
-    resp::append_command(payload2_, "EVALSHA", fence_raise_script.sha, "3", key_, fence_keys_.hash,
-                         fence_keys_.marker, token_, field_,
-                         static_cast<std::int64_t>(fence_token_));
+    write_fence_raise(payload2_, key_, fence_keys_, token_, field_, fence_token_);
     send_write_back(payload2_, &fence_raise_script, valid_until_);
   }
 
@@ -736,7 +697,7 @@ class unlock_op final : public quorum_op<client_state, void(error_code)> {
     s_->unhold(*data_);
     key_ = data_->key();
     token_ = data_->token();
-    resp::append_command(payload_, "EVALSHA", release_script.sha, "1", key_, token_);
+    write_release(payload_, key_, token_, send_as::sha);
     watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &release_script,
                 request_deadline(boot_clock::now(), s_->cfg.node_timeout));
@@ -783,8 +744,7 @@ class extend_op final : public extend_op_base<lock, lock_access> {
     verb_ = "extend";
     if (diag_) subject_ = lk.resource();
     if (!begin(lk, ttl)) return;
-    resp::append_command(payload_, "EVALSHA", extend_script.sha, "1", lk.key(), lk.token(),
-                         std::int64_t{ttl.count()});
+    write_extend(payload_, lk.key(), lk.token(), ttl);
     send(extend_script);
   }
 

@@ -9,6 +9,7 @@
 // script. Both keys expire with the newest place, so a line nobody renews disappears.
 
 #include "client/client_state.hpp"
+#include "client/script_calls.hpp"
 #include "resp/resp.hpp"
 
 namespace redlock::detail {
@@ -18,7 +19,7 @@ void client_state::leave_line_detached(std::string_view line_key, std::string_vi
                                        const std::array<bool, max_nodes>& only) {
   // EVAL: nobody reads the reply, so a flushed script cache must not make it a NOSCRIPT.
   std::string payload;
-  resp::append_command(payload, "EVAL", line_leave_script.body, "2", line_key, expiry_key, id);
+  write_line_leave(payload, line_key, expiry_key, id);
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (only[i]) nodes[i]->submit_detached(payload);
 }

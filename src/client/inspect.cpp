@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "client/client_state.hpp"
+#include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "redlock/client.hpp"
@@ -36,14 +37,13 @@ class inspect_op final
       out_[i].address = s_->addresses[i];
     }
     if (resource.empty())
-      resp::append_command(payload_, "EVALSHA", inspect_script.sha, "0");
+      write_inspect(payload_, {}, {}, {});
     else {
       // The counters' hash is the fleet's, or on a fleet with a cluster node the one of the
       // lock key's slot: the script's two keys share a slot.
       const std::string key = s_->cfg.key_prefix + resource;
       const fence_key_pair fence = s_->fence_keys(key);
-      resp::append_command(payload_, "EVALSHA", inspect_script.sha, "2", key, fence.hash,
-                           s_->fence_field(resource));
+      write_inspect(payload_, key, fence.hash, s_->fence_field(resource));
     }
     resp::append_command(config_payload_, "CONFIG", "GET", "appendonly", "appendfsync", "save");
     // A fresh client may still be connecting: its requests wait for the handshake.

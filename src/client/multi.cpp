@@ -19,8 +19,10 @@
 #include <boost/system/system_error.hpp>
 
 #include "client/attempt.hpp"
+#include "client/call_checks.hpp"
 #include "client/claims.hpp"
 #include "client/extend.hpp"
+#include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -48,13 +50,7 @@ void client_state::release_set_detached(const std::vector<std::string>& keys,
   // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
   // turn it into a silent NOSCRIPT.
   std::string payload;
-  resp::command_writer w{payload};
-  w.begin(4 + keys.size())
-      .arg("EVAL")
-      .arg((announce ? multi_release_script : quiet_multi_release_script).body)
-      .arg(std::int64_t(keys.size()));
-  for (const auto& k : keys) w.arg(k);
-  w.arg(token);
+  write_set_release(payload, keys, token, send_as::text, announce);
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
 }
@@ -94,10 +90,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
 
   void start() {
     if (s_->closed) return complete(error::shut_down, multi_lock{});
-    if (auto [code, why] = check_arguments(); code != error{}) {
+    if (auto problem = check_set_call(resources_, opts_, wait_, s_->cfg)) {
       if (diag_) subject_ = join_names(resources_);
-      extra_ = ": " + why;
-      return complete(code, multi_lock{});
+      extra_ = ": " + problem.why;
+      return complete(problem.code, multi_lock{});
     }
     if (diag_) subject_ = join_names(resources_);
     keys_.reserve(resources_.size());
@@ -115,33 +111,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
  private:
-  // Sorts the names (the order every node sees), and says what is wrong with the call.
-  std::pair<error, std::string> check_arguments() {
-    if (opts_.fair)
-      return {error::invalid_argument, "fair mode applies to single locks, not to sets"};
-    if (resources_.empty()) return {error::invalid_resource, "the set of resources is empty"};
-    if (resources_.size() > max_multi_lock)
-      return {error::too_many_resources,
-              fmt::format("the set has {} resources; at most {} are allowed", resources_.size(),
-                          max_multi_lock)};
-    for (std::size_t j = 0; j < resources_.size(); ++j) {
-      if (resources_[j].empty())
-        return {error::invalid_resource, fmt::format("resource {} of the set is an empty name", j)};
-      if (resources_[j].size() > max_resource_bytes)
-        return {error::invalid_resource,
-                fmt::format("resource {} of the set has {} bytes; at most {} bytes are allowed", j,
-                            resources_[j].size(), max_resource_bytes)};
-    }
-    std::sort(resources_.begin(), resources_.end());
-    if (auto d = std::adjacent_find(resources_.begin(), resources_.end()); d != resources_.end())
-      return {error::invalid_resource, fmt::format("resource \"{}\" is named twice in the set",
-                                                   d->size() > 64 ? d->substr(0, 64) + "..." : *d)};
-    if (auto why = check_ttl(opts_.ttl, s_->cfg); !why.empty()) return {error::invalid_ttl, why};
-    if (wait_ && opts_.wait < std::chrono::milliseconds::zero())
-      return {error::invalid_wait, "the wait must not be negative (0 means one attempt)"};
-    return {};
-  }
-
   void attempt() {
     if (s_->closed) {
       // Shut down while waiting (client_state::end_waits woke us): stop here.
@@ -156,18 +125,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       fsm_.finish();
       return complete(e.code(), multi_lock{});
     }
-    const std::size_t n = keys_.size();
     payload_.clear();
-    // KEYS: the keys, or (fenced) each key with its pair; ARGV: token, TTL[, fields].
-    resp::command_writer w{payload_};
-    const std::size_t per_key = opts_.fenced ? 3 : 1;
-    w.begin(5 + per_key * n + fields_.size())
-        .arg("EVALSHA")
-        .arg(multi_acquire_script.sha)
-        .arg(std::int64_t(per_key * n));
-    write_keys(w);
-    w.arg(token_).arg(std::int64_t{opts_.ttl.count()});
-    for (const auto& f : fields_) w.arg(f);
+    write_set_acquire(payload_, keys_, pairs_, fields_, token_, opts_.ttl);
     if (opts_.fenced && !s_->has_cluster) {
       for (std::size_t i = 0; i < s_->size(); ++i)
         if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
@@ -176,14 +135,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         }
     }
     send_attempt(&multi_acquire_script);
-  }
-
-  // The set's keys; for a fenced set each followed by its counter pair's hash and marker.
-  void write_keys(resp::command_writer& w) const {
-    for (std::size_t k = 0; k < keys_.size(); ++k) {
-      w.arg(keys_[k]);
-      if (opts_.fenced) w.arg(pairs_[k].hash).arg(pairs_[k].marker);
-    }
   }
 
   void send_attempt(const script* lua) {
@@ -286,15 +237,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   // Round two of a fenced acquisition: every resource's T raised to at least T on every
   // node where every key of the set still holds our token. Only then are the tokens valid.
   void start_write_back() {
-    // KEYS: each key with its pair; ARGV: token, then each key's field and T.
-    const std::size_t n = keys_.size();
     payload2_.clear();
-    resp::command_writer w{payload2_};
-    w.begin(4 + 5 * n).arg("EVALSHA").arg(multi_raise_script.sha).arg(std::int64_t(3 * n));
-    write_keys(w);
-    w.arg(token_);
-    for (std::size_t k = 0; k < n; ++k)
-      w.arg(fields_[k]).arg(static_cast<std::int64_t>(fences_[k]));
+    write_set_raise(payload2_, keys_, pairs_, fields_, fences_, token_);
     send_write_back(payload2_, &multi_raise_script, valid_until_);
   }
 
@@ -425,13 +369,7 @@ class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
     token_ = std::move(multi_lock_access::token(lk));
     s_->held_sets.erase(token_);
     lk = multi_lock{};
-    resp::command_writer w{payload_};
-    w.begin(4 + keys_.size())
-        .arg("EVALSHA")
-        .arg(multi_release_script.sha)
-        .arg(std::int64_t(keys_.size()));
-    for (const auto& k : keys_) w.arg(k);
-    w.arg(token_);
+    write_set_release(payload_, keys_, token_, send_as::sha);
     watch_cancellation(cancel_with_effects);
     send_to_all(payload_, &multi_release_script,
                 request_deadline(boot_clock::now(), s_->cfg.node_timeout));
@@ -476,13 +414,7 @@ class extend_all_op final : public extend_op_base<multi_lock, multi_lock_access>
     verb_ = "extend all of";
     if (diag_) subject_ = join_names(lk.resources());
     if (!begin(lk, ttl)) return;
-    resp::command_writer w{payload_};
-    w.begin(5 + lk.keys().size())
-        .arg("EVALSHA")
-        .arg(multi_extend_script.sha)
-        .arg(std::int64_t(lk.keys().size()));
-    for (const auto& k : lk.keys()) w.arg(k);
-    w.arg(lk.token()).arg(std::int64_t{ttl.count()});
+    write_set_extend(payload_, lk.keys(), lk.token(), ttl);
     send(multi_extend_script);
   }
 

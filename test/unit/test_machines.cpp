@@ -3,9 +3,14 @@
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "client/acquire_fsm.hpp"
+#include "client/call_checks.hpp"
 #include "client/lines.hpp"
+#include "client/lock_answer.hpp"
+#include "redlock/multi_lock.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;
@@ -532,6 +537,179 @@ BOOST_AUTO_TEST_CASE(every_waiting_call_and_set_is_found_once_at_shutdown) {
   lines.set_waits(s, {"x", "y"});
   BOOST_TEST(lines.all_waiters().size() == 2u);
   BOOST_TEST(lines.all_sets().size() == 1u);  // on two keys, woken once
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(call_checks)
+
+namespace {
+const redlock::config cfg{};
+}
+
+BOOST_AUTO_TEST_CASE(a_sound_call_has_no_problem) {
+  BOOST_TEST(!detail::check_lock_call("job", {}, true, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_name_is_an_invalid_resource) {
+  const auto p = detail::check_lock_call("", {}, true, cfg);
+  BOOST_TEST((p.code == error::invalid_resource));
+  BOOST_TEST(p.why == "the resource name is empty");
+}
+
+BOOST_AUTO_TEST_CASE(a_name_over_the_limit_is_refused_and_quoted_by_its_start) {
+  const std::string name(max_resource_bytes + 1, 'x');
+  const auto p = detail::check_lock_call(name, {}, true, cfg);
+  BOOST_TEST((p.code == error::invalid_resource));
+  std::string count = std::to_string(max_resource_bytes + 1);
+  count.append(" bytes");
+  BOOST_TEST(p.why.find(count) != std::string::npos);
+  std::string quoted(32, 'x');
+  quoted.append("...");
+  BOOST_TEST(detail::quoted_resource(name) == quoted);
+  BOOST_TEST(!detail::check_lock_call(std::string(max_resource_bytes, 'x'), {}, true, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(a_ttl_the_rules_refuse_is_an_invalid_ttl) {
+  const auto p = detail::check_lock_call("job", {.ttl = 0ms}, true, cfg);
+  BOOST_TEST((p.code == error::invalid_ttl));
+  BOOST_TEST(!p.why.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_negative_wait_is_refused_only_when_the_call_waits) {
+  BOOST_TEST(
+      (detail::check_lock_call("job", {.wait = -1ms}, true, cfg).code == error::invalid_wait));
+  BOOST_TEST(!detail::check_lock_call("job", {.wait = -1ms}, false, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(a_set_is_sorted_into_the_order_every_node_sees) {
+  std::vector<std::string> names{"c", "a", "b"};
+  BOOST_TEST(!detail::check_set_call(names, {}, true, cfg));
+  BOOST_TEST((names == std::vector<std::string>{"a", "b", "c"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_fair_set_an_empty_set_and_an_oversized_set_are_refused) {
+  std::vector<std::string> one{"a"};
+  BOOST_TEST(
+      (detail::check_set_call(one, {.fair = true}, true, cfg).code == error::invalid_argument));
+  std::vector<std::string> none;
+  BOOST_TEST((detail::check_set_call(none, {}, true, cfg).code == error::invalid_resource));
+  std::vector<std::string> many(max_multi_lock + 1);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = "r" + std::to_string(i);
+  BOOST_TEST((detail::check_set_call(many, {}, true, cfg).code == error::too_many_resources));
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_name_in_a_set_is_named_by_its_place) {
+  std::vector<std::string> names{"a", ""};
+  const auto p = detail::check_set_call(names, {}, true, cfg);
+  BOOST_TEST((p.code == error::invalid_resource));
+  BOOST_TEST(p.why == "resource 1 of the set is an empty name");
+}
+
+BOOST_AUTO_TEST_CASE(a_name_given_twice_in_a_set_is_refused_and_named) {
+  std::vector<std::string> names{"b", "a", "b"};
+  const auto p = detail::check_set_call(names, {}, true, cfg);
+  BOOST_TEST((p.code == error::invalid_resource));
+  BOOST_TEST(p.why == "resource \"b\" is named twice in the set");
+}
+
+BOOST_AUTO_TEST_CASE(a_set_checks_its_ttl_and_wait_after_its_names) {
+  std::vector<std::string> names{"a"};
+  BOOST_TEST((detail::check_set_call(names, {.ttl = 0ms}, true, cfg).code == error::invalid_ttl));
+  BOOST_TEST(
+      (detail::check_set_call(names, {.wait = -5ms}, true, cfg).code == error::invalid_wait));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(lock_answers)
+
+namespace {
+
+using resp::type;
+using answer = detail::lock_answer::kind;
+
+resp::node integer(std::int64_t v) {
+  return {.kind = type::integer, .depth = 1, .integer = v};
+}
+resp::node text(std::string_view t, std::uint32_t depth = 1) {
+  return {.kind = type::bulk_string, .depth = depth, .text = t};
+}
+resp::node nil(std::uint32_t depth = 1) {
+  return {.kind = type::null, .depth = depth};
+}
+// A script's array answer.
+resp::reply array(std::vector<resp::node> elements) {
+  resp::reply r{{.kind = type::array, .size = elements.size()}};
+  r.insert(r.end(), elements.begin(), elements.end());
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_plain_set_answered_nil_took_the_key) {
+  BOOST_TEST((detail::read_lock_answer({nil(0)}, false, false).what == answer::taken));
+}
+
+BOOST_AUTO_TEST_CASE(a_plain_set_answered_with_a_token_names_the_holder) {
+  const auto a = detail::read_lock_answer({text("3fa2/host:1", 0)}, false, false);
+  BOOST_TEST((a.what == answer::held));
+  BOOST_TEST(a.named);
+  BOOST_TEST(a.holder == "3fa2/host:1");
+}
+
+BOOST_AUTO_TEST_CASE(a_plain_set_answered_with_anything_else_is_malformed) {
+  BOOST_TEST(
+      (detail::read_lock_answer({{.kind = type::integer, .integer = 1}}, false, false).what ==
+       answer::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(a_script_answering_zero_and_a_token_is_held_by_it) {
+  const auto a = detail::read_lock_answer(array({integer(0), text("tok")}), true, false);
+  BOOST_TEST((a.what == answer::held));
+  BOOST_TEST(a.holder == "tok");
+}
+
+BOOST_AUTO_TEST_CASE(a_script_answering_zero_without_a_token_is_held_by_someone) {
+  const auto a = detail::read_lock_answer(array({integer(0), nil()}), false, true);
+  BOOST_TEST((a.what == answer::held));
+  BOOST_TEST(!a.named);
+}
+
+BOOST_AUTO_TEST_CASE(an_earlier_waiter_first_is_an_answer_only_in_fair_mode) {
+  const auto r = array({integer(3), text("waiter-id")});
+  BOOST_TEST((detail::read_lock_answer(r, false, true).what == answer::waiter_first));
+  BOOST_TEST((detail::read_lock_answer(r, true, false).what == answer::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(a_fair_unfenced_take_is_one_and_zero) {
+  BOOST_TEST((detail::read_lock_answer(array({integer(1), integer(0)}), false, true).what ==
+              answer::taken));
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_take_carries_its_counter_and_the_marker_to_vet) {
+  const auto r = array({integer(1), integer(42), text("runid:replid")});
+  const auto a = detail::read_lock_answer(r, true, false);
+  BOOST_TEST((a.what == answer::taken));
+  BOOST_TEST(a.counter == 42u);
+  BOOST_REQUIRE(a.marker != nullptr);
+  BOOST_TEST(a.marker->text == "runid:replid");
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_take_without_its_marker_or_counter_is_malformed) {
+  BOOST_TEST((detail::read_lock_answer(array({integer(1), integer(42)}), true, false).what ==
+              answer::malformed));
+  BOOST_TEST(
+      (detail::read_lock_answer(array({integer(1), text("x"), text("m")}), true, false).what ==
+       answer::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_code_or_shape_is_malformed) {
+  BOOST_TEST(
+      (detail::read_lock_answer(array({integer(7), nil()}), true, true).what == answer::malformed));
+  BOOST_TEST(
+      (detail::read_lock_answer(array({text("1"), nil()}), true, true).what == answer::malformed));
+  BOOST_TEST((detail::read_lock_answer({nil(0)}, true, false).what == answer::malformed));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

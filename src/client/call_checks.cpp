@@ -1,0 +1,67 @@
+// The checks of a lock call's arguments: see call_checks.hpp.
+
+#include "client/call_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "quorum/rules.hpp"
+#include "redlock/multi_lock.hpp"
+
+namespace redlock::detail {
+
+namespace {
+
+// async_try_lock ignores the wait; async_lock must not add a negative one to the clock
+// (milliseconds::min() overflows it).
+call_problem check_wait(const lock_options& opts, bool waiting) {
+  if (waiting && opts.wait < std::chrono::milliseconds::zero())
+    return {error::invalid_wait, "the wait must not be negative (0 means one attempt)"};
+  return {};
+}
+
+}  // namespace
+
+std::string quoted_resource(std::string_view resource) {
+  if (resource.size() <= max_resource_bytes) return std::string{resource};
+  return fmt::format("{}...", resource.substr(0, 32));
+}
+
+call_problem check_lock_call(std::string_view resource, const lock_options& opts, bool waiting,
+                             const config& cfg) {
+  if (resource.empty()) return {error::invalid_resource, "the resource name is empty"};
+  if (resource.size() > max_resource_bytes)
+    return {error::invalid_resource,
+            fmt::format("the resource name has {} bytes; at most {} bytes are allowed",
+                        resource.size(), max_resource_bytes)};
+  if (auto why = check_ttl(opts.ttl, cfg); !why.empty()) return {error::invalid_ttl, why};
+  return check_wait(opts, waiting);
+}
+
+call_problem check_set_call(std::vector<std::string>& resources, const lock_options& opts,
+                            bool waiting, const config& cfg) {
+  if (opts.fair) return {error::invalid_argument, "fair mode applies to single locks, not to sets"};
+  if (resources.empty()) return {error::invalid_resource, "the set of resources is empty"};
+  if (resources.size() > max_multi_lock)
+    return {error::too_many_resources,
+            fmt::format("the set has {} resources; at most {} are allowed", resources.size(),
+                        max_multi_lock)};
+  for (std::size_t j = 0; j < resources.size(); ++j) {
+    if (resources[j].empty())
+      return {error::invalid_resource, fmt::format("resource {} of the set is an empty name", j)};
+    if (resources[j].size() > max_resource_bytes)
+      return {error::invalid_resource,
+              fmt::format("resource {} of the set has {} bytes; at most {} bytes are allowed", j,
+                          resources[j].size(), max_resource_bytes)};
+  }
+  std::sort(resources.begin(), resources.end());
+  if (auto d = std::adjacent_find(resources.begin(), resources.end()); d != resources.end())
+    return {error::invalid_resource, fmt::format("resource \"{}\" is named twice in the set",
+                                                 d->size() > 64 ? d->substr(0, 64) + "..." : *d)};
+  if (auto why = check_ttl(opts.ttl, cfg); !why.empty()) return {error::invalid_ttl, why};
+  return check_wait(opts, waiting);
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,35 @@
+#pragma once
+// What is wrong with a lock call's arguments, decided before any I/O: pure functions of
+// the call and the client's config, tested in test_machines.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redlock/config.hpp"
+#include "redlock/error.hpp"
+
+namespace redlock::detail {
+
+/// The first problem found with a call: its error (error{} when there is none) and a
+/// sentence for the diagnostics.
+struct call_problem {
+  error code{};
+  std::string why{};
+  explicit operator bool() const { return code != error{}; }
+};
+
+/// A single lock call on `resource` (async_lock when `waiting`, else a try): the name,
+/// the TTL and the wait.
+call_problem check_lock_call(std::string_view resource, const lock_options& opts, bool waiting,
+                             const config& cfg);
+
+/// A lock set: sorts `resources` (the order every node sees), then checks fair mode,
+/// the count, each name, names given twice, the TTL and the wait.
+call_problem check_set_call(std::vector<std::string>& resources, const lock_options& opts,
+                            bool waiting, const config& cfg);
+
+/// A resource name as the diagnostics quote it: a name too long to use by its start.
+std::string quoted_resource(std::string_view resource);
+
+}  // namespace redlock::detail

@@ -1,0 +1,33 @@
+#pragma once
+// How a node answered a single lock's acquisition, read from its reply without a socket
+// and without judging the node (whether its marker names the server that answered, and
+// whether it may vote, are the operation's to ask). Tested in test_machines.
+
+#include <cstdint>
+#include <string_view>
+
+#include "resp/resp.hpp"
+
+namespace redlock::detail {
+
+struct lock_answer {
+  enum class kind : std::uint8_t {
+    taken,         ///< the key is ours now
+    held,          ///< someone else holds it (`holder` when `named`)
+    waiter_first,  ///< fair mode: an earlier waiter is first in the nodes' line
+    malformed,     ///< not an answer the call's script gives
+  };
+  kind what = kind::malformed;
+  bool named = false;                  ///< held: the holder's token was given
+  std::string_view holder{};           ///< held: that token (into the reply)
+  std::uint64_t counter = 0;           ///< taken, fenced: the resource's counter now
+  const resp::node* marker = nullptr;  ///< taken, fenced: the fence marker to vet
+};
+
+/// Reads node's reply `r` to the acquisition a call sent: a plain `SET NX GET` when
+/// neither `fenced` nor `fair`, else the fenced, fair or fair-fenced acquire script
+/// ({0, holder} held; {1, counter, marker} fenced taken; {1, 0} taken; {3, id} a waiter
+/// first).
+lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair);
+
+}  // namespace redlock::detail

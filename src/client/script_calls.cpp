@@ -1,0 +1,132 @@
+// The typed builders of script calls: see script_calls.hpp.
+
+#include "client/script_calls.hpp"
+
+#include "client/scripts.hpp"
+#include "resp/resp.hpp"
+
+namespace redlock::detail {
+
+namespace {
+
+// The command and its first argument: EVALSHA and the SHA, or EVAL and the text.
+std::string_view verb(send_as how) {
+  return how == send_as::sha ? "EVALSHA" : "EVAL";
+}
+std::string_view handle(const script& s, send_as how) {
+  return how == send_as::sha ? s.sha : s.body;
+}
+
+std::int64_t millis(std::chrono::milliseconds d) {
+  return std::int64_t{d.count()};
+}
+
+// A set's KEYS: each key, followed by its counters' pair when fenced.
+void write_set_keys(resp::command_writer& w, std::span<const std::string> keys,
+                    std::span<const fence_key_pair> pairs) {
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    w.arg(keys[k]);
+    if (!pairs.empty()) w.arg(pairs[k].hash).arg(pairs[k].marker);
+  }
+}
+
+}  // namespace
+
+const script* write_acquire(std::string& out, const acquire_call& c) {
+  const std::string_view join = c.join ? "1" : "0";
+  if (c.fair && c.fence) {
+    resp::append_command(out, "EVALSHA", fair_fence_acquire_script.sha, "5", c.key, c.fence->hash,
+                         c.fence->marker, c.line_key, c.expiry_key, c.token, millis(c.ttl), c.field,
+                         c.line_id, c.ticket, millis(c.place_ttl), join);
+    return &fair_fence_acquire_script;
+  }
+  if (c.fair) {
+    resp::append_command(out, "EVALSHA", fair_acquire_script.sha, "3", c.key, c.line_key,
+                         c.expiry_key, c.token, millis(c.ttl), c.line_id, c.ticket,
+                         millis(c.place_ttl), join);
+    return &fair_acquire_script;
+  }
+  if (c.fence) {
+    resp::append_command(out, "EVALSHA", fence_acquire_script.sha, "3", c.key, c.fence->hash,
+                         c.fence->marker, c.token, millis(c.ttl), c.field);
+    return &fence_acquire_script;
+  }
+  // Not a script: the holder's token comes back with GET.
+  resp::append_command(out, "SET", c.key, c.token, "NX", "PX", millis(c.ttl), "GET");
+  return nullptr;
+}
+
+void write_fence_raise(std::string& out, std::string_view key, const fence_key_pair& pair,
+                       std::string_view token, std::string_view field, std::uint64_t fence) {
+  resp::append_command(out, "EVALSHA", fence_raise_script.sha, "3", key, pair.hash, pair.marker,
+                       token, field, static_cast<std::int64_t>(fence));
+}
+
+void write_release(std::string& out, std::string_view key, std::string_view token, send_as how,
+                   bool announce) {
+  const script& s = announce ? release_script : quiet_release_script;
+  resp::append_command(out, verb(how), handle(s, how), "1", key, token);
+}
+
+void write_extend(std::string& out, std::string_view key, std::string_view token,
+                  std::chrono::milliseconds ttl) {
+  resp::append_command(out, "EVALSHA", extend_script.sha, "1", key, token, millis(ttl));
+}
+
+void write_line_leave(std::string& out, std::string_view line_key, std::string_view expiry_key,
+                      std::string_view id) {
+  resp::append_command(out, "EVAL", line_leave_script.body, "2", line_key, expiry_key, id);
+}
+
+void write_inspect(std::string& out, std::string_view key, std::string_view fence_hash,
+                   std::string_view field) {
+  if (key.empty()) return resp::append_command(out, "EVALSHA", inspect_script.sha, "0");
+  resp::append_command(out, "EVALSHA", inspect_script.sha, "2", key, fence_hash, field);
+}
+
+void write_set_acquire(std::string& out, std::span<const std::string> keys,
+                       std::span<const fence_key_pair> pairs, std::span<const std::string> fields,
+                       std::string_view token, std::chrono::milliseconds ttl) {
+  const std::size_t per_key = pairs.empty() ? 1 : 3;
+  resp::command_writer w{out};
+  w.begin(5 + per_key * keys.size() + fields.size())
+      .arg("EVALSHA")
+      .arg(multi_acquire_script.sha)
+      .arg(std::int64_t(per_key * keys.size()));
+  write_set_keys(w, keys, pairs);
+  w.arg(token).arg(millis(ttl));
+  for (const auto& f : fields) w.arg(f);
+}
+
+void write_set_raise(std::string& out, std::span<const std::string> keys,
+                     std::span<const fence_key_pair> pairs, std::span<const std::string> fields,
+                     std::span<const std::uint64_t> fences, std::string_view token) {
+  const std::size_t n = keys.size();
+  resp::command_writer w{out};
+  w.begin(4 + 5 * n).arg("EVALSHA").arg(multi_raise_script.sha).arg(std::int64_t(3 * n));
+  write_set_keys(w, keys, pairs);
+  w.arg(token);
+  for (std::size_t k = 0; k < n; ++k) w.arg(fields[k]).arg(static_cast<std::int64_t>(fences[k]));
+}
+
+void write_set_extend(std::string& out, std::span<const std::string> keys, std::string_view token,
+                      std::chrono::milliseconds ttl) {
+  resp::command_writer w{out};
+  w.begin(5 + keys.size())
+      .arg("EVALSHA")
+      .arg(multi_extend_script.sha)
+      .arg(std::int64_t(keys.size()));
+  for (const auto& k : keys) w.arg(k);
+  w.arg(token).arg(millis(ttl));
+}
+
+void write_set_release(std::string& out, std::span<const std::string> keys, std::string_view token,
+                       send_as how, bool announce) {
+  const script& s = announce ? multi_release_script : quiet_multi_release_script;
+  resp::command_writer w{out};
+  w.begin(4 + keys.size()).arg(verb(how)).arg(handle(s, how)).arg(std::int64_t(keys.size()));
+  for (const auto& k : keys) w.arg(k);
+  w.arg(token);
+}
+
+}  // namespace redlock::detail

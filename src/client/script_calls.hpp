@@ -1,0 +1,73 @@
+#pragma once
+// One typed builder per script: each writes a call of its script (EVALSHA with the SHA, or
+// EVAL with the text for a call nobody reads the answer of) with the KEYS and ARGV the
+// script's text in scripts.cpp expects, so that no call site encodes a layout by hand.
+// Every key a script touches is a KEYS entry.
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/client_state.hpp"
+
+namespace redlock::detail {
+
+/// How a call is sent: EVALSHA (the connection reloads a flushed script and retries),
+/// or EVAL with the script's text, for a call whose answer nobody reads (a NOSCRIPT
+/// there would be silent).
+enum class send_as : std::uint8_t { sha, text };
+
+/// A single lock's acquisition: what the call takes and with which script.
+struct acquire_call {
+  std::string_view key, token;
+  std::chrono::milliseconds ttl{};
+  /// Fenced: the counters' pair and this resource's field in it.
+  const fence_key_pair* fence = nullptr;
+  std::string_view field{};
+  /// Fair: the nodes' line, this call's id and place, how long a place lasts, and
+  /// whether to join (or renew) the line rather than only check it.
+  std::string_view line_key{}, expiry_key{}, line_id{};
+  std::int64_t ticket = 0;
+  std::chrono::milliseconds place_ttl{};
+  bool fair = false, join = false;
+};
+/// Writes the acquisition: plain SET NX PX GET, or the fenced, fair or fair-fenced
+/// acquire script. Returns the script (null for the plain SET).
+const script* write_acquire(std::string& out, const acquire_call& c);
+
+/// fence_raise_script: raise `key`'s counter to `fence` where the key still holds `token`.
+void write_fence_raise(std::string& out, std::string_view key, const fence_key_pair& pair,
+                       std::string_view token, std::string_view field, std::uint64_t fence);
+/// release_script (announcing the release) or quiet_release_script.
+void write_release(std::string& out, std::string_view key, std::string_view token, send_as how,
+                   bool announce = true);
+/// extend_script: `key`'s TTL set to `ttl` where it holds `token`.
+void write_extend(std::string& out, std::string_view key, std::string_view token,
+                  std::chrono::milliseconds ttl);
+/// line_leave_script: id `id` leaves a resource's line on the nodes (sent as text).
+void write_line_leave(std::string& out, std::string_view line_key, std::string_view expiry_key,
+                      std::string_view id);
+/// inspect_script: the node's view of `key` and its counter (or of nothing: `key` empty).
+void write_inspect(std::string& out, std::string_view key, std::string_view fence_hash,
+                   std::string_view field);
+
+/// multi_acquire_script: every key of a set, or none. Fenced (`pairs` and `fields` not
+/// empty): each key followed by its counters' pair in KEYS, each field after the TTL.
+void write_set_acquire(std::string& out, std::span<const std::string> keys,
+                       std::span<const fence_key_pair> pairs, std::span<const std::string> fields,
+                       std::string_view token, std::chrono::milliseconds ttl);
+/// multi_raise_script: each key's counter raised to its token where the whole set is ours.
+void write_set_raise(std::string& out, std::span<const std::string> keys,
+                     std::span<const fence_key_pair> pairs, std::span<const std::string> fields,
+                     std::span<const std::uint64_t> fences, std::string_view token);
+/// multi_extend_script: every key's TTL set where the whole set holds `token`.
+void write_set_extend(std::string& out, std::span<const std::string> keys, std::string_view token,
+                      std::chrono::milliseconds ttl);
+/// multi_release_script (announcing) or quiet_multi_release_script.
+void write_set_release(std::string& out, std::span<const std::string> keys, std::string_view token,
+                       send_as how, bool announce = true);
+
+}  // namespace redlock::detail
