@@ -179,7 +179,6 @@ client_state::client_state(asio::any_io_executor ex, config c)
   }
   for (std::size_t i = 0; i < uris.size(); ++i) {
     if (uris[i].cluster) {
-      has_cluster = true;
       nodes.push_back(
           std::make_shared<cluster_node>(strand, std::move(uris[i]), cfg, i, &preload, tls));
     } else {
@@ -280,7 +279,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       // On a fleet with a cluster node the line lives in the lock key's slot (the tag of
       // the fencing counters), so that one script may touch the lock key and its line.
       std::string tag;
-      if (s_->has_cluster) tag = fmt::format("{{{}}}:", slot_tag(key_slot(key_)));
+      if (auto t = s_->colocation_tag(key_)) tag = fmt::format("{{{}}}:", *t);
       line_key_ = s_->cfg.key_prefix + "redlock:line:" + tag + resource_;
       expiry_key_ = s_->cfg.key_prefix + "redlock:line-expiry:" + tag + resource_;
       // The place in line: chosen once per call, so that retries keep it.
@@ -362,8 +361,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // A node whose counters are not trusted yet is repaired in the background, so that a
   // majority of marked nodes stays available for tokens.
   void fence_repair_if_needed() {
-    // Per slot on a fleet with a cluster node: the script's answer says it (unmarked_yes_).
-    if (s_->has_cluster) return;
+    // A pair per slot: the script's answer says it (attempt_driver's unmarked count).
+    if (fence_keys_.per_slot()) return;
     for (std::size_t i = 0; i < s_->size(); ++i)
       if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
         s_->start_fence_repair(opts_.ttl, fence_keys_);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -62,6 +63,9 @@ struct fence_key_pair {
     marker = o.own_marker.empty() ? o.marker : std::string_view{own_marker};
     return *this;
   }
+  /// The pair of the key's slot, not the fleet's one pair: its nodes' marks are per
+  /// slot, vouched for by each answer, not by the node (node_status::fence_marked).
+  bool per_slot() const { return !own_hash.empty(); }
 };
 
 struct client_state : std::enable_shared_from_this<client_state> {
@@ -70,9 +74,6 @@ struct client_state : std::enable_shared_from_this<client_state> {
   strand_type strand;
   config cfg;
   std::vector<std::shared_ptr<node>> nodes;
-  /// Some node is a Redis Cluster: fencing counters and fair lines are kept in their lock
-  /// key's slot (a fenced set uses each key's own slot: the slotted set scripts).
-  bool has_cluster = false;
   /// detail::set_fence_writeback_hook's hook (tests and the benchmark), or empty.
   std::function<void(std::string_view)> before_fence_writeback;
   /// cfg.observer, or null: every event is built only after checking it.
@@ -162,6 +163,19 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void start_fence_repair(std::chrono::milliseconds ttl, const fence_key_pair& keys = {});
   /// The fencing pair of a lock key (see fence_key_pair).
   fence_key_pair fence_keys(std::string_view key) const;
+  /// The hash tag that keeps keys beside `key` on every node, when some node spreads keys
+  /// by slot (node::colocation_tag): fencing counters and fair lines then live in their
+  /// lock key's slot. None on a fleet of single servers.
+  std::optional<std::string_view> colocation_tag(std::string_view key) const {
+    for (const auto& n : nodes)
+      if (auto tag = n->colocation_tag(key)) return tag;
+    return std::nullopt;
+  }
+  /// How many of `most` keys one call of a per-key script may carry on every node.
+  std::size_t keys_per_call(std::size_t most) const {
+    for (const auto& n : nodes) most = n->keys_per_call(most);
+    return most;
+  }
   /// Stops renewals and closes every connection for good. On the strand.
   void close_all();
   /// As close_all(), after releasing every lock still held and letting the connections

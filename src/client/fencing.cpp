@@ -98,14 +98,14 @@ bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_cloc
 
 fence_key_pair client_state::fence_keys(std::string_view key) const {
   fence_key_pair k;
-  if (!has_cluster) {
+  const auto tag = colocation_tag(key);
+  if (!tag) {
     k.hash = fence_hash_key;
     k.marker = fence_marker_key;
     return k;
   }
-  const std::string_view tag = slot_tag(key_slot(key));
-  k.own_hash = fmt::format("{}redlock:fence:{{{}}}", cfg.key_prefix, tag);
-  k.own_marker = fmt::format("{}redlock:fence:marker:{{{}}}", cfg.key_prefix, tag);
+  k.own_hash = fmt::format("{}redlock:fence:{{{}}}", cfg.key_prefix, *tag);
+  k.own_marker = fmt::format("{}redlock:fence:marker:{{{}}}", cfg.key_prefix, *tag);
   k.hash = k.own_hash;
   k.marker = k.own_marker;
   return k;

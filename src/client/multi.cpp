@@ -127,7 +127,9 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     }
     payload_.clear();
     write_set_acquire(payload_, keys_, pairs_, fields_, token_, opts_.ttl);
-    if (opts_.fenced && !s_->has_cluster) {
+    // The fleet's one pair: unmarked nodes are repaired; pairs per slot are repaired from
+    // the answers that name them (repair_unmarked).
+    if (opts_.fenced && !pairs_.front().per_slot()) {
       for (std::size_t i = 0; i < s_->size(); ++i)
         if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
           s_->start_fence_repair(opts_.ttl);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "connection/connection.hpp"
+#include "connection/slots.hpp"
 
 namespace redlock::detail {
 
@@ -57,6 +58,10 @@ class cluster_node final : public node,
   const node_status& status() const override { return status_; }
   void set_fence_marked() override {}
   bool is_cluster() const override { return true; }
+  std::optional<std::string_view> colocation_tag(std::string_view key) const override {
+    return slot_tag(key_slot(key));
+  }
+  std::size_t keys_per_call(std::size_t) const override { return 1; }
   const std::shared_ptr<tls_settings>& tls() const override { return tls_; }
 
   /// The primaries of the current slot map.

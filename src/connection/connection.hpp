@@ -212,6 +212,15 @@ class node {
   virtual void set_fence_marked() = 0;
   /// A Redis Cluster rather than one server.
   virtual bool is_cluster() const { return false; }
+  /// The hash tag that keeps other keys on the same server as `key` ({tag} in their
+  /// names), for a node that spreads keys over servers by slot; none for one server.
+  virtual std::optional<std::string_view> colocation_tag(std::string_view key) const {
+    (void)key;
+    return std::nullopt;
+  }
+  /// How many of `most` keys one call of a script that names each key may carry here:
+  /// all on one server; one on a node that would split the call per slot.
+  virtual std::size_t keys_per_call(std::size_t most) const { return most; }
   /// The TLS settings of a rediss:// node (null for redis://), to open another connection.
   virtual const std::shared_ptr<tls_settings>& tls() const = 0;
 

@@ -242,7 +242,7 @@ void renewal_scheduler::start_batches(std::vector<std::shared_ptr<renewal_entry>
   for (auto& e : due) by_ttl[e->ttl.count()].push_back(std::move(e));
   auto keep = s_.shared_from_this();
   // A Redis Cluster node runs a script only on keys of one slot: one lock per call there.
-  const std::size_t per_call = s_.has_cluster ? 1 : max_batch;
+  const std::size_t per_call = s_.keys_per_call(max_batch);
   for (auto& [ttl, group] : by_ttl) {
     for (std::size_t i = 0; i < group.size(); i += per_call) {
       const auto end = std::min(group.size(), i + per_call);
