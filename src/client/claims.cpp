@@ -15,6 +15,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "client/batch_answers.hpp"
+#include "client/claim_decisions.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -52,20 +54,8 @@ namespace detail {
 
 namespace {
 
-constexpr auto longest_keep = std::chrono::milliseconds{std::chrono::hours{24 * 30}};
 // Batches in flight per client and kind before single calls wait to be coalesced.
 constexpr int batch_slots = 4;
-
-using node_mask = std::uint16_t;
-constexpr node_mask bit(std::size_t i) {
-  return static_cast<node_mask>(1u << i);
-}
-
-// Whether a settled token becomes its own done marker (claim_mode::own_marker): lock tokens
-// are lowercase hex, so only such a claim's token starts with the state byte.
-bool own_marker(std::string_view token) {
-  return !token.empty() && token.front() == own_marker_held;
-}
 
 // A quorum_op whose round sends each node one script call for a list of item indexes
 // (its own list: payloads differ per node) and reads back one integer per item. Shared by
@@ -115,7 +105,7 @@ class batch_rounds : public quorum_op<client_state, Signature> {
  private:
   vote classify(std::size_t i, const resp::reply& r) final {
     const auto& items = sent_items_[i];
-    if (!well_formed(r, items.size())) return vote::failed;  // on_failed tallies it
+    if (!batch_answer_well_formed(r, items.size())) return vote::failed;  // on_failed tallies it
     for (std::size_t k = 0; k < items.size(); ++k) tally(i, items[k], r[k + 1].integer);
     return vote::yes;  // the node answered for every item
   }
@@ -131,13 +121,6 @@ class batch_rounds : public quorum_op<client_state, Signature> {
 
   // Only a batch with a handler of its own (not coalesced) watches a slot.
   void on_cancel() override {}
-
-  static bool well_formed(const resp::reply& r, std::size_t m) {
-    if (r[0].kind != resp::type::array || r[0].size != m || r.size() != m + 1) return false;
-    for (std::size_t k = 1; k <= m; ++k)
-      if (r[k].kind != resp::type::integer) return false;
-    return true;
-  }
 
   std::vector<std::string> payloads_;
   std::vector<std::vector<std::uint32_t>> sent_items_;
@@ -207,34 +190,35 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
         unique.push_back(j);
       }
     }
-    // The first round asks a majority of the nodes that can vote now, taken in turn so
-    // that the load is spread; with fewer able nodes than that, all of them.
-    const auto now = boot_clock::now();
-    // Connected nodes first, then those still connecting (their requests wait).
-    std::vector<std::size_t> able;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t i = (s_->claim_rotor + k) % n;
-        const auto& c = *s_->nodes[i];
-        if ((pass == 0 ? c.ready() : c.accepts() && !c.ready()) && s_->votes(i, ttl_, now))
-          able.push_back(i);
-      }
-    }
-    ++s_->claim_rotor;
-    const std::size_t q = quorum(n);
+    const auto plan = plan_claim_round(candidates(n), s_->claim_rotor++);
     start_ = boot_clock::now();  // validity counts from before the first byte can leave
     valid_until_ = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
     const auto deadline = request_deadline(start_, s_->cfg.node_timeout, valid_until_);
-    const std::size_t first = able.size() >= q ? q : able.size();
     begin_round();
     // A connection still being made (a fresh client) is waited for within validity.
-    for (std::size_t k = 0; k < first; ++k)
-      ask(able[k], unique, s_->nodes[able[k]]->connecting() ? valid_until_ : deadline);
-    for (std::size_t k = first; k < able.size(); ++k) later_ |= bit(able[k]);
+    for (std::size_t k = 0; k < plan.asks; ++k) {
+      const std::size_t i = plan.ask[k];
+      ask(i, unique, s_->nodes[i]->connecting() ? valid_until_ : deadline);
+    }
+    later_ = plan.later;
     if (outstanding_ == 0) return round_done();  // completes posted: still initiating
   }
 
  private:
+  // What the first round's plan needs of each node. Whether a node votes is asked only
+  // of nodes that take requests.
+  std::span<const claim_candidate> candidates(std::size_t n) {
+    const auto now = boot_clock::now();
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& c = *s_->nodes[i];
+      auto& f = candidates_[i];
+      f.ready = c.ready();
+      f.accepts = c.accepts();
+      f.votes = (f.ready || f.accepts) && s_->votes(i, ttl_, now);
+    }
+    return {candidates_.data(), n};
+  }
+
   void ask(std::size_t i, const std::vector<std::uint32_t>& which,
            boot_clock::time_point deadline) {
     if (which.empty()) return;
@@ -249,34 +233,12 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
     auto& it = items_[j];
-    auto& v = it.votes;
-    switch (code) {
-      case 1:
-        ++v.yes;
-        it.maybe |= bit(i);
-        break;
-      case 0:
-        ++v.held;
-        break;
-      case 2:
-        ++v.done;
-        break;
-      case 3:
-        ++v.wrong;
-        break;
-      case -2:
-        ++v.failed;
-        break;  // never sent
-      default:
-        ++v.failed;
-        it.maybe |= bit(i);
-        break;  // it may have landed
-    }
+    if (count_claim_answer(it.votes, code)) it.maybe |= bit(i);
   }
 
   void round_done() override {
     const std::size_t n = s_->size();
-    if (later_ != 0 && !s_->closed && boot_clock::now() < valid_until_) {
+    if (second_claim_round_due(later_, s_->closed, boot_clock::now(), valid_until_)) {
       // Second round: the rest of the nodes, for what a majority may still take.
       std::vector<std::uint32_t> open;
       for (std::uint32_t j = 0; j < items_.size(); ++j) {
@@ -304,14 +266,11 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     for (std::uint32_t j = 0; j < items_.size(); ++j) {
       auto& it = items_[j];
       auto& r = results[j];
-      if (it.duplicate) {
-        r.status = claim_status::duplicate;
-        continue;
-      }
-      const claim_verdict v = decide_claim(n, it.votes, in_time);
-      r.status = v.status;
-      r.error = v.error;
-      if (v.status == claim_status::won && !cancelled_ && !it.cancelled) {
+      const claim_ending e =
+          end_claim(n, it.votes, it.maybe, it.duplicate, in_time, cancelled_ || it.cancelled);
+      r.status = e.status;
+      r.error = e.error;
+      if (e.keep) {
         lock_data& d = lock_access::make(r.lock);
         d.owner = s_;
         d.assign(it.key, it.key.size() - it.resource.size(), it.token);
@@ -322,7 +281,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
         continue;
       }
       for (std::size_t i = 0; i < n; ++i)
-        if (it.maybe & bit(i)) undo[i].push_back(j);
+        if (e.undo & bit(i)) undo[i].push_back(j);
     }
     // Undo partial takes: compare-and-delete where our SET may have landed. EVAL, not
     // EVALSHA: nobody reads the reply, so a flushed script cache must not hide it.
@@ -390,6 +349,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   bool cancelled_ = false;  // the caller was told `cancelled`: nothing won is kept
   bool coalesced_;
   node_mask later_ = 0;  // able nodes kept for the second round
+  std::array<claim_candidate, max_nodes> candidates_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
 };
@@ -400,7 +360,7 @@ struct settle_item {
   std::string key;
   std::string token;
   node_mask nodes = 0;
-  std::uint8_t yes = 0, no = 0, failed = 0;
+  settle_tally answers;
   void_completion handler;  // coalesced calls only; emptied once completed
   std::uint64_t id = 0;     // a coalesced call with a cancellation slot
 };
@@ -441,20 +401,11 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
   std::string_view token_of(std::size_t, std::uint32_t j) const override { return items_[j].token; }
 
   void tally(std::size_t, std::uint32_t j, std::int64_t code) override {
-    auto& it = items_[j];
-    if (code == 1)
-      ++it.yes;
-    else if (code == 0)
-      ++it.no;
-    else
-      ++it.failed;
+    count_settle_answer(items_[j].answers, code);
   }
 
-  // A done marker must be on a majority for later claims to see it; a release is done
-  // when a majority answered and our token was found at least once (as async_unlock).
   error_code outcome(const settle_item& it) const {
-    if (s_->closed) return error::shut_down;
-    return decide_settle(s_->size(), keep_.count() > 0, it.yes, it.no, it.failed);
+    return settle_outcome(s_->size(), s_->closed, keep_.count() > 0, it.answers);
   }
 
   // Done markers settled on a majority also go to the nodes the claim never went to, onto
@@ -467,7 +418,7 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<const settle_item*> rest;
       for (const auto& it : items_)
-        if (!(it.nodes & bit(i)) && !own_marker(it.token) && !outcome(it)) rest.push_back(&it);
+        if (marker_spread(n, it.nodes, it.token, outcome(it)) & bit(i)) rest.push_back(&it);
       if (rest.empty()) continue;
       std::string p;
       resp::command_writer w{p};
@@ -511,16 +462,9 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
       if (s_->claims) s_->claims->settle_batch_done(this);
       return;
     }
-    error_code first = not_ours_ ? error_code{error::not_held} : error_code{};
-    std::size_t settled = 0;
-    for (auto& it : items_) {
-      const auto ec = outcome(it);
-      if (!ec)
-        ++settled;
-      else if (!first)
-        first = ec;
-    }
-    complete(first, settled);
+    settle_summary sum{not_ours_};
+    for (auto& it : items_) sum.add(outcome(it));
+    complete(sum.outcome(), sum.settled());
   }
 
   std::chrono::milliseconds keep_;
@@ -539,18 +483,6 @@ void launch_batch(Op* op) {
   op->run_guarded([op] { op->start(); });
 }
 
-bool bad_name(const std::string& name) {
-  return name.empty() || name.size() > max_resource_bytes;
-}
-
-bool bad_keep(std::chrono::milliseconds keep) {
-  return keep < std::chrono::milliseconds{0} || keep > longest_keep;
-}
-
-bool bad_mode(claim_mode m) {
-  return m != claim_mode::spread_marker && m != claim_mode::own_marker;
-}
-
 // Takes a won claim out of `lk` (emptied, as async_unlock does) into a settle item.
 bool take(client_state& s, lock& lk, settle_item& out) {
   if (!lk.owns()) return false;
@@ -559,7 +491,7 @@ bool take(client_state& s, lock& lk, settle_item& out) {
   s.unhold(*d);
   out.key = d->key();
   out.token = d->token();
-  out.nodes = d->nodes & static_cast<node_mask>((1u << s.size()) - 1);
+  out.nodes = d->nodes & fleet_mask(s.size());
   return true;
 }
 
@@ -647,22 +579,6 @@ void claim_coalescer::schedule() {
   });
 }
 
-namespace {
-
-// Moves out of `queue` the oldest entry and those after it with the same `group` value
-// (the TTL, or the done marker's TTL), up to max_claim_batch, keeping the others' order.
-template <typename Pending, typename Group>
-std::vector<Pending> take_batch(std::vector<Pending>& queue, Group group) {
-  const auto g = group(queue.front());
-  std::vector<Pending> batch, rest;
-  for (auto& p : queue)
-    (group(p) == g && batch.size() < max_claim_batch ? batch : rest).push_back(std::move(p));
-  queue = std::move(rest);
-  return batch;
-}
-
-}  // namespace
-
 void claim_coalescer::flush() {
   auto s = s_.shared_from_this();
   while (!claims_.empty() && claims_in_flight_ < batch_slots) {
@@ -679,8 +595,8 @@ void claim_coalescer::flush() {
     const auto keep = settles_.front().keep;
     std::vector<settle_item> items;
     for (auto& p : take_batch(settles_, [](const pending_settle& p) { return p.keep; }))
-      items.push_back(settle_item{std::move(p.key), std::move(p.token), p.nodes, 0, 0, 0,
-                                  std::move(p.handler), p.id});
+      items.push_back(settle_item{
+          std::move(p.key), std::move(p.token), p.nodes, {}, std::move(p.handler), p.id});
     ++settles_in_flight_;
     auto* op = new settle_batch_op(s, keep, std::move(items), count_completion{}, true);
     batch_started(op);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "client/client_state.hpp"
+#include "client/extend_decisions.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 
@@ -30,23 +31,12 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   bool begin(Lock& lk, std::chrono::milliseconds ttl) {
     lk_ = &lk;
     was_lost_ = lk.lost();
-    if (s_->closed) return complete(error::shut_down), false;
-    if (Access::token(lk).empty()) return complete(error::no_lock), false;
-    if (!lk.owns()) return complete(error::not_held), false;
-    // Two extensions in flight would leave the nodes with whichever TTL ran last, while
-    // the lock kept whichever verdict came last: one at a time.
-    if (Access::extending(lk)) return complete(error::extension_in_flight), false;
-    if (auto why = check_ttl(ttl, s_->cfg); !why.empty()) {
-      extra_ = ": " + why;
-      return complete(error::invalid_ttl), false;
-    }
     const auto now = boot_clock::now();
-    if (lk.lost() || now >= lk.deadline()) {
-      // Lost stays lost: past its deadline another owner may exist, so even keys that
-      // still hold our token must not be extended.
-      Access::lost(lk) = true;
-      extra_ = ": the lock had already passed its validity deadline";
-      return complete(error::lock_lost), false;
+    auto check = check_extension(facts(lk), ttl, s_->cfg, now);
+    if (check.refusal) {
+      if (check.mark_lost) Access::lost(lk) = true;  // lost stays lost
+      extra_ = std::move(check.detail);
+      return complete(check.refusal), false;
     }
     ttl_ = ttl;
     start_ = now;
@@ -70,12 +60,19 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   buffer payload_;
 
  private:
+  // A lock object that holds nothing has no extension flag to read.
+  extension_facts facts(Lock& lk) const {
+    extension_facts f{.closed = s_->closed, .has_token = !Access::token(lk).empty()};
+    f.owns = f.has_token && lk.owns();
+    f.extending = f.owns && Access::extending(lk);
+    f.lost = lk.lost();
+    f.deadline = lk.deadline();
+    return f;
+  }
+
   bool counts(std::size_t i) override { return voter(i, ttl_); }
 
-  vote classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return vote::failed;
-    return r[0].integer == 1 ? vote::yes : vote::no;
-  }
+  vote classify(std::size_t, const resp::reply& r) override { return extension_answer(r); }
 
   void on_tally() override {
     const auto v =

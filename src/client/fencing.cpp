@@ -24,10 +24,9 @@
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
-#include <charconv>
-#include <map>
 
 #include "client/client_state.hpp"
+#include "client/repair_decisions.hpp"
 #include "connection/slots.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -142,28 +141,14 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   }
 
  private:
-  struct node_read {
-    bool answered = false;
-    bool marked = false;
-    std::string incarnation;  // of the server that answered the read
-    std::map<std::string, std::int64_t> counters;
-  };
-
   vote classify(std::size_t i, const resp::reply& r) override {
-    // {marker or nil, {field, value, field, value, ...}}
-    if (r[0].kind != resp::type::array || r.size() < 3 ||
-        (!r[1].is_string() && r[1].kind != resp::type::null) || r[2].kind != resp::type::array)
-      return vote::failed;
-    node_read& nr = results_[i];
+    if (!fence_read_well_formed(r)) return vote::failed;
+    fence_read& nr = results_[i];
     nr.answered = true;
     nr.marked = trusted_marker(i, r[1]);
     nr.incarnation = status_incarnation(i);
     if (nr.marked) node_marked(i);  // another client may have repaired it
-    for (std::size_t k = 3; k + 1 < r.size(); k += 2) {
-      std::int64_t v = 0;
-      std::from_chars(r[k + 1].text.data(), r[k + 1].text.data() + r[k + 1].text.size(), v);
-      nr.counters[std::string{r[k].text}] = v;
-    }
+    read_fence_counters(r, nr.counters);
     return vote::yes;
   }
 
@@ -178,15 +163,22 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   // A repair write: success marks the node, if the server that took it is the one read
   // (the marker names that incarnation; on another it vouches for nothing).
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    if (ec)
-      note_failure(i, ec, {});
-    else if ((*r)[0].is_error())
-      note_failure(i, error::server_error, (*r)[0].text);
-    else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1 &&
-             writes_[i].answered_by && *writes_[i].answered_by == results_[i].incarnation)
-      node_marked(i);
-    else if ((*r)[0].kind == resp::type::integer && (*r)[0].integer == 1)
-      failed_ = fmt::format("node {}: its server restarted or was promoted during the repair", i);
+    switch (repair_write_answer(ec, r, writes_[i].answered_by, results_[i].incarnation)) {
+      case repair_write::lost:
+        note_failure(i, ec, {});
+        break;
+      case repair_write::refused:
+        note_failure(i, error::server_error, (*r)[0].text);
+        break;
+      case repair_write::marked:
+        node_marked(i);
+        break;
+      case repair_write::restarted:
+        failed_ = fmt::format("node {}: its server restarted or was promoted during the repair", i);
+        break;
+      case repair_write::ignored:
+        break;
+    }
     if (outstanding_ == 0) done();
   }
 
@@ -204,39 +196,25 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   }
 
   void note_failure(std::size_t node, error_code ec, std::string_view server_text) {
-    if (ec == error::server_error)
-      failed_ = fmt::format("node {}: \"{}\"{}", node, server_text, acl_hint(server_text));
-    else
-      failed_ = fmt::format("node {}: {}", node, ec.message());
+    failed_ = repair_failure(node, ec, server_text);
   }
 
   // Sends the repair writes; false when there is nothing to write.
   bool write_repairs() {
     const std::size_t n = s_->size();
-    // Every independent node that answered counts, whether it votes now or not: its
-    // counters are real, and raising a counter is always safe.
-    std::size_t independent = 0, answered = 0, marked = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!s_->independent(i)) continue;
-      ++independent;
-      if (!results_[i].answered) continue;
-      ++answered;
-      if (results_[i].marked) ++marked;
-    }
-    // Fewer marked answers than a majority (a new fleet, a partly initialised one, lost
-    // replies): only a read of every node is sure to include the counters of the last
-    // write-back's majority. Requiring it also on a new fleet keeps a node that was
-    // marked, and then lost its marker's majority, from being outvoted by empty ones.
-    if (marked < quorum(n) && answered < independent) return false;
-    std::map<std::string, std::int64_t> maxima;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!results_[i].answered || !s_->independent(i)) continue;
-      for (auto& [field, v] : results_[i].counters) maxima[field] = std::max(maxima[field], v);
-    }
+    std::array<bool, max_nodes> independent{};
+    for (std::size_t i = 0; i < n; ++i) independent[i] = s_->independent(i);
+    const std::span<const bool> indep{independent.data(), n};
+    // Requiring a read of every node also on a new fleet keeps a node that was marked, and
+    // then lost its marker's majority, from being outvoted by empty ones.
+    if (!repair_may_write(n, count_reads(results_, indep))) return false;
+    const auto maxima = counter_maxima(results_, indep);
     wrote_ = true;
     const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
     for (std::size_t i = 0; i < n; ++i) {
-      if (!results_[i].answered || results_[i].marked || results_[i].incarnation.empty()) continue;
+      // Past its guard at the start (votes() reads the server it is connected to now).
+      if (!repair_target(results_[i], s_->nodes[i]->ready(), s_->votes(i, ttl_, started_)))
+        continue;
       // Each write names the incarnation its node's read came from.
       std::string& write = write_[i];
       write.clear();
@@ -247,10 +225,6 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
           .arg(std::int64_t{2});
       w.arg(hash_).arg(marker_).arg(results_[i].incarnation);
       for (auto& [field, v] : maxima) w.arg(field).arg(v);
-      // Past its guard at the start (votes() reads the server it is connected to now),
-      // and connected now: a write queued while reconnecting could reach a server that
-      // restarted after our reads.
-      if (!s_->nodes[i]->ready() || !s_->votes(i, ttl_, started_)) continue;
       send_second(writes_[i], i, write, &fence_repair_script, deadline);
     }
     return outstanding_ > 0;
@@ -258,11 +232,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
 
   void done() {
     std::erase(s_->repairs_running, hash_);
-    // A repair that had nothing to write keeps the last failure's text.
-    if (!failed_.empty())
-      s_->repair_problem = std::move(failed_);
-    else if (wrote_)
-      s_->repair_problem.clear();
+    keep_repair_problem(s_->repair_problem, std::move(failed_), wrote_);
     complete({});
   }
 
@@ -270,7 +240,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   std::string hash_, marker_;         // the pair repaired
   boot_clock::time_point started_{};  // before the first read was queued
   std::array<request, max_nodes> writes_{};
-  std::vector<node_read> results_;
+  std::vector<fence_read> results_;
   std::string payload_;
   std::array<std::string, max_nodes> write_;
   bool wrote_ = false;  // the repair writes went out

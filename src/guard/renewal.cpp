@@ -9,6 +9,7 @@
 #include <boost/system/system_error.hpp>
 #include <map>
 
+#include "client/batch_answers.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/keeper.hpp"
@@ -68,12 +69,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
 
   vote classify(std::size_t i, const resp::reply& r) override {
     if (s_->obs) replied_at_[i] = boot_clock::now();
-    if (r[0].kind != resp::type::array || r[0].size != batch_.size() ||
-        r.size() != batch_.size() + 1)
-      return vote::failed;
-    for (std::size_t j = 0; j < batch_.size(); ++j) {
-      if (r[j + 1].kind != resp::type::integer) return vote::failed;
-    }
+    if (!batch_answer_well_formed(r, batch_.size())) return vote::failed;
     for (std::size_t j = 0; j < batch_.size(); ++j) {
       const bool yes = r[j + 1].integer == 1;
       yes ? ++yes_[j] : ++no_[j];
@@ -114,37 +110,24 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
       renewal_entry& e = *batch_[j];
       e.in_flight = false;
       if (e.stopped || e.lost) continue;
-      const auto old_deadline = lock_access::deadline(e.lk);
-      auto v = decide_extension(n, yes_[j], no_[j], round_.failed, now, start_, ttl_, old_deadline,
-                                s_->cfg.drift_factor);
-      if (!v.decided)  // every node answered or failed; cannot happen, but never keep a stale
-                       // deadline
-        v = abandoned_extension(error::no_quorum, now, start_, ttl_, old_deadline,
-                                s_->cfg.drift_factor);
-      v = keeper_verdict(v, now, e.margin);  // confirmed too late to be of use?
-      if (s_->obs) report(j, v.outcome, now);
-      if (v.outcome == error::not_held) {
-        sched_.lose(e, error::not_held);  // a majority no longer holds our token
-        continue;
-      }
-      // Any other outcome may have shortened the keys (the extension rule, quorum/rules.hpp).
-      lock_access::deadline(e.lk) = v.deadline;
-      e.publish_deadline();
-      e.loss_at = v.deadline - e.margin;
-      if (v.lost || now >= e.loss_at) {
-        sched_.lose(e, error::lock_lost);
-        continue;
-      }
-      if (!v.outcome) {
-        lock_access::ttl(e.lk) = ttl_;
-        e.next_due = start_ + e.interval;
-      } else {
-        // Too few answers: try again soon, while validity remains.
-        const auto left = e.loss_at - now;
-        e.next_due = now + std::min<std::chrono::nanoseconds>(e.interval / 4, left / 3);
-      }
+      const renewal_votes votes{.n = n, .yes = yes_[j], .no = no_[j], .failed = round_.failed};
+      const auto step = decide_renewal(votes, e, lock_access::deadline(e.lk), start_, ttl_, now,
+                                       s_->cfg.drift_factor);
+      if (s_->obs) report(j, step.outcome, now);
+      apply(e, step);
     }
     sched_.reschedule();
+  }
+
+  void apply(renewal_entry& e, const renewal_step& step) {
+    using kind = renewal_step::kind;
+    if (step.what == kind::lost_not_held) return sched_.lose(e, error::not_held);
+    lock_access::deadline(e.lk) = step.deadline;
+    e.publish_deadline();
+    e.loss_at = step.loss_at;
+    if (step.what == kind::lost) return sched_.lose(e, error::lock_lost);
+    if (step.what == kind::renewed) lock_access::ttl(e.lk) = ttl_;
+    e.next_due = step.next_due;
   }
 
   renewal_scheduler& sched_;
@@ -203,10 +186,7 @@ void renewal_scheduler::lose(renewal_entry& e, error_code why) {
 
 void renewal_scheduler::reschedule() {
   auto next = boot_clock::time_point::max();
-  for (const auto& e : entries_) {
-    next = std::min(next, e->loss_at);
-    if (!e->in_flight && e->next_due <= e->hold_until) next = std::min(next, e->next_due);
-  }
+  for (const auto& e : entries_) next = std::min(next, renewal_wake(*e, e->in_flight));
   if (next == boot_clock::time_point::max()) return;
   if (armed_ && next >= armed_for_) return;
   armed_ = true;
@@ -224,13 +204,9 @@ void renewal_scheduler::on_timer() {
   std::vector<std::shared_ptr<renewal_entry>> due;
   std::vector<std::shared_ptr<renewal_entry>> expired;
   for (const auto& e : entries_) {
-    if (now >= e->loss_at) {
-      expired.push_back(e);
-      continue;
-    }
-    if (e->in_flight || e->next_due > e->hold_until) continue;
-    // Renewals due soon go now with those due already, so that they share a call.
-    if (e->next_due <= now + e->interval / 8) due.push_back(e);
+    const auto tick = on_renewal_tick(*e, e->in_flight, now);
+    if (tick == renewal_tick::expired) expired.push_back(e);
+    if (tick == renewal_tick::renew) due.push_back(e);
   }
   for (auto& e : expired) lose(*e, error::lock_lost);
   if (!due.empty()) start_batches(due);
@@ -328,12 +304,11 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler handler) {
     const bool was_lost = e->lost;
     stop_entry(*e);
     auto s = e->state;
-    if (e->in_flight) {
-      // A renewal on its way may still shorten the keys (a renewal TTL below the lock's):
-      // the lock handed back must not promise more than that renewal leaves.
-      auto& deadline = lock_access::deadline(e->lk);
-      deadline = std::min(deadline, validity_deadline(e->renew_start, e->ttl, s->cfg.drift_factor));
-    }
+    // A renewal on its way may still shorten the keys (a renewal TTL below the lock's):
+    // the lock handed back must not promise more than that renewal leaves.
+    auto& deadline = lock_access::deadline(e->lk);
+    deadline =
+        deadline_after_stop(deadline, e->in_flight, e->renew_start, e->ttl, s->cfg.drift_factor);
     if (was_lost) {
       // Nothing to release: it is not ours any more.
       if (!lock_access::token(e->lk).empty()) s->unhold(*lock_access::take(e->lk));
@@ -366,14 +341,10 @@ keeper::keeper(client& c, lock&& lk, renew_options opts) {
   e->ttl = opts.ttl.count() > 0 ? opts.ttl : lk.ttl();
   if (const auto why = detail::check_ttl(e->ttl, state->cfg); !why.empty())
     throw boost::system::system_error(error::invalid_ttl, "keeper: renewal: " + why);
-  e->interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double, std::nano>(e->ttl) * opts.fraction);
-  e->margin = detail::loss_margin(e->ttl, opts.loss_margin);
+  static_cast<detail::renewal_times&>(*e) = detail::plan_renewals(
+      lk.deadline(), lk.ttl(), e->ttl, opts.fraction, detail::loss_margin(e->ttl, opts.loss_margin),
+      opts.max_hold, state->cfg.drift_factor);
   const auto now = boot_clock::now();
-  const auto acquired = lk.deadline() - lk.ttl() + detail::drift(lk.ttl(), state->cfg.drift_factor);
-  e->next_due = acquired + e->interval;
-  e->loss_at = lk.deadline() - e->margin;
-  if (opts.max_hold.count() > 0) e->hold_until = acquired + opts.max_hold;
   e->lk = std::move(lk);
   e->publish_deadline();
   if (now >= e->loss_at) {

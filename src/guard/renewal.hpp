@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
+#include "guard/renewal_decisions.hpp"
 #include "redlock/client.hpp"
 #include "redlock/lock.hpp"
 
@@ -17,15 +18,11 @@ namespace redlock::detail {
 
 inline constexpr std::size_t max_batch = 256;  // Lua unpack fails near 8,000 arguments
 
-struct renewal_entry {
+// Its times (renewal_times) are what the scheduler's decisions read.
+struct renewal_entry : renewal_times {
   std::shared_ptr<client_state> state;
   lock lk;  // touched on the strand only
   std::chrono::milliseconds ttl{};
-  std::chrono::nanoseconds interval{};
-  std::chrono::nanoseconds margin{};
-  boot_clock::time_point next_due{};
-  boot_clock::time_point loss_at{};
-  boot_clock::time_point hold_until = boot_clock::time_point::max();
   bool in_flight = false;
   boot_clock::time_point renew_start{};  // when the renewal in flight was enqueued
   bool stopped = false;

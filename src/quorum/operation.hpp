@@ -32,6 +32,7 @@
 
 #include "connection/connection.hpp"
 #include "quorum/completion.hpp"
+#include "quorum/observed.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
 #include "redlock/observer.hpp"
@@ -93,7 +94,6 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
 
    private:
     quorum_op* op_;
-    asio::cancellation_type_t honoured_;
   };
 
   /// Sends `payload` to every node that should_send(), as request i of node i (a new
@@ -115,11 +115,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   /// Starts a round whose requests go out with send_to(): every node pending.
   void begin_round() {
     round_.reset(s_->size());
-    if (s_->obs && reports_) {
-      if (!replied_at_)
-        replied_at_ = std::make_unique<std::array<boot_clock::time_point, max_nodes>>();
-      replied_at_->fill(boot_clock::time_point{});
-    }
+    replied_at_.begin(s_->obs && reports_);
     sent_ = true;
   }
 
@@ -232,36 +228,14 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   /// to `replied` (zero: no reply).
   node_reply observed(std::size_t i, boot_clock::time_point round_start,
                       boot_clock::time_point replied) const {
-    node_reply r{.node = i, .address = s_->addresses[i], .error = round_.errors[i]};
-    switch (round_.votes[i]) {
-      case vote::pending:
-        r.answer = node_answer::no_answer;
-        break;
-      case vote::yes:
-        r.answer = node_answer::yes;
-        break;
-      case vote::no:
-        r.answer = node_answer::refused;
-        break;
-      case vote::held:
-        r.answer = node_answer::held;
-        break;
-      case vote::failed:
-        r.answer = round_.errors[i] == error::node_held_back ? node_answer::held_back
-                                                             : node_answer::failed;
-        break;
-    }
-    r.latency = reply_latency(replied, round_start);
-    return r;
+    return observed_reply(round_, i, s_->addresses[i], round_start, replied);
   }
 
   /// The round's answers, for an observer: one per node, latency from `round_start`.
   std::span<const node_reply> node_replies(std::array<node_reply, max_nodes>& out,
                                            boot_clock::time_point round_start) const {
-    const std::size_t n = s_->size();
-    for (std::size_t i = 0; i < n; ++i)
-      out[i] = observed(i, round_start, replied_at_ ? (*replied_at_)[i] : boot_clock::time_point{});
-    return {out.data(), n};
+    return observed_replies(round_, replied_at_, {s_->addresses.data(), s_->size()}, out,
+                            round_start);
   }
 
   /// For an observer: an async_extend of `resource` that ended with `ec` (with this round's
@@ -269,22 +243,9 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   void report_extension(std::string_view resource, error_code ec, boot_clock::time_point start,
                         bool lost_now) const {
     std::array<node_reply, max_nodes> replies;
-    extend_event e{.resource = resource, .by_keeper = false, .outcome = ec};
-    if (sent_) {
-      e.elapsed = micros(boot_clock::now() - start);
-      e.nodes = node_replies(replies, start);
-    }
-    s_->obs->on_extend(e);
-    if (!lost_now) return;
-    const loss_event l{.resource = resource,
-                       .by_keeper = false,
-                       .reason = ec == error::not_held ? error_code{error::not_held}
-                                                       : error_code{error::lock_lost}};
-    s_->obs->on_loss(l);
-  }
-
-  static std::chrono::microseconds micros(boot_clock::duration d) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(d);
+    const auto elapsed = sent_ ? micros(boot_clock::now() - start) : std::chrono::microseconds{0};
+    const auto nodes = sent_ ? node_replies(replies, start) : std::span<const node_reply>{};
+    report_extension_to(*s_->obs, resource, ec, elapsed, nodes, lost_now);
   }
 
   /// The caller's diagnostics: on failure the describing text and each node's answer;
@@ -296,17 +257,9 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
     if (!per_node(ec)) return;
     const std::size_t n = s_->size();
     diag_->nodes.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const node_reply r = observed(i, {}, {});
-      node_diagnostic d{.node = i,
-                        .address = std::string{r.address},
-                        .answer = r.answer,
-                        .error = r.error,
-                        .detail = round_.texts[i]};
-      if (d.detail.empty() && round_.votes[i] == vote::failed)
-        d.detail = s_->nodes[i]->last_problem();
-      diag_->nodes.push_back(std::move(d));
-    }
+    for (std::size_t i = 0; i < n; ++i)
+      diag_->nodes.push_back(
+          diagnosed_node(round_, i, s_->addresses[i], s_->nodes[i]->last_problem()));
   }
 
   /// Whether the outcome is worth each node's answer: requests went out, and the call
@@ -335,9 +288,8 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   asio::cancellation_slot slot_;
   std::array<request, max_nodes> reqs_{};
   round round_;
-  // Reply times, allocated only with an observer and for ops that report them (reports_):
-  // the op stays as small as without one.
-  std::unique_ptr<std::array<boot_clock::time_point, max_nodes>> replied_at_;
+  // Kept only with an observer and for ops that report them (reports_).
+  reply_times replied_at_;
   bool reports_ = true;
   std::size_t outstanding_ = 0;
   bool done_ = false;
@@ -361,7 +313,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
     hold h{this};
     --outstanding_;
     if (i >= max_nodes) return on_second_reply(i - max_nodes, ec, r);
-    if (replied_at_) (*replied_at_)[i] = boot_clock::now();
+    replied_at_.stamp(i);
     if (ec) {
       round_.fail(i, ec);
       on_unsent(i);
