@@ -34,6 +34,7 @@
 #include "client/lock_answer.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
+#include "client/single_lock.hpp"
 #include "client/wake.hpp"
 #include "connection/slots.hpp"
 #include "quorum/operation.hpp"
@@ -246,7 +247,8 @@ namespace {
 
 class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                          public waiter,
-                         private attempt_driver<acquire_op> {
+                         private attempt_driver<acquire_op>,
+                         private single_lock_call {
   friend class attempt_driver<acquire_op>;
   static constexpr std::string_view tokens_noun = "token";
 
@@ -255,9 +257,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
              diagnostics* diag, lock_handler h)
       : quorum_op(std::move(s), diag, std::move(h)),
         attempt_driver(s_->strand),
-        resource_(std::move(resource)),
-        opts_(opts),
-        wait_(wait) {
+        single_lock_call(std::move(resource), opts, wait) {
     no_text_ = "refused";
   }
 
@@ -269,24 +269,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       extra_ = ": " + problem.why;
       return complete(problem.code, lock{});
     }
-    key_.assign(s_->cfg.key_prefix);
-    key_.append(resource_);
-    if (opts_.fenced) {
-      field_ = s_->fence_field(resource_);
-      fence_keys_ = s_->fence_keys(key_);
-    }
-    if (opts_.fair) {
-      // On a fleet with a cluster node the line lives in the lock key's slot (the tag of
-      // the fencing counters), so that one script may touch the lock key and its line.
-      std::string tag;
-      if (auto t = s_->colocation_tag(key_)) tag = fmt::format("{{{}}}:", *t);
-      line_key_ = s_->cfg.key_prefix + "redlock:line:" + tag + resource_;
-      expiry_key_ = s_->cfg.key_prefix + "redlock:line-expiry:" + tag + resource_;
-      // The place in line: chosen once per call, so that retries keep it.
-      line_ticket = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-    }
+    name_keys(*s_, *this);
     const auto now = boot_clock::now();
     call_start_ = now;
     fsm_ = acquire_fsm{wait_, wait_deadline(now, wait_, opts_.wait)};
@@ -317,36 +300,17 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     repair_asked_ = false;
     retry_now_ = false;
     try {
-      s_->tokens.next(token_);
-      if (opts_.fair && line_id_.empty()) {
-        s_->tokens.next(line_id_);
-        line_id = line_id_;
-      }
+      new_token(*s_, *this);
     } catch (const boost::system::system_error& e) {
       // No randomness from the kernel: refuse rather than take a guessable token.
       fsm_.finish();
       return complete(e.code(), lock{});
     }
-    payload_.clear();
-    payload_.reserve(96 + 2 * key_.size());
+    if (opts_.fenced) fence_repair_if_needed();
     // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
     // attempt too (the same script, so the same permissions, whatever the timing); a
     // single try only checks that nobody waits.
-    const bool join = opts_.fair && wait_;
-    joined_ = joined_ || join;
-    if (opts_.fenced) fence_repair_if_needed();
-    const script* lua = write_acquire(payload_, {.key = key_,
-                                                 .token = token_,
-                                                 .ttl = opts_.ttl,
-                                                 .fence = opts_.fenced ? &fence_keys_ : nullptr,
-                                                 .field = field_,
-                                                 .line_key = line_key_,
-                                                 .expiry_key = expiry_key_,
-                                                 .line_id = line_id_,
-                                                 .ticket = line_ticket,
-                                                 .place_ttl = s_->cfg.fair_entry_ttl,
-                                                 .fair = opts_.fair,
-                                                 .join = join});
+    const script* lua = write_attempt(payload_, s_->cfg, opts_.fair && wait_, line_ticket);
     // Validity counts from before the first byte can leave: now, at enqueue.
     start_ = boot_clock::now();
     valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
@@ -466,40 +430,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       report_call({}, fence);  // while resource_ still names the lock
     }
     leave_line();  // while key_ still names the line
-    lock lk;
-    lock_data& d = lock_access::make(lk);
-    d.owner = s_;
-    d.assign(key_, key_.size() - resource_.size(), token_);
-    d.ttl = opts_.ttl;
-    d.deadline = valid_until_;
-    d.fence = fence;
-    s_->hold(d);  // released by async_shutdown if still held then
-    complete({}, std::move(lk));
+    complete({}, make_lock(s_, valid_until_, fence));
   }
 
-  // Undo whatever this attempt may have taken: every node the SET was sent to that said
-  // yes, has not answered yet, or lost its reply. Nodes that answered "held" did not set
-  // our token, nor did a plain SET answered with an error; the fenced and fair scripts
-  // may have failed after their SET (an ACL user without EXISTS, HINCRBY or ZREM), so an
-  // error there is undone too. The release is queued behind the SET on each connection, so it runs
-  // after it.
-  void release_attempt() {
-    std::array<bool, max_nodes> mask{};
-    bool any = false;
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      const bool maybe_set =
-          round_.sent_to[i] &&
-          (round_.votes[i] == vote::yes || round_.votes[i] == vote::pending ||
-           (round_.votes[i] == vote::failed &&
-            (round_.errors[i] == error::node_timeout ||
-             round_.errors[i] == error::connection_lost ||
-             round_.errors[i] == error::node_held_back ||
-             ((opts_.fenced || opts_.fair) && round_.errors[i] == error::server_error))));
-      mask[i] = maybe_set;
-      any = any || maybe_set;
-    }
-    if (any) s_->release_detached(key_, token_, &mask, false);
-  }
+  void release_attempt() { undo(*s_, round_); }
 
   void fail_attempt(error_code reason) {
     if (s_->obs) report_attempt(reason, 0);
@@ -565,11 +499,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
  private:
   void before_complete(error_code ec) override {
     leave_line();
-    if (joined_) {
+    if (opts_.fair) {
       // Leave the nodes' line: everywhere but where this call's win already took its place.
       std::array<bool, max_nodes> mask{};
       for (std::size_t i = 0; i < s_->size(); ++i) mask[i] = ec || round_.votes[i] != vote::yes;
-      s_->leave_line_detached(line_key_, expiry_key_, line_id_, mask);
+      leave_fair_line(*s_, mask);
     }
     if (s_->obs && !reported_) report_call(ec, 0);
   }
@@ -618,15 +552,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     complete(error::cancelled, lock{});
   }
 
-  buffer resource_;
-  buffer key_;
-  std::string field_;
-  fence_key_pair fence_keys_;  // fenced: the counters' hash and marker for key_
-  lock_options opts_;
-  bool wait_;
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
-  buffer token_;
   buffer payload_;
   std::string payload2_;
   error_code last_reason_;
@@ -643,9 +570,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // Refused by a node still holding a token heard released: retry at once, once per token.
   bool retry_now_ = false;
   std::string stale_holder_, retried_for_;
-  // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
-  std::string line_key_, expiry_key_, line_id_;
-  bool joined_ = false;  // took a place on some node: leave it at the end
 };
 
 }  // namespace

@@ -40,4 +40,11 @@ lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair) {
   }
 }
 
+bool may_have_taken(vote v, const error_code& ec, bool scripted) {
+  if (v == vote::yes || v == vote::pending) return true;
+  if (v != vote::failed) return false;
+  return ec == error::node_timeout || ec == error::connection_lost || ec == error::node_held_back ||
+         (scripted && ec == error::server_error);
+}
+
 }  // namespace redlock::detail

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "quorum/round.hpp"
+#include "redlock/error.hpp"
 #include "resp/resp.hpp"
 
 namespace redlock::detail {
@@ -29,5 +31,12 @@ struct lock_answer {
 /// ({0, holder} held; {1, counter, marker} fenced taken; {1, 0} taken; {3, id} a waiter
 /// first).
 lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair);
+
+/// Whether a node that was sent an acquisition may hold our token now, so that a failed
+/// attempt must release it there: it said yes, has not answered, or its answer was lost
+/// (timeout, connection lost, held back after sending). "Held" took nothing, nor did a
+/// plain SET answered with an error; a script (`scripted`: fenced or fair) may have failed
+/// after its SET (an ACL user without EXISTS, HINCRBY or ZREM), so its error counts too.
+bool may_have_taken(vote v, const error_code& ec, bool scripted);
 
 }  // namespace redlock::detail

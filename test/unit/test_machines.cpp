@@ -713,3 +713,35 @@ BOOST_AUTO_TEST_CASE(an_unknown_code_or_shape_is_malformed) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(attempt_undo)
+
+using detail::may_have_taken;
+using detail::vote;
+
+BOOST_AUTO_TEST_CASE(a_yes_or_no_answer_yet_may_hold_our_token) {
+  BOOST_TEST(may_have_taken(vote::yes, {}, false));
+  BOOST_TEST(may_have_taken(vote::pending, {}, false));
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_or_a_refusal_took_nothing) {
+  BOOST_TEST(!may_have_taken(vote::held, {}, true));
+  BOOST_TEST(!may_have_taken(vote::no, {}, true));
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_answer_may_have_taken_the_key) {
+  BOOST_TEST(may_have_taken(vote::failed, error::node_timeout, false));
+  BOOST_TEST(may_have_taken(vote::failed, error::connection_lost, false));
+  BOOST_TEST(may_have_taken(vote::failed, error::node_held_back, false));
+}
+
+BOOST_AUTO_TEST_CASE(a_server_error_may_follow_a_scripts_set_but_not_a_plain_set) {
+  BOOST_TEST(may_have_taken(vote::failed, error::server_error, true));
+  BOOST_TEST(!may_have_taken(vote::failed, error::server_error, false));
+}
+
+BOOST_AUTO_TEST_CASE(a_key_of_another_type_took_nothing) {
+  BOOST_TEST(!may_have_taken(vote::failed, error::wrong_type, true));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,87 @@
+// A single lock call's names, payloads and lock: see single_lock.hpp.
+
+#include "client/single_lock.hpp"
+
+#include <fmt/format.h>
+
+#include "client/lock_answer.hpp"
+#include "client/script_calls.hpp"
+
+namespace redlock::detail {
+
+void single_lock_call::name_keys(const client_state& s, waiter& place) {
+  key_.assign(s.cfg.key_prefix);
+  key_.append(resource_);
+  if (opts_.fenced) {
+    field_ = s.fence_field(resource_);
+    fence_keys_ = s.fence_keys(key_);
+  }
+  if (!opts_.fair) return;
+  // Where keys are spread by slot the line lives in the lock key's slot (the tag of the
+  // fencing counters), so that one script may touch the lock key and its line.
+  std::string tag;
+  if (auto t = s.colocation_tag(key_)) tag = fmt::format("{{{}}}:", *t);
+  line_key_ = s.cfg.key_prefix + "redlock:line:" + tag + resource_;
+  expiry_key_ = s.cfg.key_prefix + "redlock:line-expiry:" + tag + resource_;
+  place.line_ticket = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+}
+
+void single_lock_call::new_token(client_state& s, waiter& place) {
+  s.tokens.next(token_);
+  if (opts_.fair && line_id_.empty()) {
+    s.tokens.next(line_id_);
+    place.line_id = line_id_;
+  }
+}
+
+const script* single_lock_call::write_attempt(std::string& out, const config& cfg, bool join,
+                                              std::int64_t ticket) {
+  joined_ = joined_ || join;
+  out.clear();
+  out.reserve(96 + 2 * key_.size());
+  return write_acquire(out, {.key = key_,
+                             .token = token_,
+                             .ttl = opts_.ttl,
+                             .fence = opts_.fenced ? &fence_keys_ : nullptr,
+                             .field = field_,
+                             .line_key = line_key_,
+                             .expiry_key = expiry_key_,
+                             .line_id = line_id_,
+                             .ticket = ticket,
+                             .place_ttl = cfg.fair_entry_ttl,
+                             .fair = opts_.fair,
+                             .join = join});
+}
+
+void single_lock_call::undo(client_state& s, const round& r) const {
+  std::array<bool, max_nodes> mask{};
+  bool any = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    mask[i] = r.sent_to[i] && may_have_taken(r.votes[i], r.errors[i], opts_.fenced || opts_.fair);
+    any = any || mask[i];
+  }
+  // Queued behind the SET on each connection, so it runs after it.
+  if (any) s.release_detached(key_, token_, &mask, false);
+}
+
+void single_lock_call::leave_fair_line(client_state& s,
+                                       const std::array<bool, max_nodes>& still_in) const {
+  if (joined_) s.leave_line_detached(line_key_, expiry_key_, line_id_, still_in);
+}
+
+lock single_lock_call::make_lock(const std::shared_ptr<client_state>& s,
+                                 boot_clock::time_point deadline, std::uint64_t fence) const {
+  lock lk;
+  lock_data& d = lock_access::make(lk);
+  d.owner = s;
+  d.assign(key_, key_.size() - resource_.size(), token_);
+  d.ttl = opts_.ttl;
+  d.deadline = deadline;
+  d.fence = fence;
+  s->hold(d);  // released by async_shutdown if still held then
+  return lk;
+}
+
+}  // namespace redlock::detail

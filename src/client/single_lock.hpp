@@ -1,0 +1,56 @@
+#pragma once
+// What a single lock call sends and hands out, apart from how its attempts are driven
+// (acquire_op in client.cpp): its names (the key, the fencing pair and field, the fair
+// line's keys and this call's place in it), each attempt's token and payload, the undo
+// of an attempt, and the lock object made from a win.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "client/client_state.hpp"
+#include "client/lines.hpp"
+#include "quorum/round.hpp"
+#include "redlock/config.hpp"
+#include "redlock/detail/buffer.hpp"
+#include "redlock/lock.hpp"
+
+namespace redlock::detail {
+
+class single_lock_call {
+ protected:
+  single_lock_call(buffer resource, lock_options opts, bool wait)
+      : resource_(std::move(resource)), opts_(opts), wait_(wait) {}
+
+  /// Names the call's keys, once its arguments passed their checks. A fair call also
+  /// takes its place in line (`place`'s ticket): chosen once, so that retries keep it.
+  void name_keys(const client_state& s, waiter& place);
+  /// A new token for the next attempt (and a fair call's id, once). Throws system_error
+  /// when the kernel gives no randomness: a guessable token is refused.
+  void new_token(client_state& s, waiter& place);
+  /// The next attempt's payload, into `out`; returns its script (null: a plain SET).
+  /// `join`: a fair call takes (or renews) its place in the nodes' line, at `ticket`.
+  const script* write_attempt(std::string& out, const config& cfg, bool join, std::int64_t ticket);
+  /// Sends the releases of an attempt that failed to every node it may have taken.
+  void undo(client_state& s, const round& r) const;
+  /// A fair call leaves the nodes' line where `still_in` says, if it ever joined it.
+  void leave_fair_line(client_state& s, const std::array<bool, max_nodes>& still_in) const;
+  /// The lock handed out for a win valid until `deadline`, held by `s` from now on.
+  lock make_lock(const std::shared_ptr<client_state>& s, boot_clock::time_point deadline,
+                 std::uint64_t fence) const;
+
+  buffer resource_;
+  buffer key_;
+  buffer token_;
+  std::string field_;          // fenced: the resource's field in the counters' hash
+  fence_key_pair fence_keys_;  // fenced: the counters' hash and marker for key_
+  lock_options opts_;
+  bool wait_;
+  // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
+  std::string line_key_, expiry_key_, line_id_;
+  bool joined_ = false;  // took a place on some node: leave it at the end
+};
+
+}  // namespace redlock::detail
