@@ -306,7 +306,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       fsm_.finish();
       return complete(e.code(), lock{});
     }
-    if (opts_.fenced) fence_repair_if_needed();
+    if (opts_.fenced) repair_unmarked_nodes(*s_);
     // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
     // attempt too (the same script, so the same permissions, whatever the timing); a
     // single try only checks that nobody waits.
@@ -322,24 +322,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     on_tally();
   }
 
-  // A node whose counters are not trusted yet is repaired in the background, so that a
-  // majority of marked nodes stays available for tokens.
-  void fence_repair_if_needed() {
-    // A pair per slot: the script's answer says it (attempt_driver's unmarked count).
-    if (fence_keys_.per_slot()) return;
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
-        s_->start_fence_repair(opts_.ttl, fence_keys_);
-        break;
-      }
-  }
-
-  // Starts the repair of this key's fence pair once per attempt that met an unmarked node.
-  void repair_unmarked() {
-    if (repair_asked_) return;
-    repair_asked_ = true;
-    s_->start_fence_repair(opts_.ttl, fence_keys_);
-  }
+  void repair_unmarked() { repair_pair_once(*s_); }
 
   bool should_send(std::size_t i) override { return counts(i); }
 
@@ -427,7 +410,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     fsm_.finish();
     if (s_->obs) {
       report_attempt({}, fence);
-      report_call({}, fence);  // while resource_ still names the lock
+      report_call(*s_->obs, {}, fence);  // while resource_ still names the lock
     }
     leave_line();  // while key_ still names the line
     complete({}, make_lock(s_, valid_until_, fence));
@@ -454,15 +437,9 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     // Parked behind the head: only the wait deadline (or a promotion) wakes it; in fair
     // mode it also renews its place on the nodes in time.
     const bool parked = queued_ && s_->lines.head(key_) != static_cast<waiter*>(this);
-    retry_after(fsm_.plan_retry(
-        now,
-        {.delay = s_->jitter(s_->cfg.retry_delay), .parked = parked, .renew = renew_interval()}));
-  }
-
-  // Fair mode: attempts come often enough that the nodes keep this call's place.
-  std::optional<std::chrono::nanoseconds> renew_interval() const {
-    if (!opts_.fair) return std::nullopt;
-    return std::chrono::nanoseconds{s_->cfg.fair_entry_ttl / 3};
+    retry_after(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay),
+                                      .parked = parked,
+                                      .renew = renew_interval(s_->cfg)}));
   }
 
   // The local line is in arrival order; fair calls are placed by their ticket among the
@@ -493,7 +470,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   /// Moved to the head of the line: start polling (a local release still wakes it).
   void promote() override {
     if (done_) return;
-    act(fsm_.promote(boot_clock::now(), s_->jitter(s_->cfg.retry_delay), renew_interval()));
+    act(fsm_.promote(boot_clock::now(), s_->jitter(s_->cfg.retry_delay), renew_interval(s_->cfg)));
   }
 
  private:
@@ -505,7 +482,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
       for (std::size_t i = 0; i < s_->size(); ++i) mask[i] = ec || round_.votes[i] != vote::yes;
       leave_fair_line(*s_, mask);
     }
-    if (s_->obs && !reported_) report_call(ec, 0);
+    if (s_->obs && !reported_) report_call(*s_->obs, ec, 0);
   }
 
   void report_attempt(error_code outcome, std::uint64_t fence) {
@@ -518,21 +495,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                           .fence = fence,
                           .nodes = node_replies(replies, start_)};
     s_->obs->on_attempt(e);
-  }
-
-  void report_call(error_code outcome, std::uint64_t fence) {
-    reported_ = true;
-    const auto elapsed = call_start_ == boot_clock::time_point{}
-                             ? std::chrono::microseconds{0}
-                             : micros(boot_clock::now() - call_start_);
-    const acquire_event e{.resource = resource_,
-                          .fenced = opts_.fenced,
-                          .waiting = wait_,
-                          .attempts = attempts_,
-                          .outcome = outcome,
-                          .elapsed = elapsed,
-                          .fence = fence};
-    s_->obs->on_acquire(e);
   }
 
   void leave_line() {
@@ -557,13 +519,9 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   buffer payload_;
   std::string payload2_;
   error_code last_reason_;
-  boot_clock::time_point call_start_{};
-  unsigned attempts_ = 0;
-  bool reported_ = false;  // the call's acquire_event went out
   // Fencing.
   std::array<std::uint64_t, max_nodes> fence_{};
   std::array<bool, max_nodes> marked_{};
-  bool repair_asked_ = false;  // this attempt started the repair of an unmarked node
   std::uint64_t fence_token_ = 0;
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;

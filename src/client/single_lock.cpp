@@ -6,6 +6,7 @@
 
 #include "client/lock_answer.hpp"
 #include "client/script_calls.hpp"
+#include "quorum/observed.hpp"
 
 namespace redlock::detail {
 
@@ -69,6 +70,41 @@ void single_lock_call::undo(client_state& s, const round& r) const {
 void single_lock_call::leave_fair_line(client_state& s,
                                        const std::array<bool, max_nodes>& still_in) const {
   if (joined_) s.leave_line_detached(line_key_, expiry_key_, line_id_, still_in);
+}
+
+void single_lock_call::repair_unmarked_nodes(client_state& s) const {
+  if (fence_keys_.per_slot()) return;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s.nodes[i]->ready() && !s.nodes[i]->status().fence_marked) {
+      s.start_fence_repair(opts_.ttl, fence_keys_);
+      return;
+    }
+}
+
+void single_lock_call::repair_pair_once(client_state& s) {
+  if (std::exchange(repair_asked_, true)) return;
+  s.start_fence_repair(opts_.ttl, fence_keys_);
+}
+
+std::optional<std::chrono::nanoseconds> single_lock_call::renew_interval(const config& cfg) const {
+  // Attempts come often enough that the nodes keep this call's place.
+  if (!opts_.fair) return std::nullopt;
+  return std::chrono::nanoseconds{cfg.fair_entry_ttl / 3};
+}
+
+void single_lock_call::report_call(redlock::observer& obs, error_code outcome,
+                                   std::uint64_t fence) {
+  reported_ = true;
+  const auto elapsed = call_start_ == boot_clock::time_point{}
+                           ? std::chrono::microseconds{0}
+                           : micros(boot_clock::now() - call_start_);
+  obs.on_acquire({.resource = resource_,
+                  .fenced = opts_.fenced,
+                  .waiting = wait_,
+                  .attempts = attempts_,
+                  .outcome = outcome,
+                  .elapsed = elapsed,
+                  .fence = fence});
 }
 
 lock single_lock_call::make_lock(const std::shared_ptr<client_state>& s,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "client/client_state.hpp"
@@ -16,6 +17,7 @@
 #include "redlock/config.hpp"
 #include "redlock/detail/buffer.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/observer.hpp"
 
 namespace redlock::detail {
 
@@ -37,6 +39,16 @@ class single_lock_call {
   void undo(client_state& s, const round& r) const;
   /// A fair call leaves the nodes' line where `still_in` says, if it ever joined it.
   void leave_fair_line(client_state& s, const std::array<bool, max_nodes>& still_in) const;
+  /// Fenced, on the fleet's one pair: starts the background repair of the nodes whose
+  /// counters are not trusted yet, so that a majority of marked nodes stays available
+  /// for tokens. (A pair per slot is repaired from the answers that name it.)
+  void repair_unmarked_nodes(client_state& s) const;
+  /// Starts the repair of this key's pair once per attempt (repair_asked_ is per attempt).
+  void repair_pair_once(client_state& s);
+  /// Fair mode: the longest wait that keeps this call's place on the nodes.
+  std::optional<std::chrono::nanoseconds> renew_interval(const config& cfg) const;
+  /// Tells `obs` how the call ended (once: reported_).
+  void report_call(redlock::observer& obs, error_code outcome, std::uint64_t fence);
   /// The lock handed out for a win valid until `deadline`, held by `s` from now on.
   lock make_lock(const std::shared_ptr<client_state>& s, boot_clock::time_point deadline,
                  std::uint64_t fence) const;
@@ -50,7 +62,12 @@ class single_lock_call {
   bool wait_;
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
-  bool joined_ = false;  // took a place on some node: leave it at the end
+  bool joined_ = false;        // took a place on some node: leave it at the end
+  bool repair_asked_ = false;  // this attempt started the repair of an unmarked node
+  // For the observer: when the call started, its attempts, whether its end was told.
+  boot_clock::time_point call_start_{};
+  unsigned attempts_ = 0;
+  bool reported_ = false;
 };
 
 }  // namespace redlock::detail
