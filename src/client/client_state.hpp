@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client/lines.hpp"
+#include "client/parts.hpp"
 #include "client/scripts.hpp"
 #include "client/string_map.hpp"
 #include "client/token.hpp"
@@ -68,18 +69,18 @@ struct fence_key_pair {
   bool per_slot() const { return !own_hash.empty(); }
 };
 
-struct client_state : std::enable_shared_from_this<client_state> {
+/// A client's shared state: its configuration and strand, and its named parts (the
+/// fleet, the locks it holds, the calls waiting for a release), with what ties them to
+/// the nodes (background releases, wake-ups, fence repairs, node events).
+struct client_state : std::enable_shared_from_this<client_state>, fleet, held_locks {
   client_state(asio::any_io_executor ex, config c);
 
   strand_type strand;
   config cfg;
-  std::vector<std::shared_ptr<node>> nodes;
   /// detail::set_fence_writeback_hook's hook (tests and the benchmark), or empty.
   std::function<void(std::string_view)> before_fence_writeback;
   /// cfg.observer, or null: every event is built only after checking it.
   redlock::observer* obs = nullptr;
-  /// Each node's uri().display(), for observer events.
-  std::vector<std::string> addresses;
   token_source tokens;
   std::minstd_rand rng;
   bool closed = false;
@@ -94,8 +95,6 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::size_t claim_rotor = 0;                  // first node asked by the next claim batch
   ~client_state();
 
-  std::array<bool, max_nodes> duplicate{};  // repeats an earlier node's run id
-  std::array<std::size_t, max_nodes> duplicate_of{};
   /// The fencing hashes whose repair runs now (one at a time per hash).
   std::vector<std::string> repairs_running;
   /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
@@ -129,7 +128,6 @@ struct client_state : std::enable_shared_from_this<client_state> {
   std::string fence_hash_key;    // key_prefix + "redlock:fence"
   std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
 
-  std::size_t size() const { return nodes.size(); }
   /// What a server's error text needs added for a person (quorum_op's describing text).
   static std::string server_hint(std::string_view text) {
     // A plain redis:// node that is one server of a Redis Cluster answers MOVED for the
@@ -163,42 +161,11 @@ struct client_state : std::enable_shared_from_this<client_state> {
   void start_fence_repair(std::chrono::milliseconds ttl, const fence_key_pair& keys = {});
   /// The fencing pair of a lock key (see fence_key_pair).
   fence_key_pair fence_keys(std::string_view key) const;
-  /// The hash tag that keeps keys beside `key` on every node, when some node spreads keys
-  /// by slot (node::colocation_tag): fencing counters and fair lines then live in their
-  /// lock key's slot. None on a fleet of single servers.
-  std::optional<std::string_view> colocation_tag(std::string_view key) const {
-    for (const auto& n : nodes)
-      if (auto tag = n->colocation_tag(key)) return tag;
-    return std::nullopt;
-  }
-  /// How many of `most` keys one call of a per-key script may carry on every node.
-  std::size_t keys_per_call(std::size_t most) const {
-    for (const auto& n : nodes) most = n->keys_per_call(most);
-    return most;
-  }
   /// Stops renewals and closes every connection for good. On the strand.
   void close_all();
   /// As close_all(), after releasing every lock still held and letting the connections
   /// send what is queued (releases included), for at most node_timeout. Calls `done`.
   void close_all_gracefully(std::function<void()> done);
-  /// Locks handed out and not yet released (released at shutdown): a list through their
-  /// lock_data, which their lock objects own. A lock dropped or released leaves it on the
-  /// strand before its data is freed; one that outlives this state is simply forgotten.
-  lock_data* held = nullptr;
-  void hold(lock_data& d) noexcept {
-    d.prev = nullptr;
-    d.next = held;
-    if (held) held->prev = &d;
-    held = &d;
-    d.linked = true;
-  }
-  void unhold(lock_data& d) noexcept {
-    if (!d.linked) return;
-    (d.prev ? d.prev->next : held) = d.next;
-    if (d.next) d.next->prev = d.prev;
-    d.prev = d.next = nullptr;
-    d.linked = false;
-  }
   /// Queues a compare-and-delete of (key, token) on every node (or those in `only`),
   /// reply ignored; `announce`: publish the release to waiters (not for the clean-up of
   /// a failed attempt). On the strand.
@@ -208,8 +175,6 @@ struct client_state : std::enable_shared_from_this<client_state> {
   /// ignored (src/client/fair.cpp). On the strand.
   void leave_line_detached(std::string_view line_key, std::string_view expiry_key,
                            std::string_view id, const std::array<bool, max_nodes>& only);
-  /// Multi-resource locks handed out and not yet released: token -> keys (multi.cpp).
-  std::unordered_map<std::string, std::vector<std::string>> held_sets;
   /// release_detached for every key of a set, in one script call per node.
   void release_set_detached(const std::vector<std::string>& keys, std::string_view token,
                             const std::array<bool, max_nodes>* only = nullptr,

@@ -10,6 +10,7 @@
 #include "client/call_checks.hpp"
 #include "client/lines.hpp"
 #include "client/lock_answer.hpp"
+#include "client/parts.hpp"
 #include "redlock/multi_lock.hpp"
 
 using namespace redlock;
@@ -742,6 +743,53 @@ BOOST_AUTO_TEST_CASE(a_server_error_may_follow_a_scripts_set_but_not_a_plain_set
 
 BOOST_AUTO_TEST_CASE(a_key_of_another_type_took_nothing) {
   BOOST_TEST(!may_have_taken(vote::failed, error::wrong_type, true));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(held_lock_list)
+
+BOOST_AUTO_TEST_CASE(held_locks_are_listed_newest_first) {
+  detail::held_locks h;
+  redlock::detail::lock_data a, b;
+  h.hold(a);
+  h.hold(b);
+  BOOST_TEST(h.held == &b);
+  BOOST_TEST(b.next == &a);
+  BOOST_TEST(a.prev == &b);
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_released_from_the_middle_leaves_the_list_whole) {
+  detail::held_locks h;
+  redlock::detail::lock_data a, b, c;
+  h.hold(a);
+  h.hold(b);
+  h.hold(c);
+  h.unhold(b);
+  BOOST_TEST(h.held == &c);
+  BOOST_TEST(c.next == &a);
+  BOOST_TEST(a.prev == &c);
+  BOOST_TEST(!b.linked);
+}
+
+BOOST_AUTO_TEST_CASE(releasing_the_newest_moves_the_head) {
+  detail::held_locks h;
+  redlock::detail::lock_data a, b;
+  h.hold(a);
+  h.hold(b);
+  h.unhold(b);
+  BOOST_TEST(h.held == &a);
+  BOOST_TEST(a.prev == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_released_twice_or_never_held_changes_nothing) {
+  detail::held_locks h;
+  redlock::detail::lock_data a, stranger;
+  h.hold(a);
+  h.unhold(a);
+  h.unhold(a);
+  h.unhold(stranger);
+  BOOST_TEST(h.held == nullptr);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
