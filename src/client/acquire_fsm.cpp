@@ -35,15 +35,6 @@ boot_clock::time_point wait_deadline(boot_clock::time_point now, bool waiting,
   return now + wait;
 }
 
-acquire_action acquire_fsm::first_round_decided(vote_state v, bool in_time,
-                                                error_code lost_reason) {
-  if (phase_ != phase::first_round || v == vote_state::undecided) return {};
-  phase_ = phase::between;
-  if (v == vote_state::lost) return {.what = kind::attempt_lost, .ec = lost_reason};
-  if (!in_time) return {.what = kind::attempt_lost, .ec = error::validity_exhausted};
-  return {.what = kind::won};
-}
-
 acquire_action acquire_fsm::write_back_decided(vote_state v, bool in_time) {
   if (phase_ != phase::write_back || v == vote_state::undecided) return {};
   phase_ = phase::between;
@@ -120,12 +111,6 @@ acquire_action acquire_fsm::timer_fired(std::uint64_t generation, std::size_t ou
   // A wait that expired just as a wake tried at once is stale too.
   if (phase_ == phase::done || generation != generation_) return {};
   return start_if_free(outstanding, false);
-}
-
-acquire_action acquire_fsm::requests_back(std::size_t outstanding) {
-  if (phase_ != phase::between || outstanding != 0 || !retry_when_idle_) return {};
-  retry_when_idle_ = false;
-  return {.what = kind::send_attempt};
 }
 
 acquire_action acquire_fsm::cancel(bool sent) {

@@ -79,7 +79,15 @@ class acquire_fsm {
 
   /// The first round's tally: `v` the vote, `in_time` the grant rule at this moment,
   /// `lost_reason` why a lost vote failed (acquire_failure).
-  acquire_action first_round_decided(vote_state v, bool in_time, error_code lost_reason);
+  acquire_action first_round_decided(vote_state v, bool in_time, error_code lost_reason) {
+    if (phase_ != phase::first_round || v == vote_state::undecided) return {};
+    phase_ = phase::between;
+    if (v == vote_state::lost)
+      return {.what = acquire_action::kind::attempt_lost, .ec = lost_reason};
+    if (!in_time)
+      return {.what = acquire_action::kind::attempt_lost, .ec = error::validity_exhausted};
+    return {.what = acquire_action::kind::won};
+  }
   /// The write-back's tally: its vote and the grant rule at this moment.
   acquire_action write_back_decided(vote_state v, bool in_time);
   /// An attempt failed for `reason`: complete (no wait, a failure no retry can mend, the
@@ -105,7 +113,11 @@ class acquire_fsm {
   /// The retry timer of `generation` expired.
   acquire_action timer_fired(std::uint64_t generation, std::size_t outstanding);
   /// A late answer came back while no round is undecided; `outstanding` requests remain.
-  acquire_action requests_back(std::size_t outstanding);
+  acquire_action requests_back(std::size_t outstanding) {
+    if (phase_ != phase::between || outstanding != 0 || !retry_when_idle_) return {};
+    retry_when_idle_ = false;
+    return {.what = acquire_action::kind::send_attempt};
+  }
   /// Cancelled: complete with `cancelled`, undoing the attempt if a round was out
   /// (`sent`: an attempt was ever sent).
   acquire_action cancel(bool sent);

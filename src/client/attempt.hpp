@@ -116,10 +116,9 @@ class attempt_driver {
   }
 
   /// The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
-  /// of this attempt's keys is left.
+  /// of this attempt's keys is left (valid_until_, computed when the attempt was sent).
   bool granted_in_time() const {
-    const Op& o = op();
-    return acquire_grant(boot_clock::now(), o.start_, o.opts_.ttl, o.s_->cfg.drift_factor).in_time;
+    return detail::granted_in_time(boot_clock::now(), op().valid_until_);
   }
 
   /// Round two of a fenced acquisition: sends `payload` (the script raising the counters

@@ -12,32 +12,26 @@
 
 namespace redlock::detail {
 
-namespace {
-
-// async_try_lock ignores the wait; async_lock must not add a negative one to the clock
-// (milliseconds::min() overflows it).
-call_problem check_wait(const lock_options& opts, bool waiting) {
+call_problem wait_problem(const lock_options& opts, bool waiting) {
+  // async_try_lock ignores the wait; async_lock must not add a negative one to the clock
+  // (milliseconds::min() overflows it).
   if (waiting && opts.wait < std::chrono::milliseconds::zero())
     return {error::invalid_wait, "the wait must not be negative (0 means one attempt)"};
   return {};
 }
 
-}  // namespace
-
-std::string quoted_resource(std::string_view resource) {
-  if (resource.size() <= max_resource_bytes) return std::string{resource};
-  return fmt::format("{}...", resource.substr(0, 32));
-}
-
-call_problem check_lock_call(std::string_view resource, const lock_options& opts, bool waiting,
-                             const config& cfg) {
+call_problem name_problem(std::string_view resource) {
   if (resource.empty()) return {error::invalid_resource, "the resource name is empty"};
   if (resource.size() > max_resource_bytes)
     return {error::invalid_resource,
             fmt::format("the resource name has {} bytes; at most {} bytes are allowed",
                         resource.size(), max_resource_bytes)};
-  if (auto why = check_ttl(opts.ttl, cfg); !why.empty()) return {error::invalid_ttl, why};
-  return check_wait(opts, waiting);
+  return {};
+}
+
+std::string quoted_resource(std::string_view resource) {
+  if (resource.size() <= max_resource_bytes) return std::string{resource};
+  return fmt::format("{}...", resource.substr(0, 32));
 }
 
 call_problem check_set_call(std::vector<std::string>& resources, const lock_options& opts,
@@ -61,7 +55,7 @@ call_problem check_set_call(std::vector<std::string>& resources, const lock_opti
     return {error::invalid_resource, fmt::format("resource \"{}\" is named twice in the set",
                                                  d->size() > 64 ? d->substr(0, 64) + "..." : *d)};
   if (auto why = check_ttl(opts.ttl, cfg); !why.empty()) return {error::invalid_ttl, why};
-  return check_wait(opts, waiting);
+  return wait_problem(opts, waiting);
 }
 
 }  // namespace redlock::detail

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quorum/rules.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 
@@ -19,10 +20,20 @@ struct call_problem {
   explicit operator bool() const { return code != error{}; }
 };
 
+/// What is wrong with a resource name, or with a wait (call_checks.cpp).
+call_problem name_problem(std::string_view resource);
+call_problem wait_problem(const lock_options& opts, bool waiting);
+
 /// A single lock call on `resource` (async_lock when `waiting`, else a try): the name,
-/// the TTL and the wait.
-call_problem check_lock_call(std::string_view resource, const lock_options& opts, bool waiting,
-                             const config& cfg);
+/// the TTL and the wait. Inline: every lock call asks, and nearly every one passes.
+inline call_problem check_lock_call(std::string_view resource, const lock_options& opts,
+                                    bool waiting, const config& cfg) {
+  if (resource.empty() || resource.size() > max_resource_bytes) return name_problem(resource);
+  if (auto why = check_ttl(opts.ttl, cfg); !why.empty())
+    return {error::invalid_ttl, std::move(why)};
+  if (waiting && opts.wait < std::chrono::milliseconds::zero()) return wait_problem(opts, waiting);
+  return {};
+}
 
 /// A lock set: sorts `resources` (the order every node sees), then checks fair mode,
 /// the count, each name, names given twice, the TTL and the wait.

@@ -38,13 +38,6 @@ waiter_lines::departure waiter_lines::leave(std::string_view key, waiter& w) {
   return {.promoted = was_head ? line.front() : nullptr};
 }
 
-waiter* waiter_lines::head(std::string_view key) const {
-  // No hashing of the key on the common path, where nobody waits.
-  if (lines_.empty()) return nullptr;
-  auto it = lines_.find(key);
-  return it == lines_.end() || it->second.empty() ? nullptr : it->second.front();
-}
-
 void waiter_lines::set_waits(set_waiter& w, const std::vector<std::string>& keys) {
   for (const auto& key : keys) sets_[key].push_back(&w);
 }

@@ -65,8 +65,13 @@ class waiter_lines {
   /// Takes `w` out of `key`'s line (nothing if it is not in it).
   departure leave(std::string_view key, waiter& w);
 
-  /// The head of `key`'s line, or null.
-  waiter* head(std::string_view key) const;
+  /// The head of `key`'s line, or null. Inline: every release asks.
+  waiter* head(std::string_view key) const {
+    // No hashing of the key on the common path, where nobody waits.
+    if (lines_.empty()) return nullptr;
+    auto it = lines_.find(key);
+    return it == lines_.end() || it->second.empty() ? nullptr : it->second.front();
+  }
   /// Whether `key` has a line with someone in it.
   bool has_line(std::string_view key) const { return head(key) != nullptr; }
 
@@ -74,6 +79,8 @@ class waiter_lines {
   void set_waits(set_waiter& w, const std::vector<std::string>& keys);
   /// `w` stops waiting; returns the keys it was waiting on (one listener fewer each).
   std::vector<std::string_view> set_stops(set_waiter& w, const std::vector<std::string>& keys);
+  /// Whether any set waits at all (every release asks, before any hashing).
+  bool any_sets() const { return !sets_.empty(); }
   /// The sets waiting on `key` (copied: a woken set may stop waiting at once).
   std::vector<set_waiter*> sets_on(std::string_view key) const;
 

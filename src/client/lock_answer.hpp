@@ -30,7 +30,42 @@ struct lock_answer {
 /// neither `fenced` nor `fair`, else the fenced, fair or fair-fenced acquire script
 /// ({0, holder} held; {1, counter, marker} fenced taken; {1, 0} taken; {3, id} a waiter
 /// first).
-lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair);
+namespace answer_detail {
+
+inline lock_answer held(const resp::node& holder) {
+  if (!holder.is_string()) return {.what = lock_answer::kind::held};
+  return {.what = lock_answer::kind::held, .named = true, .holder = holder.text};
+}
+
+}  // namespace answer_detail
+
+// Inline: it runs for every answer of every acquisition, beside classify.
+inline lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair) {
+  const resp::node& top = r[0];
+  if (!fenced && !fair) {
+    // SET ... NX GET: nil when we set it, the holder's token when someone holds it.
+    if (top.kind == resp::type::null) return {.what = lock_answer::kind::taken};
+    if (top.is_string()) return answer_detail::held(top);
+    return {};
+  }
+  const std::size_t size = fenced && r.size() > 1 && r[1].integer == 1 ? 4 : 3;
+  if (top.kind != resp::type::array || r.size() != size || r[1].kind != resp::type::integer)
+    return {};
+  switch (r[1].integer) {
+    case 0:
+      return answer_detail::held(r[2]);
+    case 3:
+      return fair ? lock_answer{.what = lock_answer::kind::waiter_first} : lock_answer{};
+    case 1:
+      if (!fenced) return {.what = lock_answer::kind::taken};
+      if (r[2].kind != resp::type::integer) return {};
+      return {.what = lock_answer::kind::taken,
+              .counter = static_cast<std::uint64_t>(r[2].integer),
+              .marker = &r[3]};
+    default:
+      return {};
+  }
+}
 
 /// Whether a node that was sent an acquisition may hold our token now, so that a failed
 /// attempt must release it there: it said yes, has not answered, or its answer was lost

@@ -51,8 +51,7 @@ const script* write_acquire(std::string& out, const acquire_call& c) {
                          c.fence->marker, c.token, millis(c.ttl), c.field);
     return &fence_acquire_script;
   }
-  // Not a script: the holder's token comes back with GET.
-  resp::append_command(out, "SET", c.key, c.token, "NX", "PX", millis(c.ttl), "GET");
+  write_plain_acquire(out, c.key, c.token, c.ttl);
   return nullptr;
 }
 
@@ -60,12 +59,6 @@ void write_fence_raise(std::string& out, std::string_view key, const fence_key_p
                        std::string_view token, std::string_view field, std::uint64_t fence) {
   resp::append_command(out, "EVALSHA", fence_raise_script.sha, "3", key, pair.hash, pair.marker,
                        token, field, static_cast<std::int64_t>(fence));
-}
-
-void write_release(std::string& out, std::string_view key, std::string_view token, send_as how,
-                   bool announce) {
-  const script& s = announce ? release_script : quiet_release_script;
-  resp::append_command(out, verb(how), handle(s, how), "1", key, token);
 }
 
 void write_extend(std::string& out, std::string_view key, std::string_view token,

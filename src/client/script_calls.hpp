@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "client/client_state.hpp"
+#include "client/scripts.hpp"
+#include "resp/resp.hpp"
 
 namespace redlock::detail {
 
@@ -37,13 +39,28 @@ struct acquire_call {
 /// Writes the acquisition: plain SET NX PX GET, or the fenced, fair or fair-fenced
 /// acquire script. Returns the script (null for the plain SET).
 const script* write_acquire(std::string& out, const acquire_call& c);
+/// The plain acquisition alone (not a script: the holder's token comes back with GET),
+/// inline for the common lock path.
+inline void write_plain_acquire(std::string& out, std::string_view key, std::string_view token,
+                                std::chrono::milliseconds ttl) {
+  resp::append_command(out, "SET", key, token, "NX", "PX", std::int64_t{ttl.count()}, "GET");
+}
 
 /// fence_raise_script: raise `key`'s counter to `fence` where the key still holds `token`.
 void write_fence_raise(std::string& out, std::string_view key, const fence_key_pair& pair,
                        std::string_view token, std::string_view field, std::uint64_t fence);
-/// release_script (announcing the release) or quiet_release_script.
-void write_release(std::string& out, std::string_view key, std::string_view token, send_as how,
-                   bool announce = true);
+/// release_script (announcing the release) or quiet_release_script. Inline: every
+/// lock's release writes one.
+inline void write_release(std::string& out, std::string_view key, std::string_view token,
+                          send_as how, bool announce = true) {
+  if (how == send_as::sha && announce)  // the common path: a lock's own release
+    return resp::append_command(out, "EVALSHA", release_script.sha, "1", key, token);
+  const script& s = announce ? release_script : quiet_release_script;
+  if (how == send_as::sha)
+    resp::append_command(out, "EVALSHA", s.sha, "1", key, token);
+  else
+    resp::append_command(out, "EVAL", s.body, "1", key, token);
+}
 /// extend_script: `key`'s TTL set to `ttl` where it holds `token`.
 void write_extend(std::string& out, std::string_view key, std::string_view token,
                   std::chrono::milliseconds ttl);

@@ -10,9 +10,7 @@
 
 namespace redlock::detail {
 
-void single_lock_call::name_keys(const client_state& s, waiter& place) {
-  key_.assign(s.cfg.key_prefix);
-  key_.append(resource_);
+void single_lock_call::name_extra_keys(const client_state& s, waiter& place) {
   if (opts_.fenced) {
     field_ = s.fence_field(resource_);
     fence_keys_ = s.fence_keys(key_);
@@ -29,19 +27,9 @@ void single_lock_call::name_keys(const client_state& s, waiter& place) {
                           .count();
 }
 
-void single_lock_call::new_token(client_state& s, waiter& place) {
-  s.tokens.next(token_);
-  if (opts_.fair && line_id_.empty()) {
-    s.tokens.next(line_id_);
-    place.line_id = line_id_;
-  }
-}
-
-const script* single_lock_call::write_attempt(std::string& out, const config& cfg, bool join,
-                                              std::int64_t ticket) {
+const script* single_lock_call::write_scripted_attempt(std::string& out, const config& cfg,
+                                                       bool join, std::int64_t ticket) {
   joined_ = joined_ || join;
-  out.clear();
-  out.reserve(96 + 2 * key_.size());
   return write_acquire(out, {.key = key_,
                              .token = token_,
                              .ttl = opts_.ttl,
@@ -105,19 +93,6 @@ void single_lock_call::report_call(redlock::observer& obs, error_code outcome,
                   .outcome = outcome,
                   .elapsed = elapsed,
                   .fence = fence});
-}
-
-lock single_lock_call::make_lock(const std::shared_ptr<client_state>& s,
-                                 boot_clock::time_point deadline, std::uint64_t fence) const {
-  lock lk;
-  lock_data& d = lock_access::make(lk);
-  d.owner = s;
-  d.assign(key_, key_.size() - resource_.size(), token_);
-  d.ttl = opts_.ttl;
-  d.deadline = deadline;
-  d.fence = fence;
-  s->hold(d);  // released by async_shutdown if still held then
-  return lk;
 }
 
 }  // namespace redlock::detail

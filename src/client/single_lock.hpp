@@ -13,6 +13,7 @@
 
 #include "client/client_state.hpp"
 #include "client/lines.hpp"
+#include "client/script_calls.hpp"
 #include "quorum/round.hpp"
 #include "redlock/config.hpp"
 #include "redlock/detail/buffer.hpp"
@@ -28,13 +29,29 @@ class single_lock_call {
 
   /// Names the call's keys, once its arguments passed their checks. A fair call also
   /// takes its place in line (`place`'s ticket): chosen once, so that retries keep it.
-  void name_keys(const client_state& s, waiter& place);
+  void name_keys(const client_state& s, waiter& place) {
+    key_.assign(s.cfg.key_prefix);
+    key_.append(resource_);
+    if (opts_.fenced || opts_.fair) name_extra_keys(s, place);
+  }
   /// A new token for the next attempt (and a fair call's id, once). Throws system_error
   /// when the kernel gives no randomness: a guessable token is refused.
-  void new_token(client_state& s, waiter& place);
+  void new_token(client_state& s, waiter& place) {
+    s.tokens.next(token_);
+    if (opts_.fair && line_id_.empty()) {
+      s.tokens.next(line_id_);
+      place.line_id = line_id_;
+    }
+  }
   /// The next attempt's payload, into `out`; returns its script (null: a plain SET).
   /// `join`: a fair call takes (or renews) its place in the nodes' line, at `ticket`.
-  const script* write_attempt(std::string& out, const config& cfg, bool join, std::int64_t ticket);
+  const script* write_attempt(std::string& out, const config& cfg, bool join, std::int64_t ticket) {
+    out.clear();
+    out.reserve(96 + 2 * key_.size());
+    if (opts_.fenced || opts_.fair) return write_scripted_attempt(out, cfg, join, ticket);
+    write_plain_acquire(out, key_, token_, opts_.ttl);  // the common path, inline
+    return nullptr;
+  }
   /// Sends the releases of an attempt that failed to every node it may have taken.
   void undo(client_state& s, const round& r) const;
   /// A fair call leaves the nodes' line where `still_in` says, if it ever joined it.
@@ -51,7 +68,21 @@ class single_lock_call {
   void report_call(redlock::observer& obs, error_code outcome, std::uint64_t fence);
   /// The lock handed out for a win valid until `deadline`, held by `s` from now on.
   lock make_lock(const std::shared_ptr<client_state>& s, boot_clock::time_point deadline,
-                 std::uint64_t fence) const;
+                 std::uint64_t fence) const {
+    lock lk;
+    lock_data& d = lock_access::make(lk);
+    d.owner = s;
+    d.assign(key_, key_.size() - resource_.size(), token_);
+    d.ttl = opts_.ttl;
+    d.deadline = deadline;
+    d.fence = fence;
+    s->hold(d);  // released by async_shutdown if still held then
+    return lk;
+  }
+
+  const script* write_scripted_attempt(std::string& out, const config& cfg, bool join,
+                                       std::int64_t ticket);
+  void name_extra_keys(const client_state& s, waiter& place);
 
   buffer resource_;
   buffer key_;

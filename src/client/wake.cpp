@@ -27,6 +27,7 @@ void client_state::set_stops(set_waiter& w, const std::vector<std::string>& keys
 }
 
 void client_state::wake_sets(std::string_view key, std::string_view token) {
+  if (!lines.any_sets()) return;  // the common path: nobody waits on a set
   for (set_waiter* w : lines.sets_on(key)) w->wake(token);
 }
 

@@ -79,12 +79,6 @@ error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_ty
   return error::no_quorum;
 }
 
-grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
-                    std::chrono::milliseconds ttl, double factor) {
-  const auto deadline = validity_deadline(start, ttl, factor);
-  return {now < deadline, deadline};
-}
-
 fence_decision decide_fence(std::size_t n, std::span<const fence_report> reports) {
   fence_decision d;
   std::size_t at_token = 0;

@@ -118,14 +118,23 @@ bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseco
 /// missing votes are nodes that did not answer or failed.
 error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type);
 
+/// The grant rule with the validity deadline already known (validity_deadline of the
+/// round's start): a majority's yes at `now` counts only before it.
+constexpr bool granted_in_time(boot_clock::time_point now, boot_clock::time_point valid_until) {
+  return now < valid_until;
+}
+
 /// An acquisition (or a fenced write-back) that a majority granted at time `now`, sent at
 /// `start` with `ttl`: won only while validity is left (in_time false: validity_exhausted).
 struct grant {
   bool in_time;
   boot_clock::time_point deadline;
 };
-grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
-                    std::chrono::milliseconds ttl, double factor);
+inline grant acquire_grant(boot_clock::time_point now, boot_clock::time_point start,
+                           std::chrono::milliseconds ttl, double factor) {
+  const auto deadline = validity_deadline(start, ttl, factor);
+  return {granted_in_time(now, deadline), deadline};
+}
 
 // ---- fencing tokens -----------------------------------------------------------------
 

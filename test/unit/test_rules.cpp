@@ -160,6 +160,11 @@ BOOST_AUTO_TEST_CASE(a_grant_at_its_deadline_is_too_late) {
   BOOST_TEST(detail::acquire_grant(t0 + 9897ms, t0, 10s, factor).in_time);
 }
 
+BOOST_AUTO_TEST_CASE(a_grant_is_in_time_only_before_the_deadline_known_at_sending) {
+  BOOST_TEST(detail::granted_in_time(t0 + 9897ms, t0 + 9898ms));
+  BOOST_TEST(!detail::granted_in_time(t0 + 9898ms, t0 + 9898ms));
+}
+
 BOOST_AUTO_TEST_CASE(a_request_waits_the_node_timeout_when_validity_is_longer) {
   BOOST_TEST((detail::request_deadline(t0, 250ms, t0 + 10s) == t0 + 250ms));
 }
