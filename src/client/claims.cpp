@@ -17,6 +17,7 @@
 
 #include "client/batch_answers.hpp"
 #include "client/claim_decisions.hpp"
+#include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -73,18 +74,12 @@ class batch_rounds : public quorum_op<client_state, Signature> {
     sent_items_.resize(this->s_->size());
   }
 
-  /// Builds node i's call: `lua` over the items in `which`, keys then tokens, after `arg`.
-  void prepare(std::size_t i, const script& lua, std::vector<std::uint32_t> which,
-               std::int64_t arg) {
+  /// Builds node i's call over the items in `which` (write_call words it).
+  void prepare(std::size_t i, std::vector<std::uint32_t> which) {
     std::string& p = payloads_[i];
     p.clear();
-    resp::command_writer w{p};
-    w.begin(3 + 2 * which.size() + 1).arg("EVALSHA").arg(lua.sha).arg(std::int64_t(which.size()));
-    for (auto j : which) w.arg(key_of(j));
-    w.arg(arg);
-    for (auto j : which) w.arg(token_of(i, j));
+    lua_ = &write_call(p, which);
     sent_items_[i] = std::move(which);
-    lua_ = &lua;
   }
 
   /// Sends node i's prepared call; false when the connection refused it at once (its
@@ -93,9 +88,9 @@ class batch_rounds : public quorum_op<client_state, Signature> {
     return this->send_to(i, payloads_[i], lua_, deadline);
   }
 
-  virtual std::string_view key_of(std::uint32_t item) const = 0;
-  /// The token sent to node i for an item.
-  virtual std::string_view token_of(std::size_t node, std::uint32_t item) const = 0;
+  /// Writes one node's call over `items` into `out` with the kind's builder; its script.
+  virtual const script& write_call(std::string& out,
+                                   std::span<const std::uint32_t> items) const = 0;
   /// Node i answered `code` for item j; failed: -1 after sending (it may have run), -2
   /// not sent.
   virtual void tally(std::size_t i, std::uint32_t item, std::int64_t code) = 0;
@@ -126,6 +121,17 @@ class batch_rounds : public quorum_op<client_state, Signature> {
   std::vector<std::vector<std::uint32_t>> sent_items_;
   const script* lua_ = nullptr;
 };
+
+// Readers of a batch item's name and token by its index, for the script builders: the
+// batch's own strings go into the call, never a copy of them.
+template <typename Items>
+auto key_at(const Items& items) {
+  return [&items](std::uint32_t j) -> std::string_view { return items[j].key; };
+}
+template <typename Items>
+auto token_at(const Items& items) {
+  return [&items](std::uint32_t j) -> std::string_view { return items[j].token; };
+}
 
 // ---- claim batches -----------------------------------------------------------------
 
@@ -223,12 +229,14 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
            boot_clock::time_point deadline) {
     if (which.empty()) return;
     for (auto j : which) items_[j].asked |= bit(i);
-    prepare(i, claim_script, which, ttl_.count());
+    prepare(i, which);
     submit(i, deadline);  // a refusal is tallied as not sent
   }
 
-  std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
-  std::string_view token_of(std::size_t, std::uint32_t j) const override { return items_[j].token; }
+  const script& write_call(std::string& out, std::span<const std::uint32_t> which) const override {
+    write_claim(out, which, key_at(items_), token_at(items_), ttl_);
+    return claim_script;
+  }
   bool counts(std::size_t i) override { return voter(i, ttl_); }
 
   void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
@@ -288,14 +296,8 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     for (std::size_t i = 0; i < n; ++i) {
       if (undo[i].empty()) continue;
       std::string p;
-      resp::command_writer w{p};
-      w.begin(3 + 2 * undo[i].size() + 1)
-          .arg("EVAL")
-          .arg(settle_script.body)
-          .arg(std::int64_t(undo[i].size()));
-      for (auto j : undo[i]) w.arg(items_[j].key);
-      w.arg(std::int64_t{0});
-      for (auto j : undo[i]) w.arg(items_[j].token);
+      write_settle(p, undo[i], key_at(items_), token_at(items_), std::chrono::milliseconds{0},
+                   send_as::text);
       s_->nodes[i]->submit_detached(std::move(p));
     }
     deliver({}, std::move(results));
@@ -390,15 +392,17 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
     for (std::size_t i = 0; i < n; ++i) {
       if (per_node[i].empty()) continue;
-      prepare(i, settle_script, std::move(per_node[i]), keep_.count());
+      prepare(i, std::move(per_node[i]));
       submit(i, deadline);  // a refusal is tallied as a failure
     }
     if (outstanding_ == 0) return round_done();  // completes posted: still initiating
   }
 
  private:
-  std::string_view key_of(std::uint32_t j) const override { return items_[j].key; }
-  std::string_view token_of(std::size_t, std::uint32_t j) const override { return items_[j].token; }
+  const script& write_call(std::string& out, std::span<const std::uint32_t> which) const override {
+    write_settle(out, which, key_at(items_), token_at(items_), keep_, send_as::sha);
+    return settle_script;
+  }
 
   void tally(std::size_t, std::uint32_t j, std::int64_t code) override {
     count_settle_answer(items_[j].answers, code);
@@ -421,14 +425,8 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
         if (marker_spread(n, it.nodes, it.token, outcome(it)) & bit(i)) rest.push_back(&it);
       if (rest.empty()) continue;
       std::string p;
-      resp::command_writer w{p};
-      w.begin(3 + 2 * rest.size() + 1)
-          .arg("EVAL")
-          .arg(settle_script.body)
-          .arg(std::int64_t(rest.size()));
-      for (const auto* it : rest) w.arg(it->key);
-      w.arg(std::int64_t{keep_.count()});
-      for (std::size_t k = 0; k < rest.size(); ++k) w.arg(std::string_view{});
+      write_marker_spread(
+          p, rest, [](const settle_item* it) -> std::string_view { return it->key; }, keep_);
       s_->nodes[i]->submit_detached(std::move(p));
     }
   }

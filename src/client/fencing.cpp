@@ -27,6 +27,7 @@
 
 #include "client/client_state.hpp"
 #include "client/repair_decisions.hpp"
+#include "client/script_calls.hpp"
 #include "connection/slots.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -134,7 +135,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   }
 
   void start() {
-    resp::append_command(payload_, "EVALSHA", fence_read_script.sha, "2", hash_, marker_);
+    write_fence_read(payload_, hash_, marker_);
     started_ = boot_clock::now();
     send_to_all(payload_, &fence_read_script, request_deadline(started_, s_->cfg.node_timeout));
     on_tally();
@@ -218,13 +219,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
       // Each write names the incarnation its node's read came from.
       std::string& write = write_[i];
       write.clear();
-      resp::command_writer w{write};
-      w.begin(6 + 2 * maxima.size())
-          .arg("EVALSHA")
-          .arg(fence_repair_script.sha)
-          .arg(std::int64_t{2});
-      w.arg(hash_).arg(marker_).arg(results_[i].incarnation);
-      for (auto& [field, v] : maxima) w.arg(field).arg(v);
+      write_fence_repair(write, hash_, marker_, results_[i].incarnation, maxima);
       send_second(writes_[i], i, write, &fence_repair_script, deadline);
     }
     return outstanding_ > 0;

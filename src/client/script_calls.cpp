@@ -9,13 +9,8 @@ namespace redlock::detail {
 
 namespace {
 
-// The command and its first argument: EVALSHA and the SHA, or EVAL and the text.
-std::string_view verb(send_as how) {
-  return how == send_as::sha ? "EVALSHA" : "EVAL";
-}
-std::string_view handle(const script& s, send_as how) {
-  return how == send_as::sha ? s.sha : s.body;
-}
+using call_detail::handle;
+using call_detail::verb;
 
 std::int64_t millis(std::chrono::milliseconds d) {
   return std::int64_t{d.count()};
@@ -120,6 +115,19 @@ void write_set_release(std::string& out, std::span<const std::string> keys, std:
   w.begin(4 + keys.size()).arg(verb(how)).arg(handle(s, how)).arg(std::int64_t(keys.size()));
   for (const auto& k : keys) w.arg(k);
   w.arg(token);
+}
+
+void write_fence_read(std::string& out, std::string_view hash, std::string_view marker) {
+  resp::append_command(out, "EVALSHA", fence_read_script.sha, "2", hash, marker);
+}
+
+void write_fence_repair(std::string& out, std::string_view hash, std::string_view marker,
+                        std::string_view incarnation,
+                        const std::map<std::string, std::int64_t>& maxima) {
+  resp::command_writer w{out};
+  w.begin(6 + 2 * maxima.size()).arg("EVALSHA").arg(fence_repair_script.sha).arg(std::int64_t{2});
+  w.arg(hash).arg(marker).arg(incarnation);
+  for (const auto& [field, v] : maxima) w.arg(field).arg(v);
 }
 
 }  // namespace redlock::detail

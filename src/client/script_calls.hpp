@@ -6,9 +6,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "client/client_state.hpp"
@@ -86,5 +89,95 @@ void write_set_extend(std::string& out, std::span<const std::string> keys, std::
 /// multi_release_script (announcing) or quiet_multi_release_script.
 void write_set_release(std::string& out, std::span<const std::string> keys, std::string_view token,
                        send_as how, bool announce = true);
+
+/// fence_read_script: the repair's read of a counters' pair. KEYS: fence hash, marker; no ARGV.
+void write_fence_read(std::string& out, std::string_view hash, std::string_view marker);
+/// fence_repair_script: each counter of the pair raised to its maximum, then the marker set
+/// to `incarnation`. KEYS: fence hash, marker; ARGV: the incarnation, then field, value pairs.
+void write_fence_repair(std::string& out, std::string_view hash, std::string_view marker,
+                        std::string_view incarnation,
+                        const std::map<std::string, std::int64_t>& maxima);
+
+// The batch builders below read each item's name and token where the caller keeps them (a
+// claim, settle or renewal batch is on the hot path: no list of strings is made first).
+
+/// Reads one string of a batch's item: `f(item)` is its name or its token.
+template <typename F, typename Item>
+concept item_reader = std::is_invocable_r_v<std::string_view, const F&, Item>;
+
+template <typename Items>
+using item_of = std::ranges::range_reference_t<const Items>;
+
+namespace call_detail {
+// The command and its first argument: EVALSHA and the SHA, or EVAL and the text.
+inline std::string_view verb(send_as how) {
+  return how == send_as::sha ? "EVALSHA" : "EVAL";
+}
+inline std::string_view handle(const script& s, send_as how) {
+  return how == send_as::sha ? s.sha : s.body;
+}
+
+// A call whose KEYS are one name per item and whose ARGV are one shared value, then one
+// token per name (claim_script and settle_script).
+template <typename Items, typename Name, typename Token>
+void write_names_then_tokens(std::string& out, const script& s, send_as how, const Items& items,
+                             const Name& name, std::int64_t shared, const Token& token) {
+  const auto n = static_cast<std::size_t>(std::ranges::size(items));
+  resp::command_writer w{out};
+  w.begin(3 + 2 * n + 1).arg(verb(how)).arg(handle(s, how)).arg(static_cast<std::int64_t>(n));
+  for (const auto& it : items) w.arg(name(it));
+  w.arg(shared);
+  for (const auto& it : items) w.arg(token(it));
+}
+}  // namespace call_detail
+
+/// claim_script: each item's name taken with its token for `ttl`, where free. KEYS: the
+/// names; ARGV: the TTL, then one token per name.
+template <std::ranges::sized_range Items, item_reader<item_of<Items>> Name,
+          item_reader<item_of<Items>> Token>
+void write_claim(std::string& out, const Items& items, const Name& name, const Token& token,
+                 std::chrono::milliseconds ttl) {
+  call_detail::write_names_then_tokens(out, claim_script, send_as::sha, items, name,
+                                       std::int64_t{ttl.count()}, token);
+}
+
+/// settle_script: each item's name, where it still holds its token, deleted (`keep` zero,
+/// the undo of a claim) or made a done marker living `keep`. KEYS: the names; ARGV: keep in
+/// ms, then one token per name.
+template <std::ranges::sized_range Items, item_reader<item_of<Items>> Name,
+          item_reader<item_of<Items>> Token>
+void write_settle(std::string& out, const Items& items, const Name& name, const Token& token,
+                  std::chrono::milliseconds keep, send_as how) {
+  call_detail::write_names_then_tokens(out, settle_script, how, items, name,
+                                       std::int64_t{keep.count()}, token);
+}
+
+/// settle_script with an empty token per name: a done marker living `keep` written onto
+/// each name that is free or done already, on a node the claims never went to (sent as
+/// text: nobody reads the answer). KEYS: the names; ARGV: keep in ms, then "" per name.
+template <std::ranges::sized_range Items, item_reader<item_of<Items>> Name>
+void write_marker_spread(std::string& out, const Items& items, const Name& name,
+                         std::chrono::milliseconds keep) {
+  const auto no_token = [](const auto&) { return std::string_view{}; };
+  call_detail::write_names_then_tokens(out, settle_script, send_as::text, items, name,
+                                       std::int64_t{keep.count()}, no_token);
+}
+
+/// batch_extend_script: each item's lock TTL set to `ttl` where it holds its token. KEYS:
+/// the lock keys; ARGV: one token per key, then the TTL.
+template <std::ranges::sized_range Items, item_reader<item_of<Items>> Key,
+          item_reader<item_of<Items>> Token>
+void write_batch_extend(std::string& out, const Items& items, const Key& key, const Token& token,
+                        std::chrono::milliseconds ttl) {
+  const auto n = static_cast<std::size_t>(std::ranges::size(items));
+  resp::command_writer w{out};
+  w.begin(3 + 2 * n + 1)
+      .arg("EVALSHA")
+      .arg(batch_extend_script.sha)
+      .arg(static_cast<std::int64_t>(n));
+  for (const auto& it : items) w.arg(key(it));
+  for (const auto& it : items) w.arg(token(it));
+  w.arg(std::int64_t{ttl.count()});
+}
 
 }  // namespace redlock::detail

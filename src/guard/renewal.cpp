@@ -10,6 +10,7 @@
 #include <map>
 
 #include "client/batch_answers.hpp"
+#include "client/script_calls.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/keeper.hpp"
@@ -43,15 +44,12 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
   void start() {
     ttl_ = batch_.front()->ttl;
     const std::size_t n = batch_.size();
-    resp::command_writer w{payload_};
-    w.begin(3 + 2 * n + 1).arg("EVALSHA").arg(batch_extend_script.sha).arg(std::int64_t(n));
+    using entry = std::shared_ptr<renewal_entry>;
+    write_batch_extend(
+        payload_, batch_, [](const entry& e) { return lock_access::key(e->lk); },
+        [](const entry& e) { return lock_access::token(e->lk); }, ttl_);
     auto deadline = boot_clock::time_point::max();
-    for (auto& e : batch_) {
-      w.arg(lock_access::key(e->lk));
-      deadline = std::min(deadline, lock_access::deadline(e->lk));
-    }
-    for (auto& e : batch_) w.arg(lock_access::token(e->lk));
-    w.arg(std::int64_t{ttl_.count()});
+    for (auto& e : batch_) deadline = std::min(deadline, lock_access::deadline(e->lk));
     start_ = boot_clock::now();  // before the first byte can leave
     for (auto& e : batch_) e->renew_start = start_;
     deadline = request_deadline(start_, s_->cfg.node_timeout, deadline);

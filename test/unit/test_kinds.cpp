@@ -1,12 +1,14 @@
 // The other lock kinds' decisions, without a socket or a server: which nodes a claim batch
 // asks and what their answers make of each name, what a settle's answers mean, when an
 // extension may go out, what the background renewal does after each tick and round, what
-// a fence repair writes and where, and how a round is worded for observers and
-// diagnostics. Replies are parsed from RESP bytes, as a connection would hand them over.
+// a fence repair writes and where, how a round is worded for observers and diagnostics,
+// and how each script's call is laid out. Replies are parsed from RESP bytes, as a
+// connection would hand them over; calls are parsed back as a server would read them.
 
 #include <array>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,8 @@
 #include "client/claim_decisions.hpp"
 #include "client/extend_decisions.hpp"
 #include "client/repair_decisions.hpp"
+#include "client/script_calls.hpp"
+#include "client/scripts.hpp"
 #include "guard/renewal_decisions.hpp"
 #include "quorum/observed.hpp"
 #include "resp/resp.hpp"
@@ -750,6 +754,266 @@ BOOST_AUTO_TEST_CASE(an_extension_that_found_the_lock_gone_reports_the_loss_with
   BOOST_TEST_REQUIRE(obs.losses.size() == 2u);
   BOOST_TEST((obs.losses[0].reason == error::not_held));
   BOOST_TEST((obs.losses[1].reason == error::lock_lost));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Each builder's call read back as the server reads it. A script sees only KEYS and ARGV by
+// position, so an argument in the wrong place is no compile error and often no runtime
+// error either: a TTL read as a token simply never matches. The expected layouts below are
+// taken from each script's text in scripts.cpp, not from the builders.
+BOOST_AUTO_TEST_SUITE(script_calls)
+
+namespace {
+using detail::send_as;
+using strings = std::vector<std::string>;
+
+// A written call's arguments, as a server reads them: one flat array of bulk strings, and
+// nothing after it.
+strings call_args(const std::string& wire) {
+  resp::reply r;
+  const auto res = resp::parse(wire, r);
+  BOOST_REQUIRE(res.status == resp::parse_status::complete);
+  BOOST_REQUIRE_EQUAL(res.consumed, wire.size());
+  BOOST_REQUIRE(r[0].kind == resp::type::array);
+  BOOST_REQUIRE_EQUAL(r.size(), r[0].size + 1);
+  strings args;
+  for (std::size_t k = 1; k < r.size(); ++k) {
+    BOOST_REQUIRE(r[k].kind == resp::type::bulk_string);
+    args.emplace_back(r[k].text);
+  }
+  return args;
+}
+
+// The call runs `s` (by SHA or by text, as `how` says), declares exactly `keys` in that order,
+// and passes exactly `argv` as ARGV[1], ARGV[2], ...
+void check_call(const std::string& wire, const detail::script& s, send_as how, const strings& keys,
+                const strings& argv) {
+  const strings args = call_args(wire);
+  BOOST_REQUIRE_EQUAL(args.size(), 3 + keys.size() + argv.size());
+  const bool by_sha = how == send_as::sha;
+  BOOST_TEST(args[0] == (by_sha ? "EVALSHA" : "EVAL"));
+  BOOST_TEST(args[1] == (by_sha ? s.sha : s.body));
+  BOOST_TEST(args[2] == std::to_string(keys.size()));
+  const auto argv_begin = args.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size());
+  BOOST_TEST(strings(args.begin() + 3, argv_begin) == keys, boost::test_tools::per_element());
+  BOOST_TEST(strings(argv_begin, args.end()) == argv, boost::test_tools::per_element());
+}
+
+detail::fence_key_pair pair_of(std::string_view hash, std::string_view marker) {
+  detail::fence_key_pair p;
+  p.hash = hash;
+  p.marker = marker;
+  return p;
+}
+
+// A batch as claims and settles keep it: items addressed by index, sent in the order chosen.
+struct batch_item {
+  std::string key, token;
+};
+const std::vector<batch_item> batch{{"job:a", "tok-a"}, {"job:b", "tok-b"}, {"job:c", "tok-c"}};
+const std::vector<std::uint32_t> chosen{2, 0};  // not the batch's own order
+std::string_view key_of(std::uint32_t j) {
+  return batch[j].key;
+}
+std::string_view token_of(std::uint32_t j) {
+  return batch[j].token;
+}
+
+detail::acquire_call fair_call() {
+  return {.key = "lock:r",
+          .token = "tok",
+          .ttl = 30000ms,
+          .line_key = "line:r",
+          .expiry_key = "line-exp:r",
+          .line_id = "id-9",
+          .ticket = 7,
+          .place_ttl = 2000ms,
+          .fair = true,
+          .join = true};
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_plain_acquisition_is_set_nx_px_get_and_runs_no_script) {
+  std::string out;
+  const auto* lua = detail::write_acquire(out, {.key = "lock:r", .token = "tok", .ttl = 30000ms});
+  BOOST_TEST(!lua);
+  const strings want{"SET", "lock:r", "tok", "NX", "PX", "30000", "GET"};
+  BOOST_TEST(call_args(out) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_acquisition_declares_the_lock_and_its_pair_then_token_ttl_field) {
+  const auto pair = pair_of("fence:h", "fence:m");
+  std::string out;
+  const auto* lua = detail::write_acquire(
+      out, {.key = "lock:r", .token = "tok", .ttl = 30000ms, .fence = &pair, .field = "r"});
+  BOOST_TEST(lua == &detail::fence_acquire_script);
+  check_call(out, detail::fence_acquire_script, send_as::sha, {"lock:r", "fence:h", "fence:m"},
+             {"tok", "30000", "r"});
+}
+
+BOOST_AUTO_TEST_CASE(a_fair_acquisition_declares_its_line_and_passes_its_place_after_the_ttl) {
+  std::string out;
+  const auto* lua = detail::write_acquire(out, fair_call());
+  BOOST_TEST(lua == &detail::fair_acquire_script);
+  check_call(out, detail::fair_acquire_script, send_as::sha, {"lock:r", "line:r", "line-exp:r"},
+             {"tok", "30000", "id-9", "7", "2000", "1"});
+}
+
+BOOST_AUTO_TEST_CASE(a_fair_fenced_acquisition_declares_five_keys_and_passes_the_field_third) {
+  const auto pair = pair_of("fence:h", "fence:m");
+  auto c = fair_call();
+  c.fence = &pair;
+  c.field = "r";
+  c.join = false;
+  std::string out;
+  const auto* lua = detail::write_acquire(out, c);
+  BOOST_TEST(lua == &detail::fair_fence_acquire_script);
+  check_call(out, detail::fair_fence_acquire_script, send_as::sha,
+             {"lock:r", "fence:h", "fence:m", "line:r", "line-exp:r"},
+             {"tok", "30000", "r", "id-9", "7", "2000", "0"});
+}
+
+BOOST_AUTO_TEST_CASE(a_fence_raise_passes_the_token_the_field_then_the_counter_to_reach) {
+  std::string out;
+  detail::write_fence_raise(out, "lock:r", pair_of("fence:h", "fence:m"), "tok", "r", 41);
+  check_call(out, detail::fence_raise_script, send_as::sha, {"lock:r", "fence:h", "fence:m"},
+             {"tok", "r", "41"});
+}
+
+BOOST_AUTO_TEST_CASE(a_release_by_sha_announces_itself) {
+  std::string out;
+  detail::write_release(out, "lock:r", "tok", send_as::sha);
+  check_call(out, detail::release_script, send_as::sha, {"lock:r"}, {"tok"});
+}
+
+BOOST_AUTO_TEST_CASE(a_quiet_release_by_text_runs_the_script_that_announces_nothing) {
+  std::string out;
+  detail::write_release(out, "lock:r", "tok", send_as::text, false);
+  check_call(out, detail::quiet_release_script, send_as::text, {"lock:r"}, {"tok"});
+}
+
+BOOST_AUTO_TEST_CASE(an_extension_passes_the_token_then_the_ttl) {
+  std::string out;
+  detail::write_extend(out, "lock:r", "tok", 30000ms);
+  check_call(out, detail::extend_script, send_as::sha, {"lock:r"}, {"tok", "30000"});
+}
+
+BOOST_AUTO_TEST_CASE(leaving_a_line_goes_as_text_and_declares_both_line_keys) {
+  std::string out;
+  detail::write_line_leave(out, "line:r", "line-exp:r", "id-9");
+  check_call(out, detail::line_leave_script, send_as::text, {"line:r", "line-exp:r"}, {"id-9"});
+}
+
+BOOST_AUTO_TEST_CASE(an_inspection_declares_the_lock_and_its_counter_hash_and_passes_the_field) {
+  std::string out;
+  detail::write_inspect(out, "lock:r", "fence:h", "r");
+  check_call(out, detail::inspect_script, send_as::sha, {"lock:r", "fence:h"}, {"r"});
+}
+
+BOOST_AUTO_TEST_CASE(an_inspection_of_the_server_alone_declares_no_key) {
+  std::string out;
+  detail::write_inspect(out, {}, {}, {});
+  check_call(out, detail::inspect_script, send_as::sha, {}, {});
+}
+
+BOOST_AUTO_TEST_CASE(an_unfenced_set_acquisition_declares_its_keys_and_passes_token_then_ttl) {
+  const strings keys{"lock:a", "lock:b"};
+  std::string out;
+  detail::write_set_acquire(out, keys, {}, {}, "tok", 30000ms);
+  check_call(out, detail::multi_acquire_script, send_as::sha, keys, {"tok", "30000"});
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_set_acquisition_declares_a_triple_per_key_and_fields_after_the_ttl) {
+  const strings keys{"lock:a", "lock:b"};
+  const std::vector<detail::fence_key_pair> pairs{pair_of("fh:a", "fm:a"), pair_of("fh:b", "fm:b")};
+  const strings fields{"a", "b"};
+  std::string out;
+  detail::write_set_acquire(out, keys, pairs, fields, "tok", 30000ms);
+  check_call(out, detail::multi_acquire_script, send_as::sha,
+             {"lock:a", "fh:a", "fm:a", "lock:b", "fh:b", "fm:b"}, {"tok", "30000", "a", "b"});
+}
+
+BOOST_AUTO_TEST_CASE(a_set_raise_passes_the_token_then_each_keys_field_and_counter) {
+  const strings keys{"lock:a", "lock:b"};
+  const std::vector<detail::fence_key_pair> pairs{pair_of("fh:a", "fm:a"), pair_of("fh:b", "fm:b")};
+  const strings fields{"a", "b"};
+  const std::vector<std::uint64_t> fences{11, 12};
+  std::string out;
+  detail::write_set_raise(out, keys, pairs, fields, fences, "tok");
+  check_call(out, detail::multi_raise_script, send_as::sha,
+             {"lock:a", "fh:a", "fm:a", "lock:b", "fh:b", "fm:b"}, {"tok", "a", "11", "b", "12"});
+}
+
+BOOST_AUTO_TEST_CASE(a_set_extension_passes_the_token_then_the_ttl) {
+  const strings keys{"lock:a", "lock:b"};
+  std::string out;
+  detail::write_set_extend(out, keys, "tok", 30000ms);
+  check_call(out, detail::multi_extend_script, send_as::sha, keys, {"tok", "30000"});
+}
+
+BOOST_AUTO_TEST_CASE(a_set_release_by_sha_announces_itself) {
+  const strings keys{"lock:a", "lock:b"};
+  std::string out;
+  detail::write_set_release(out, keys, "tok", send_as::sha);
+  check_call(out, detail::multi_release_script, send_as::sha, keys, {"tok"});
+}
+
+BOOST_AUTO_TEST_CASE(a_quiet_set_release_by_text_runs_the_script_that_announces_nothing) {
+  const strings keys{"lock:a", "lock:b"};
+  std::string out;
+  detail::write_set_release(out, keys, "tok", send_as::text, false);
+  check_call(out, detail::quiet_multi_release_script, send_as::text, keys, {"tok"});
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_declares_the_chosen_names_in_order_then_passes_the_ttl_and_tokens) {
+  std::string out;
+  detail::write_claim(out, chosen, key_of, token_of, 30000ms);
+  check_call(out, detail::claim_script, send_as::sha, {"job:c", "job:a"},
+             {"30000", "tok-c", "tok-a"});
+}
+
+BOOST_AUTO_TEST_CASE(a_settle_passes_the_keep_time_then_one_token_per_name) {
+  std::string out;
+  detail::write_settle(out, chosen, key_of, token_of, 60000ms, send_as::sha);
+  check_call(out, detail::settle_script, send_as::sha, {"job:c", "job:a"},
+             {"60000", "tok-c", "tok-a"});
+}
+
+BOOST_AUTO_TEST_CASE(a_claims_undo_is_a_settle_by_text_that_keeps_nothing) {
+  std::string out;
+  detail::write_settle(out, chosen, key_of, token_of, 0ms, send_as::text);
+  check_call(out, detail::settle_script, send_as::text, {"job:c", "job:a"},
+             {"0", "tok-c", "tok-a"});
+}
+
+BOOST_AUTO_TEST_CASE(a_marker_spread_is_a_settle_by_text_with_an_empty_token_per_name) {
+  std::string out;
+  detail::write_marker_spread(out, chosen, key_of, 60000ms);
+  check_call(out, detail::settle_script, send_as::text, {"job:c", "job:a"}, {"60000", "", ""});
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_extension_passes_every_token_before_the_ttl) {
+  std::string out;
+  detail::write_batch_extend(
+      out, batch, [](const batch_item& b) -> std::string_view { return b.key; },
+      [](const batch_item& b) -> std::string_view { return b.token; }, 30000ms);
+  check_call(out, detail::batch_extend_script, send_as::sha, {"job:a", "job:b", "job:c"},
+             {"tok-a", "tok-b", "tok-c", "30000"});
+}
+
+BOOST_AUTO_TEST_CASE(a_fence_read_declares_the_hash_then_the_marker_and_passes_nothing) {
+  std::string out;
+  detail::write_fence_read(out, "fence:h", "fence:m");
+  check_call(out, detail::fence_read_script, send_as::sha, {"fence:h", "fence:m"}, {});
+}
+
+BOOST_AUTO_TEST_CASE(a_fence_repair_passes_the_incarnation_then_field_and_value_pairs) {
+  const std::map<std::string, std::int64_t> maxima{{"a", 7}, {"b", 9}};
+  std::string out;
+  detail::write_fence_repair(out, "fence:h", "fence:m", "run:repl", maxima);
+  check_call(out, detail::fence_repair_script, send_as::sha, {"fence:h", "fence:m"},
+             {"run:repl", "a", "7", "b", "9"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
