@@ -165,6 +165,10 @@ void redis_cluster::move_slot_key_by_key(std::uint16_t slot, std::size_t to,
   for (std::size_t i : primaries())
     check(servers_[i].command({"CLUSTER", "SETSLOT", s, "NODE", target}), "SETSLOT NODE");
   check(servers_[to].command({"CLUSTER", "SETSLOT", s, "NODE", target}), "SETSLOT NODE");
+  // The new owner's claim must outrank the old one's for good: with equal config epochs
+  // (a slot moved there and back) gossip may hand the slot back to the old owner after
+  // the servers first agreed, as an ASan run showed. A unique greatest epoch settles it.
+  check(servers_[to].command({"CLUSTER", "BUMPEPOCH"}), "BUMPEPOCH");
   wait_until_agreed();
 }
 
