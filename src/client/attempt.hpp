@@ -20,12 +20,11 @@
 namespace redlock::detail {
 
 /// Why a decided, lost attempt failed, from the nodes' errors and the "held" answers.
-inline error_code failure_reason(const std::array<error_code, max_nodes>& errors, std::size_t n,
-                                 std::size_t held) {
+inline error_code failure_reason(std::span<const error_code> errors, std::size_t held) {
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (errors[i] == error::wrong_type) ++wrong;
-  return acquire_failure(n, held, wrong);
+  for (const error_code& e : errors)
+    if (e == error::wrong_type) ++wrong;
+  return acquire_failure(errors.size(), held, wrong);
 }
 
 /// The driver of an acquisition's acquire_fsm (`fsm_`), shared by acquire_op and
@@ -70,7 +69,7 @@ class attempt_driver {
         o.extra_ += fmt::format(" (the last repair failed on {})", o.s_->repair_problem);
     }
     const error_code lost_reason =
-        v == vote_state::lost ? failure_reason(o.round_.errors, o.s_->size(), o.round_.held)
+        v == vote_state::lost ? failure_reason(o.round_.errors.first(o.s_->size()), o.round_.held)
                               : error_code{};
     act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(), lost_reason));
   }

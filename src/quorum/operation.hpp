@@ -18,7 +18,6 @@
 #include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -114,6 +113,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
 
   /// Starts a round whose requests go out with send_to(): every node pending.
   void begin_round() {
+    reqs_.fit(s_->size());
     round_.reset(s_->size());
     replied_at_.begin(s_->obs && reports_);
     sent_ = true;
@@ -286,7 +286,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   diagnostics* diag_;
   completion_type handler_;
   asio::cancellation_slot slot_;
-  std::array<request, max_nodes> reqs_{};
+  fleet_array<request> reqs_;  // sized to the fleet by the first round
   round round_;
   // Kept only with an observer and for ops that report them (reports_).
   reply_times replied_at_;
@@ -348,16 +348,27 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   std::atomic<int> holds_{0};
 };
 
+/// The hop of launch_op onto the strand: runs `start(*op)` guarded. It names its
+/// allocator itself (the pool) rather than through asio::bind_allocator: a binder
+/// specialises the associated executor, which makes asio::dispatch wrap the hop in a
+/// work_dispatcher (a tracked copy of the strand made and destroyed per call).
+template <typename Op, typename Start>
+struct launch_hop {
+  using allocator_type = pool_allocator<void>;
+  allocator_type get_allocator() const noexcept { return {}; }
+  void operator()() {
+    op->run_guarded([&] { start(*op); });
+  }
+  Op* op;
+  Start start;
+};
+
 /// Runs `start(*op)` on the strand, guarded (quorum_op::run_guarded), for an op made with
 /// new: it frees itself by quorum_op's rule. `strand` must outlive the dispatch (the op's
-/// state keeps it).
+/// state keeps it). The hop is allocated from the pool.
 template <typename Op, typename Start>
 void launch_op(Op* op, const strand_type& strand, Start start) {
-  // The hop onto the strand is allocated from the pool too.
-  asio::dispatch(strand, asio::bind_allocator(pool_allocator<void>{},
-                                              [op, start = std::move(start)]() mutable {
-                                                op->run_guarded([&] { start(*op); });
-                                              }));
+  asio::dispatch(strand, launch_hop<Op, Start>{op, std::move(start)});
 }
 
 }  // namespace redlock::detail

@@ -4,7 +4,7 @@
 // talks to the nodes (quorum/operation.hpp) records into a round and asks the rules
 // (quorum/rules.hpp) what it means; tests drive a round directly (test/unit/test_rules.cpp).
 
-#include <array>
+#include <algorithm>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "quorum/fleet_array.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/config.hpp"
 
@@ -27,26 +28,34 @@ enum class vote : std::uint8_t {
   failed    ///< no usable answer: see the node's error
 };
 
+/// The per-node values exist for the nodes of the last reset() only (fleet_array): a round is
+/// sized to its fleet.
 struct round {
-  std::array<vote, max_nodes> votes{};
-  std::array<error_code, max_nodes> errors{};
+  fleet_array<vote> votes;
+  fleet_array<error_code> errors;
   /// Per node, what the describing text adds: the server's error text, why the node may
   /// not vote, who holds the name, or a qualified yes ("" for the plain words).
-  std::array<std::string, max_nodes> texts{};
+  fleet_array<std::string> texts;
   /// Whether node i's request went out (it may have run, whatever came back).
-  std::array<bool, max_nodes> sent_to{};
+  fleet_array<bool> sent_to;
   std::size_t yes = 0, no = 0, held = 0, failed = 0;
 
   /// Every one of n nodes pending, nothing counted. (Inline, as count(): both run on
   /// every lock call.)
   void reset(std::size_t n) {
     yes = no = held = failed = 0;
-    for (std::size_t i = 0; i < n; ++i) {
+    // Values built before hold the last round's answers; new ones start pending.
+    const std::size_t used = std::min(n, votes.size());
+    for (std::size_t i = 0; i < used; ++i) {
       votes[i] = vote::pending;
       errors[i] = {};
       if (!texts[i].empty()) texts[i].clear();
       sent_to[i] = false;
     }
+    votes.fit(n);
+    errors.fit(n);
+    texts.fit(n);
+    sent_to.fit(n);
   }
   /// Node i gave no usable answer, for `why` (and `text`, when there is more to say).
   void fail(std::size_t i, error_code why, std::string_view text = {});

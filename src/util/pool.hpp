@@ -11,7 +11,7 @@ namespace redlock::detail {
 void* pool_allocate(std::size_t bytes);
 void pool_deallocate(void* p, std::size_t bytes) noexcept;
 
-/// An allocator over the pool, for handlers (asio::bind_allocator).
+/// An allocator over the pool, for handlers (their get_allocator()).
 template <typename T>
 struct pool_allocator {
   using value_type = T;

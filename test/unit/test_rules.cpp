@@ -552,6 +552,43 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(round_record)
 
+namespace {
+// Counts live instances, to see what a fleet_array builds and destroys.
+struct counted {
+  static inline int live = 0;
+  int value = 7;
+  counted() { ++live; }
+  counted(const counted& o) : value(o.value) { ++live; }
+  counted& operator=(const counted&) = default;
+  ~counted() { --live; }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_fleet_array_builds_only_the_values_a_fleet_uses) {
+  {
+    detail::fleet_array<counted> a;
+    BOOST_TEST(counted::live == 0);
+    a.fit(3);
+    BOOST_TEST(counted::live == 3);
+    a[1].value = 42;
+    a.fit(2);  // never shrinks: values are kept
+    a.fit(4);
+    BOOST_TEST(counted::live == 4);
+    BOOST_TEST(a[1].value == 42);
+    BOOST_TEST(a[3].value == 7);
+    BOOST_TEST(a.first(4).size() == 4u);
+    const detail::fleet_array<counted> b = a;  // copies the built values only
+    BOOST_TEST(counted::live == 8);
+    BOOST_TEST(b[1].value == 42);
+    detail::fleet_array<counted> c;
+    c.fit(1);
+    c = a;
+    BOOST_TEST(c.size() == 4u);
+    BOOST_TEST(c[1].value == 42);
+  }
+  BOOST_TEST(counted::live == 0);  // every built value destroyed, none more
+}
+
 using detail::node_label;
 using detail::round_wording;
 using detail::vote;
@@ -568,6 +605,7 @@ std::string describe(const detail::round& r, boost::system::error_code ec, round
 
 BOOST_AUTO_TEST_CASE(a_reset_round_has_every_node_pending_and_nothing_counted) {
   detail::round r;
+  r.reset(3);
   r.count(0, vote::yes);
   r.fail(1, error::node_timeout);
   r.sent_to[2] = true;
@@ -578,6 +616,20 @@ BOOST_AUTO_TEST_CASE(a_reset_round_has_every_node_pending_and_nothing_counted) {
     BOOST_TEST(!r.errors[i]);
     BOOST_TEST(!r.sent_to[i]);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_round_is_sized_to_its_fleet_and_grows_with_it) {
+  detail::round r;
+  BOOST_TEST(r.texts.size() == 0u);  // nothing built before the first round
+  r.reset(3);
+  BOOST_TEST(r.votes.size() == 3u);
+  BOOST_TEST(r.texts.size() == 3u);
+  r.fail(2, error::node_timeout, "slow");
+  r.reset(5);  // a larger fleet: the new nodes start pending, the old ones are reset
+  BOOST_TEST(r.errors.size() == 5u);
+  BOOST_TEST((r.votes[4] == vote::pending));
+  BOOST_TEST(r.texts[2].empty());
+  BOOST_TEST(!r.errors[2]);
 }
 
 BOOST_AUTO_TEST_CASE(answers_are_counted_by_kind) {
