@@ -76,13 +76,6 @@ claim_first_round plan_claim_round(std::span<const claim_candidate> nodes, std::
 /// name is not kept.
 bool count_claim_answer(claim_tally& t, std::int64_t code);
 
-/// Whether the nodes kept back are asked at all: some were kept, the client is open,
-/// and validity is left to use their answers.
-inline bool second_claim_round_due(node_mask later, bool closed, boot_clock::time_point now,
-                                   boot_clock::time_point valid_until) {
-  return later != 0 && !closed && now < valid_until;
-}
-
 /// What one name of a claim batch ends as, once every node asked has answered.
 struct claim_ending {
   claim_status status = claim_status::failed;

@@ -246,7 +246,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   void round_done() override {
     const std::size_t n = s_->size();
-    if (second_claim_round_due(later_, s_->closed, boot_clock::now(), valid_until_)) {
+    if (second_claim_round_due(later_ != 0, s_->closed, boot_clock::now(), valid_until_)) {
       // Second round: the rest of the nodes, for what a majority may still take.
       std::vector<std::uint32_t> open;
       for (std::uint32_t j = 0; j < items_.size(); ++j) {

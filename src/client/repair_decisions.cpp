@@ -36,10 +36,6 @@ repair_census count_reads(std::span<const fence_read> reads, std::span<const boo
   return c;
 }
 
-bool repair_may_write(std::size_t n, const repair_census& c) {
-  return c.marked >= quorum(n) || c.answered >= c.independent;
-}
-
 std::map<std::string, std::int64_t> counter_maxima(std::span<const fence_read> reads,
                                                    std::span<const bool> independent) {
   std::map<std::string, std::int64_t> maxima;

@@ -30,18 +30,8 @@ bool fence_read_well_formed(const resp::reply& r);
 /// The counters of a well-formed read answer (a value that is no number reads as 0).
 void read_fence_counters(const resp::reply& r, std::map<std::string, std::int64_t>& out);
 
-/// The reads as the rule counts them: independent nodes, those of them that answered,
-/// and those of these that were marked.
-struct repair_census {
-  std::size_t independent = 0, answered = 0, marked = 0;
-};
+/// The reads as the read rule (rules.hpp, repair_may_write) counts them.
 repair_census count_reads(std::span<const fence_read> reads, std::span<const bool> independent);
-
-/// The read rule on n nodes: the maxima read may be written when a majority of the
-/// answers came from marked nodes, or when every independent node answered (a new fleet,
-/// or a partly repaired one: only a read of all of them is sure to include the counters
-/// of the last write-back's majority).
-bool repair_may_write(std::size_t n, const repair_census& c);
 
 /// Each counter's maximum over the answers of independent nodes (whether they vote now
 /// or not: their counters are real, and raising a counter is always safe).

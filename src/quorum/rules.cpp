@@ -173,4 +173,8 @@ error_code decide_settle(std::size_t n, bool marks_done, std::size_t yes, std::s
   return decide_release(n, yes, no, 0).outcome;
 }
 
+bool repair_may_write(std::size_t n, const repair_census& c) {
+  return c.marked >= quorum(n) || c.answered >= c.independent;
+}
+
 }  // namespace redlock::detail

@@ -250,11 +250,33 @@ struct claim_verdict {
 /// nodes, validity_exhausted when a majority said yes too late, no_quorum else.
 claim_verdict decide_claim(std::size_t n, const claim_tally& t, bool in_time);
 
+/// Whether a claim batch asks the nodes it kept back: some were kept (`kept_back`), the
+/// client is open, and validity is left to use their answers.
+inline bool second_claim_round_due(bool kept_back, bool closed, boot_clock::time_point now,
+                                   boot_clock::time_point valid_until) {
+  return kept_back && !closed && now < valid_until;
+}
+
 /// What a settle of one won claim means: `marks_done` (a keep time) needs the done marker
 /// on a majority, for later claims to see it; a release (no keep time) is decided as
 /// async_unlock's (decide_release, every answer in). `yes` nodes did it, `no` found the
 /// name not ours, `failed` gave no usable answer.
 error_code decide_settle(std::size_t n, bool marks_done, std::size_t yes, std::size_t no,
                          std::size_t failed);
+
+// ---- fence repair -------------------------------------------------------------------
+
+/// A fence repair's reads as its read rule counts them: independent nodes (no duplicate
+/// of another), those of them that answered, and those of these whose marker named the
+/// server that answered.
+struct repair_census {
+  std::size_t independent = 0, answered = 0, marked = 0;
+};
+
+/// The repair's read rule on n nodes: the maxima read may be written when a majority of
+/// the answers came from marked nodes, or when every independent node answered (a new
+/// fleet, or a partly repaired one: only a read of all of them is sure to include the
+/// counters of the last write-back's majority).
+bool repair_may_write(std::size_t n, const repair_census& c);
 
 }  // namespace redlock::detail

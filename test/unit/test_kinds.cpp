@@ -148,10 +148,10 @@ BOOST_AUTO_TEST_CASE(an_unknown_claim_code_is_a_failure_that_may_have_landed) {
 
 BOOST_AUTO_TEST_CASE(the_second_round_needs_nodes_kept_an_open_client_and_validity_left) {
   const auto until = t0 + 1s;
-  BOOST_TEST(detail::second_claim_round_due(bit(3), false, t0, until));
-  BOOST_TEST(!detail::second_claim_round_due(0, false, t0, until));
-  BOOST_TEST(!detail::second_claim_round_due(bit(3), true, t0, until));
-  BOOST_TEST(!detail::second_claim_round_due(bit(3), false, until, until));
+  BOOST_TEST(detail::second_claim_round_due(bit(3) != 0, false, t0, until));
+  BOOST_TEST(!detail::second_claim_round_due(false, false, t0, until));
+  BOOST_TEST(!detail::second_claim_round_due(bit(3) != 0, true, t0, until));
+  BOOST_TEST(!detail::second_claim_round_due(bit(3) != 0, false, until, until));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
