@@ -614,7 +614,7 @@ class extend_op final : public extend_op_base<lock, lock_access> {
 
  private:
   void before_complete(error_code ec) override {
-    if (s_->obs) report_extension(lk_->resource(), ec, start_, !was_lost_ && lk_->lost());
+    if (s_->obs) report_extension(lk_->resource(), ec, started(), !was_lost_ && lk_->lost());
   }
 };
 

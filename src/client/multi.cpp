@@ -411,7 +411,7 @@ class extend_all_op final : public extend_op_base<multi_lock, multi_lock_access>
   void before_complete(error_code ec) override {
     if (!s_->obs) return;
     for (const auto& r : lk_->resources())
-      report_extension(r, ec, start_, !was_lost_ && lk_->lost());
+      report_extension(r, ec, started(), !was_lost_ && lk_->lost());
   }
 };
 
