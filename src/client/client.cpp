@@ -32,6 +32,7 @@
 #include "client/client_state.hpp"
 #include "client/extend.hpp"
 #include "client/lock_answer.hpp"
+#include "client/release.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "client/single_lock.hpp"
@@ -559,47 +560,29 @@ namespace {
 
 // ---- release -----------------------------------------------------------------------
 
-class unlock_op final : public quorum_op<client_state, void(error_code)> {
+class unlock_op final : public release_op_base {
  public:
-  unlock_op(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
-      : quorum_op(std::move(s), diag, std::move(h)) {
-    no_text_ = "not held by us (expired or taken)";
-    reports_ = false;  // a release is not an observer event
-  }
+  using release_op_base::release_op_base;
 
   void start(lock& lk) {
     verb_ = "unlock";
     if (diag_) subject_ = lk.resource();
-    if (s_->closed) return complete(error::shut_down);
-    if (lock_access::token(lk).empty()) return complete(error::no_lock);
-    if (!lk.owns()) return complete(error::not_held);
+    if (!may_release(!lock_access::token(lk).empty(), lk.owns())) return;
     // The lock object is emptied now: its destructor must not release it again.
     data_ = lock_access::take(lk);
     s_->unhold(*data_);
     key_ = data_->key();
     token_ = data_->token();
     write_release(payload_, key_, token_, send_as::sha);
-    watch_cancellation(cancel_with_effects);
-    send_to_all(payload_, &release_script,
-                request_deadline(boot_clock::now(), s_->cfg.node_timeout));
+    send(payload_, release_script);
     // The release is queued first on every connection: a local waiter woken now sends
     // its SET after it.
     s_->wake_waiter(key_, token_);
-    on_tally();
+    sent();
   }
 
  private:
-  vote classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return vote::failed;
-    return r[0].integer == 1 ? vote::yes : vote::no;
-  }
-
-  void on_tally() override {
-    const auto v = decide_release(s_->size(), round_.yes, round_.no, outstanding_);
-    if (v.decided) complete(v.outcome);
-  }
-
-  void on_cancel() override { complete(error::cancelled); }
+  vote answer(std::size_t, const resp::reply& r) override { return release_answer(r); }
 
   // The release goes on in the background, kept across reconnects: a node that was
   // down, frozen or reconnecting still holds the key, and a renewal queued to it before
@@ -631,7 +614,7 @@ class extend_op final : public extend_op_base<lock, lock_access> {
 
  private:
   void before_complete(error_code ec) override {
-    if (s_->obs) report_extension(lk_->resource(), ec, start_, !was_lost_ && lk_->lost());
+    if (s_->obs) report_extension(lk_->resource(), ec, started(), !was_lost_ && lk_->lost());
   }
 };
 

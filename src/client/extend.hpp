@@ -1,16 +1,16 @@
 #pragma once
-// An extension on the quorum engine, for a single lock and for a set: the checks before
-// anything is sent, the vote, and the extension rule (quorum/rules.hpp) applied to the
-// lock's state before the caller hears of the outcome. The lock kind supplies only the
-// payload (which keys, which script) and what an observer is told.
+// An extension on the quorum engine, for a single lock and for a set: extend_fsm's
+// actions carried out (the checks' refusal, the round, the lock's new state before the
+// caller hears of the outcome). The lock kind supplies only the payload (which keys,
+// which script) and what an observer is told.
 
-#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "client/client_state.hpp"
 #include "client/extend_decisions.hpp"
-#include "quorum/operation.hpp"
+#include "client/extend_fsm.hpp"
+#include "client/voted_op.hpp"
 #include "quorum/rules.hpp"
 
 namespace redlock::detail {
@@ -18,10 +18,10 @@ namespace redlock::detail {
 /// `Lock` is lock or multi_lock; `Access` reaches its private state (token, ttl,
 /// deadline, lost).
 template <typename Lock, typename Access>
-class extend_op_base : public quorum_op<client_state, void(error_code)> {
+class extend_op_base : public voted_op {
  public:
   extend_op_base(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
-      : quorum_op(std::move(s), diag, std::move(h)) {
+      : voted_op(std::move(s), diag, std::move(h)) {
     no_text_ = "not held by us (expired or taken)";
   }
 
@@ -31,16 +31,12 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   bool begin(Lock& lk, std::chrono::milliseconds ttl) {
     lk_ = &lk;
     was_lost_ = lk.lost();
-    const auto now = boot_clock::now();
-    auto check = check_extension(facts(lk), ttl, s_->cfg, now);
-    if (check.refusal) {
-      if (check.mark_lost) Access::lost(lk) = true;  // lost stays lost
-      extra_ = std::move(check.detail);
-      return complete(check.refusal), false;
+    const extend_action a = fsm_.check(facts(lk), ttl, s_->cfg, boot_clock::now());
+    if (a.what == extend_action::kind::refuse) {
+      if (a.lost) Access::lost(lk) = true;  // lost stays lost
+      extra_ = a.detail;
+      return complete(a.ec), false;
     }
-    ttl_ = ttl;
-    start_ = now;
-    old_deadline_ = lk.deadline();
     Access::extending(lk) = true;
     return true;
   }
@@ -49,14 +45,16 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
   /// lock's validity left.
   void send(const script& lua) {
     watch_cancellation(cancel_with_effects);
-    send_to_all(payload_, &lua, request_deadline(start_, s_->cfg.node_timeout, old_deadline_));
-    on_tally();
+    send_to_all(payload_, &lua,
+                request_deadline(fsm_.start(), s_->cfg.node_timeout, fsm_.old_deadline()));
+    act(fsm_.sent(s_->size(), outstanding_, boot_clock::now()));
   }
+
+  /// When the call started (before the first byte could leave), for observers.
+  boot_clock::time_point started() const { return fsm_.start(); }
 
   Lock* lk_ = nullptr;
   bool was_lost_ = false;  // before this call: an observer hears of a loss it found
-  std::chrono::milliseconds ttl_{};
-  boot_clock::time_point start_{};
   buffer payload_;
 
  private:
@@ -70,33 +68,26 @@ class extend_op_base : public quorum_op<client_state, void(error_code)> {
     return f;
   }
 
-  bool counts(std::size_t i) override { return voter(i, ttl_); }
+  bool counts(std::size_t i) override { return voter(i, fsm_.ttl()); }
 
-  vote classify(std::size_t, const resp::reply& r) override { return extension_answer(r); }
+  vote answer(std::size_t, const resp::reply& r) override { return extension_answer(r); }
 
-  void on_tally() override {
-    const auto v =
-        decide_extension(s_->size(), round_.yes, round_.no, round_.failed, boot_clock::now(),
-                         start_, ttl_, old_deadline_, s_->cfg.drift_factor);
-    if (v.decided) finish(v);
-  }
+  void on_vote(vote v) override { act(fsm_.voted(v, boot_clock::now())); }
 
   // Cancelled after the requests went out: they may still run on the nodes.
-  void on_cancel() override {
-    finish(abandoned_extension(error::cancelled, boot_clock::now(), start_, ttl_, old_deadline_,
-                               s_->cfg.drift_factor));
-  }
+  void on_cancel() override { act(fsm_.cancel(boot_clock::now())); }
 
   // The lock's state changes before the caller hears of the outcome.
-  void finish(const extension_verdict& v) {
+  void act(const extend_action& a) {
+    if (a.what != extend_action::kind::complete) return;
     Access::extending(*lk_) = false;
-    Access::deadline(*lk_) = v.deadline;
-    if (!v.outcome) Access::ttl(*lk_) = ttl_;
-    if (v.lost) Access::lost(*lk_) = true;
-    complete(v.outcome);
+    Access::deadline(*lk_) = a.deadline;
+    if (!a.ec) Access::ttl(*lk_) = fsm_.ttl();
+    if (a.lost) Access::lost(*lk_) = true;
+    complete(a.ec);
   }
 
-  boot_clock::time_point old_deadline_{};
+  extend_fsm fsm_;
 };
 
 }  // namespace redlock::detail

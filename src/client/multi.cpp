@@ -22,6 +22,7 @@
 #include "client/call_checks.hpp"
 #include "client/claims.hpp"
 #include "client/extend.hpp"
+#include "client/release.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
@@ -355,43 +356,28 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
 
 // ---- release -----------------------------------------------------------------------
 
-class unlock_all_op final : public quorum_op<client_state, void(error_code)> {
+class unlock_all_op final : public release_op_base {
  public:
-  using quorum_op::quorum_op;
+  using release_op_base::release_op_base;
 
   void start(multi_lock& lk) {
     verb_ = "unlock all of";
-    no_text_ = "not held by us (expired or taken)";
     if (diag_) subject_ = join_names(lk.resources());
-    if (s_->closed) return complete(error::shut_down);
-    if (multi_lock_access::token(lk).empty()) return complete(error::no_lock);
-    if (!lk.owns()) return complete(error::not_held);
+    if (!may_release(!multi_lock_access::token(lk).empty(), lk.owns())) return;
     // Emptied now: its destructor must not release it again.
     keys_ = std::move(multi_lock_access::keys(lk));
     token_ = std::move(multi_lock_access::token(lk));
     s_->held_sets.erase(token_);
     lk = multi_lock{};
     write_set_release(payload_, keys_, token_, send_as::sha);
-    watch_cancellation(cancel_with_effects);
-    send_to_all(payload_, &multi_release_script,
-                request_deadline(boot_clock::now(), s_->cfg.node_timeout));
+    send(payload_, multi_release_script);
     // Queued first on every connection: local waiters woken now send after it.
     for (const auto& k : keys_) s_->wake_waiter(k, token_);
-    on_tally();
+    sent();
   }
 
  private:
-  vote classify(std::size_t, const resp::reply& r) override {
-    if (r[0].kind != resp::type::integer) return vote::failed;
-    return r[0].integer >= 1 ? vote::yes : vote::no;
-  }
-
-  void on_tally() override {
-    const auto v = decide_release(s_->size(), round_.yes, round_.no, outstanding_);
-    if (v.decided) complete(v.outcome);
-  }
-
-  void on_cancel() override { complete(error::cancelled); }
+  vote answer(std::size_t, const resp::reply& r) override { return set_release_answer(r); }
 
   // As a single lock's release: the nodes that may not have run it get it in the
   // background, kept across reconnects.
@@ -425,7 +411,7 @@ class extend_all_op final : public extend_op_base<multi_lock, multi_lock_access>
   void before_complete(error_code ec) override {
     if (!s_->obs) return;
     for (const auto& r : lk_->resources())
-      report_extension(r, ec, start_, !was_lost_ && lk_->lost());
+      report_extension(r, ec, started(), !was_lost_ && lk_->lost());
   }
 };
 

@@ -1,0 +1,55 @@
+#pragma once
+// A release on the quorum engine, for a single lock (unlock_op, client.cpp) and for a set
+// (unlock_all_op, multi.cpp): the checks before anything is sent, the round to every
+// node, and release_fsm's actions carried out. The lock kind supplies the payload, how a
+// reply reads (answer()), what it takes from the lock object, who is woken and how a
+// node that may not have run the release gets it in the background.
+
+#include <string_view>
+
+#include "client/client_state.hpp"
+#include "client/release_fsm.hpp"
+#include "client/voted_op.hpp"
+#include "quorum/rules.hpp"
+
+namespace redlock::detail {
+
+class release_op_base : public voted_op {
+ public:
+  release_op_base(std::shared_ptr<client_state> s, diagnostics* diag, void_handler h)
+      : voted_op(std::move(s), diag, std::move(h)) {
+    no_text_ = "not held by us (expired or taken)";
+    reports_ = false;  // a release is not an observer event
+  }
+
+ protected:
+  /// The checks before a release: false (and completed) if it may not go out.
+  bool may_release(bool has_token, bool owns) {
+    const error_code refusal = release_refusal(s_->closed, has_token, owns);
+    if (refusal) complete(refusal);
+    return !refusal;
+  }
+
+  /// Sends `payload` (a call of `lua`) to every node, whatever its standing: a node held
+  /// back from voting may still hold the key. Then the caller wakes its local waiters and
+  /// calls sent().
+  void send(std::string_view payload, const script& lua) {
+    watch_cancellation(cancel_with_effects);
+    send_to_all(payload, &lua, request_deadline(boot_clock::now(), s_->cfg.node_timeout));
+  }
+
+  /// The round is out: the machine may decide at once (every node refused it).
+  void sent() { act(fsm_.sent(s_->size(), outstanding_)); }
+
+ private:
+  void on_vote(vote v) override { act(fsm_.voted(v)); }
+  void on_cancel() override { act(fsm_.cancel()); }
+
+  void act(const release_action& a) {
+    if (a.what == release_action::kind::complete) complete(a.ec);
+  }
+
+  release_fsm fsm_;
+};
+
+}  // namespace redlock::detail
