@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One bounded spin check of verify/redlock.pml.
+# One bounded spin check of verify/redlock.pml (or of the model named by MODEL, a file in
+# verify/: shared.pml).
 #
 #   check.sh NAME ok|fail [-DSWITCH[=VALUE] ...]
 #
@@ -9,7 +10,7 @@
 # Anything else fails the check: a search cut short (memory, depth, time), an error
 # where none was expected, or none where one was.
 #
-# Environment: SPIN (default spin), CC (default cc), VERIFY_WORK (where the pan of
+# Environment: MODEL (default redlock.pml), SPIN (default spin), CC (default cc), VERIFY_WORK (where the pan of
 # each check is built; default ./verify-work), PAN_CFLAGS (default -O2), PAN_DEPTH
 # (pan -m; default 100000), PAN_MEMLIM (MB; default 4096).
 set -uo pipefail
@@ -30,10 +31,11 @@ work=${VERIFY_WORK:-$PWD/verify-work}/$name
 rm -rf "$work"
 mkdir -p "$work"
 cd "$work" || exit 2
-cp "$here/redlock.pml" .
+model=${MODEL:-redlock.pml}
+cp "$here/$model" .
 
 echo "check $name: expect $expect; switches: ${*:-none}"
-if ! "$spin" -a "$@" redlock.pml > spin.log 2>&1; then
+if ! "$spin" -a "$@" "$model" > spin.log 2>&1; then
   cat spin.log
   echo "FAIL $name: spin -a refused the model"
   exit 1
@@ -61,7 +63,7 @@ fi
 
 if [[ $expect == ok ]]; then
   if ((errors != 0)); then
-    "$spin" -t "$@" redlock.pml 2>&1 | grep -E '^ *t=|assert' | sed 's/^ *//' | tail -n 40
+    "$spin" -t "$@" "$model" 2>&1 | grep -E '^ *t=|assert' | sed 's/^ *//' | tail -n 40
     echo "FAIL $name: spin found an error where none was expected"
     exit 1
   fi
@@ -73,11 +75,11 @@ if [[ $expect == ok ]]; then
   exit 0
 fi
 
-if ((errors == 0)) || [[ ! -s redlock.pml.trail ]]; then
+if ((errors == 0)) || [[ ! -s $model.trail ]]; then
   echo "FAIL $name: no counterexample was found, but this switch removes a safeguard"
   exit 1
 fi
 echo "counterexample (spin -t):"
-"$spin" -t "$@" redlock.pml 2>&1 | grep -E '^ *t=|^ *->|assert' | sed 's/^ *//'
+"$spin" -t "$@" "$model" 2>&1 | grep -E '^ *t=|^ *->|assert' | sed 's/^ *//'
 echo "PASS $name: spin found the expected counterexample"
 exit 0
