@@ -17,6 +17,7 @@
 
 #include "client/batch_answers.hpp"
 #include "client/claim_decisions.hpp"
+#include "client/claim_fsm.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
@@ -91,34 +92,31 @@ class batch_rounds : public quorum_op<client_state, Signature> {
   /// Writes one node's call over `items` into `out` with the kind's builder; its script.
   virtual const script& write_call(std::string& out,
                                    std::span<const std::uint32_t> items) const = 0;
-  /// Node i answered `code` for item j; failed: -1 after sending (it may have run), -2
-  /// not sent.
-  virtual void tally(std::size_t i, std::uint32_t item, std::int64_t code) = 0;
-  /// Every reply of the round is in.
-  virtual void round_done() = 0;
+  /// Node i answered `codes` for `items`, one integer each, in the order sent.
+  virtual void answered(std::size_t i, std::span<const std::uint32_t> items,
+                        std::span<const std::int64_t> codes) = 0;
+  /// Node i gave no usable answer for `items`; `sent`: its request went out, so it may
+  /// have run.
+  virtual void failed(std::size_t i, std::span<const std::uint32_t> items, bool sent) = 0;
 
  private:
   vote classify(std::size_t i, const resp::reply& r) final {
     const auto& items = sent_items_[i];
-    if (!batch_answer_well_formed(r, items.size())) return vote::failed;  // on_failed tallies it
-    for (std::size_t k = 0; k < items.size(); ++k) tally(i, items[k], r[k + 1].integer);
+    if (!batch_answer_well_formed(r, items.size())) return vote::failed;  // on_failed tells
+    codes_.resize(items.size());
+    for (std::size_t k = 0; k < items.size(); ++k) codes_[k] = r[k + 1].integer;
+    answered(i, items, codes_);
     return vote::yes;  // the node answered for every item
   }
 
-  void on_failed(std::size_t i) final {
-    const std::int64_t code = this->round_.sent_to[i] ? -1 : -2;
-    for (auto j : sent_items_[i]) tally(i, j, code);
-  }
-
-  void on_tally() final {
-    if (this->outstanding_ == 0) round_done();
-  }
+  void on_failed(std::size_t i) final { failed(i, sent_items_[i], this->round_.sent_to[i]); }
 
   // Only a batch with a handler of its own (not coalesced) watches a slot.
   void on_cancel() override {}
 
   std::vector<std::string> payloads_;
   std::vector<std::vector<std::uint32_t>> sent_items_;
+  std::vector<std::int64_t> codes_;  // one node's answers, read out of its reply
   const script* lua_ = nullptr;
 };
 
@@ -143,13 +141,8 @@ struct claim_item {
   claim_mode mode;
   std::string key;
   std::string token;
-  node_mask asked = 0;  // nodes the SET went to
-  node_mask maybe = 0;  // nodes where our SET may have landed (a yes, or no clear answer)
-  claim_tally votes;
-  bool duplicate = false;
   claim_completion handler;  // coalesced calls only; emptied once completed
   std::uint64_t id = 0;      // a coalesced call with a cancellation slot
-  bool cancelled = false;    // its caller was told `cancelled`: nothing won is kept
 };
 
 // Completes a coalesced call `cancelled` ahead of its batch.
@@ -162,6 +155,8 @@ void complete_cancelled(claim_completion& h) {
 using claims_completion = completion<void(error_code, std::vector<claim_result>)>;
 using count_completion = completion<void(error_code, std::size_t)>;
 
+// A claim batch: the op sends and reads, its claim_fsm counts the answers and decides
+// when to ask the nodes kept back, what each name ends as and where it is undone.
 class claim_batch_op final : public batch_rounds<void(error_code, std::vector<claim_result>)>,
                              public coalesced_batch {
  public:
@@ -170,32 +165,14 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       : batch_rounds(std::move(s), std::move(whole)),
         ttl_(ttl),
         items_(std::move(items)),
-        coalesced_(coalesced) {}
+        coalesced_(coalesced),
+        fsm_(s_->size(), items_.size()) {}
 
   void start() {
     if (s_->closed) return fail_all(error::shut_down);
     if (!coalesced_) watch_cancellation(cancel_with_effects);
     const std::size_t n = s_->size();
-    // Only the first of equal names is sent.
-    std::vector<std::uint32_t> unique;
-    unique.reserve(items_.size());
-    {
-      std::unordered_map<std::string_view, std::uint32_t> seen;
-      if (items_.size() > 1) seen.reserve(items_.size());
-      for (std::uint32_t j = 0; j < items_.size(); ++j) {
-        auto& it = items_[j];
-        it.key = s_->cfg.key_prefix + it.resource;
-        if (items_.size() > 1 && !seen.emplace(it.resource, j).second) {
-          it.duplicate = true;
-          continue;
-        }
-        s_->tokens.next(it.token);
-        // An own marker's state byte leads its token: the token is the key's whole value,
-        // so unlock, extend and the undo compare it as they compare any other.
-        if (it.mode == claim_mode::own_marker) it.token.insert(it.token.begin(), own_marker_held);
-        unique.push_back(j);
-      }
-    }
+    const auto unique = name_tokens();
     const auto plan = plan_claim_round(candidates(n), s_->claim_rotor++);
     start_ = boot_clock::now();  // validity counts from before the first byte can leave
     valid_until_ = validity_deadline(start_, ttl_, s_->cfg.drift_factor);
@@ -206,11 +183,34 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       const std::size_t i = plan.ask[k];
       ask(i, unique, s_->nodes[i]->connecting() ? valid_until_ : deadline);
     }
-    later_ = plan.later;
-    if (outstanding_ == 0) return round_done();  // completes posted: still initiating
+    fsm_.planned(valid_until_, plan.later);
+    act(fsm_.tally(moment()));  // every node refused: completes posted, still initiating
   }
 
  private:
+  // Gives each name its key and, for the first of equal names, a token; returns those
+  // first names, which alone are sent.
+  std::vector<std::uint32_t> name_tokens() {
+    std::vector<std::uint32_t> unique;
+    unique.reserve(items_.size());
+    std::unordered_map<std::string_view, std::uint32_t> seen;
+    if (items_.size() > 1) seen.reserve(items_.size());
+    for (std::uint32_t j = 0; j < items_.size(); ++j) {
+      auto& it = items_[j];
+      it.key = s_->cfg.key_prefix + it.resource;
+      if (items_.size() > 1 && !seen.emplace(it.resource, j).second) {
+        fsm_.duplicate(j);
+        continue;
+      }
+      s_->tokens.next(it.token);
+      // An own marker's state byte leads its token: the token is the key's whole value,
+      // so unlock, extend and the undo compare it as they compare any other.
+      if (it.mode == claim_mode::own_marker) it.token.insert(it.token.begin(), own_marker_held);
+      unique.push_back(j);
+    }
+    return unique;
+  }
+
   // What the first round's plan needs of each node. Whether a node votes is asked only
   // of nodes that take requests.
   std::span<const claim_candidate> candidates(std::size_t n) {
@@ -225,12 +225,14 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     return {candidates_.data(), n};
   }
 
+  claim_moment moment() const { return {.now = boot_clock::now(), .closed = s_->closed}; }
+
   void ask(std::size_t i, const std::vector<std::uint32_t>& which,
            boot_clock::time_point deadline) {
     if (which.empty()) return;
-    for (auto j : which) items_[j].asked |= bit(i);
+    fsm_.asking(i, which);
     prepare(i, which);
-    submit(i, deadline);  // a refusal is tallied as not sent
+    submit(i, deadline);  // a refusal is told as a failure of a request not sent
   }
 
   const script& write_call(std::string& out, std::span<const std::uint32_t> which) const override {
@@ -239,43 +241,43 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   }
   bool counts(std::size_t i) override { return voter(i, ttl_); }
 
-  void tally(std::size_t i, std::uint32_t j, std::int64_t code) override {
-    auto& it = items_[j];
-    if (count_claim_answer(it.votes, code)) it.maybe |= bit(i);
+  void answered(std::size_t i, std::span<const std::uint32_t> which,
+                std::span<const std::int64_t> codes) override {
+    fsm_.answered(i, which, codes);
   }
+  void failed(std::size_t i, std::span<const std::uint32_t> which, bool sent) override {
+    fsm_.failed(i, which, sent);
+  }
+  void on_tally() override { act(fsm_.tally(moment())); }
 
-  void round_done() override {
-    const std::size_t n = s_->size();
-    if (second_claim_round_due(later_ != 0, s_->closed, boot_clock::now(), valid_until_)) {
-      // Second round: the rest of the nodes, for what a majority may still take.
-      std::vector<std::uint32_t> open;
-      for (std::uint32_t j = 0; j < items_.size(); ++j) {
-        if (!items_[j].duplicate && claim_open(n, items_[j].votes)) open.push_back(j);
-      }
-      const node_mask rest = std::exchange(later_, 0);
-      if (!open.empty()) {
+  // Carries out what the machine decided.
+  void act(claim_action a) {
+    switch (a.what) {
+      case claim_action::kind::none:
+        return;
+      case claim_action::kind::cancelled:
+        return complete_now(error::cancelled, {});
+      case claim_action::kind::second_round: {
         const auto deadline =
             request_deadline(boot_clock::now(), s_->cfg.node_timeout, valid_until_);
-        for (std::size_t i = 0; i < n; ++i)
-          if (rest & bit(i)) ask(i, open, deadline);
-        if (outstanding_ > 0) return;
+        for (std::size_t i = 0; i < s_->size(); ++i)
+          if (a.nodes & bit(i)) ask(i, a.items, deadline);
+        return act(fsm_.tally(moment()));  // all refused: decided now
       }
+      case claim_action::kind::complete:
+        if (a.ec) return fail_all(a.ec);
+        return finish();
     }
-    finish();
   }
 
   void finish() {
-    if (s_->closed) return fail_all(error::shut_down);
     const std::size_t n = s_->size();
-    const bool in_time =
-        acquire_grant(boot_clock::now(), start_, ttl_, s_->cfg.drift_factor).in_time;
     std::vector<claim_result> results(items_.size());
     std::vector<std::vector<std::uint32_t>> undo(n);
     for (std::uint32_t j = 0; j < items_.size(); ++j) {
       auto& it = items_[j];
       auto& r = results[j];
-      const claim_ending e =
-          end_claim(n, it.votes, it.maybe, it.duplicate, in_time, cancelled_ || it.cancelled);
+      const claim_ending e = fsm_.ending(j);
       r.status = e.status;
       r.error = e.error;
       if (e.keep) {
@@ -284,7 +286,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
         d.assign(it.key, it.key.size() - it.resource.size(), it.token);
         d.ttl = ttl_;
         d.deadline = valid_until_;
-        d.nodes = it.asked;
+        d.nodes = fsm_.asked(j);
         s_->hold(d);
         continue;
       }
@@ -305,19 +307,14 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   // Terminal or partial: the caller hears at once; the replies are still read, and what
   // the batch took is released as a lost claim's would be (finish()).
-  void on_cancel() override {
-    cancelled_ = true;
-    complete_now(error::cancelled, {});
-  }
+  void on_cancel() override { act(fsm_.cancel()); }
 
   // The same for one coalesced call: its handler now, its name released if won.
   bool cancel_call(std::uint64_t id) override {
-    for (auto& it : items_) {
+    for (std::uint32_t j = 0; j < items_.size(); ++j) {
+      auto& it = items_[j];
       if (it.id != id) continue;
-      if (it.handler && !done_) {
-        it.cancelled = true;
-        complete_cancelled(it.handler);
-      }
+      if (it.handler && !done_ && fsm_.cancel_name(j)) complete_cancelled(it.handler);
       return true;
     }
     return false;
@@ -348,9 +345,8 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
 
   std::chrono::milliseconds ttl_;
   std::vector<claim_item> items_;
-  bool cancelled_ = false;  // the caller was told `cancelled`: nothing won is kept
   bool coalesced_;
-  node_mask later_ = 0;  // able nodes kept for the second round
+  claim_fsm fsm_;
   std::array<claim_candidate, max_nodes> candidates_{};
   boot_clock::time_point start_{};
   boot_clock::time_point valid_until_{};
@@ -404,8 +400,16 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     return settle_script;
   }
 
-  void tally(std::size_t, std::uint32_t j, std::int64_t code) override {
-    count_settle_answer(items_[j].answers, code);
+  void answered(std::size_t, std::span<const std::uint32_t> which,
+                std::span<const std::int64_t> codes) override {
+    for (std::size_t k = 0; k < which.size(); ++k)
+      count_settle_answer(items_[which[k]].answers, codes[k]);
+  }
+  void failed(std::size_t, std::span<const std::uint32_t> which, bool) override {
+    for (auto j : which) count_settle_answer(items_[j].answers, -1);
+  }
+  void on_tally() override {
+    if (outstanding_ == 0) round_done();
   }
 
   error_code outcome(const settle_item& it) const {
@@ -443,7 +447,8 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     return false;
   }
 
-  void round_done() override {
+  // Every reply of the round is in.
+  void round_done() {
     spread_markers();
     if (coalesced_) {
       // A handler per call, completed as the op's own would be (posted while initiating).

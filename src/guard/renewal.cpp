@@ -11,6 +11,7 @@
 
 #include "client/batch_answers.hpp"
 #include "client/script_calls.hpp"
+#include "guard/renewal_fsm.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/keeper.hpp"
@@ -26,9 +27,9 @@ void renewal_entry::publish_deadline() {
 namespace {
 
 // One batch-extend call to every node for up to max_batch locks with the same TTL, as a
-// quorum_op whose reply classifier counts a vote per lock. Waits for every node (or its
-// deadline): renewals are not latency-critical, and a per-lock decision needs every vote
-// that can still come. It completes to nobody: the scheduler learns the outcome.
+// quorum_op driving a renewal_fsm: the op sends and reads, the machine counts a vote per
+// lock and says when every node is in. It completes to nobody: the scheduler learns the
+// outcome.
 class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
  public:
   batch_extend_op(std::shared_ptr<client_state> s, renewal_scheduler& sched,
@@ -36,49 +37,56 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
       : quorum_op(std::move(s), nullptr, {}),
         sched_(sched),
         batch_(std::move(batch)),
-        yes_(batch_.size()),
-        no_(batch_.size()) {
+        fsm_(s_->size(), batch_.size(), batch_.front()->ttl, s_->cfg.drift_factor),
+        codes_(batch_.size()) {
     reports_ = false;  // the observer hears of each lock, from answers_
   }
 
   void start() {
-    ttl_ = batch_.front()->ttl;
+    const auto ttl = fsm_.ttl();
     const std::size_t n = batch_.size();
     using entry = std::shared_ptr<renewal_entry>;
     write_batch_extend(
         payload_, batch_, [](const entry& e) { return lock_access::key(e->lk); },
-        [](const entry& e) { return lock_access::token(e->lk); }, ttl_);
+        [](const entry& e) { return lock_access::token(e->lk); }, ttl);
     auto deadline = boot_clock::time_point::max();
     for (auto& e : batch_) deadline = std::min(deadline, lock_access::deadline(e->lk));
-    start_ = boot_clock::now();  // before the first byte can leave
-    for (auto& e : batch_) e->renew_start = start_;
-    deadline = request_deadline(start_, s_->cfg.node_timeout, deadline);
+    const auto start = boot_clock::now();  // before the first byte can leave
+    for (auto& e : batch_) e->renew_start = start;
+    deadline = request_deadline(start, s_->cfg.node_timeout, deadline);
     if (s_->obs) {
       answers_.assign(s_->size() * n, node_answer::no_answer);
       replied_at_.assign(s_->size(), boot_clock::time_point{});
     }
+    fsm_.sent(start);
     send_to_all(payload_, &batch_extend_script, deadline);
     on_tally();
   }
 
  private:
   // A node held back by the restart guard (or a replica, a duplicate) does not vote.
-  bool counts(std::size_t i) override { return voter(i, ttl_); }
+  bool counts(std::size_t i) override { return voter(i, fsm_.ttl()); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     if (s_->obs) replied_at_[i] = boot_clock::now();
-    if (!batch_answer_well_formed(r, batch_.size())) return vote::failed;
+    if (!batch_answer_well_formed(r, batch_.size())) return vote::failed;  // on_failed tells
     for (std::size_t j = 0; j < batch_.size(); ++j) {
-      const bool yes = r[j + 1].integer == 1;
-      yes ? ++yes_[j] : ++no_[j];
-      if (s_->obs) answers_[i * batch_.size() + j] = yes ? node_answer::yes : node_answer::refused;
+      codes_[j] = r[j + 1].integer;
+      if (s_->obs)
+        answers_[i * batch_.size() + j] = codes_[j] == 1 ? node_answer::yes : node_answer::refused;
     }
+    fsm_.answered(i, codes_);
     return vote::yes;  // the node answered for every lock
   }
 
+  void on_failed(std::size_t i) override { fsm_.failed(i); }
+
   void on_tally() override {
-    if (outstanding_ > 0) return;
-    finish();
+    // Shutdown stopped every keeper: none of these locks is to be decided.
+    if (s_->closed) fsm_.shut_down();
+    const auto a = fsm_.tally();
+    if (a.what == renewal_action::kind::none) return;
+    finish(a.what == renewal_action::kind::decide);
     complete({});
   }
 
@@ -88,7 +96,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
     std::array<node_reply, max_nodes> replies;
     const std::size_t n = s_->size();
     for (std::size_t i = 0; i < n; ++i) {
-      replies[i] = observed(i, start_, replied_at_[i]);
+      replies[i] = observed(i, fsm_.start(), replied_at_[i]);
       // A node that answered said something of its own for each lock.
       if (round_.votes[i] != vote::failed) replies[i].answer = answers_[i * batch_.size() + j];
     }
@@ -96,21 +104,18 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
         .resource = batch_[j]->lk.resource(),
         .by_keeper = true,
         .outcome = outcome,
-        .elapsed = std::chrono::duration_cast<std::chrono::microseconds>(now - start_),
+        .elapsed = std::chrono::duration_cast<std::chrono::microseconds>(now - fsm_.start()),
         .nodes = {replies.data(), n}};
     s_->obs->on_extend(e);
   }
 
-  void finish() {
+  void finish(bool decide) {
     const auto now = boot_clock::now();
-    const std::size_t n = s_->size();
     for (std::size_t j = 0; j < batch_.size(); ++j) {
       renewal_entry& e = *batch_[j];
       e.in_flight = false;
-      if (e.stopped || e.lost) continue;
-      const renewal_votes votes{.n = n, .yes = yes_[j], .no = no_[j], .failed = round_.failed};
-      const auto step = decide_renewal(votes, e, lock_access::deadline(e.lk), start_, ttl_, now,
-                                       s_->cfg.drift_factor);
+      if (!decide || e.stopped || e.lost) continue;
+      const auto step = fsm_.outcome(j, e, lock_access::deadline(e.lk), now);
       if (s_->obs) report(j, step.outcome, now);
       apply(e, step);
     }
@@ -124,20 +129,18 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
     e.publish_deadline();
     e.loss_at = step.loss_at;
     if (step.what == kind::lost) return sched_.lose(e, error::lock_lost);
-    if (step.what == kind::renewed) lock_access::ttl(e.lk) = ttl_;
+    if (step.what == kind::renewed) lock_access::ttl(e.lk) = fsm_.ttl();
     e.next_due = step.next_due;
   }
 
   renewal_scheduler& sched_;
   std::vector<std::shared_ptr<renewal_entry>> batch_;
-  std::vector<std::uint16_t> yes_;
-  std::vector<std::uint16_t> no_;
+  renewal_fsm fsm_;
+  std::vector<std::int64_t> codes_;  // one node's answers, handed to the machine
   // Kept only with an observer: each node's answer per lock (node-major) and reply time.
   std::vector<node_answer> answers_;
   std::vector<boot_clock::time_point> replied_at_;
   std::string payload_;
-  std::chrono::milliseconds ttl_{};
-  boot_clock::time_point start_{};
 };
 
 }  // namespace

@@ -1,0 +1,404 @@
+// The background renewal's round and the claim batch as state machines, fed events
+// without a socket or a server: when a round is over, what each lock or name ends as,
+// when the nodes kept back are asked, what is undone, and what cancellation, shutdown and
+// late answers do.
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "client/claim_fsm.hpp"
+#include "guard/renewal_fsm.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+using detail::bit;
+using detail::node_mask;
+
+namespace {
+
+const boot_clock::time_point t0 = boot_clock::time_point{} + 1000h;
+constexpr double factor = 0.01;
+using codes = std::vector<std::int64_t>;  // one node's answers, one per lock or name
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(renewal_rounds)
+
+namespace {
+using detail::renewal_fsm;
+using detail::renewal_step;
+using rkind = detail::renewal_action::kind;
+
+const auto old_deadline = t0 + 10s;
+// A keeper's schedule for a 10 s lock ending at t0 + 10 s, as the keeper plans it: renewed
+// every 3 s, lost 100 ms before its deadline.
+detail::renewal_times kept() {
+  return detail::plan_renewals(old_deadline, 10s, 10s, 0.3, 100ms, 0ms, factor);
+}
+const auto sent_at = t0 + 3s;
+
+// A round renewing `locks` locks with `ttl` on 3 nodes, sent at t0 + 3 s.
+renewal_fsm sent(std::size_t locks = 1, std::chrono::milliseconds ttl = 10s) {
+  renewal_fsm f{3, locks, ttl, factor};
+  f.sent(sent_at);
+  return f;
+}
+
+renewal_step outcome(const renewal_fsm& f, boot_clock::time_point now, std::size_t j = 0) {
+  return f.outcome(j, kept(), old_deadline, now);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_renewal_confirmed_by_a_majority_in_time_extends_the_lock) {
+  auto f = sent();
+  f.answered(0, codes{1});
+  f.answered(1, codes{1});
+  f.failed(2);
+  BOOST_TEST((f.tally().what == rkind::decide));
+  const auto s = outcome(f, sent_at + 5ms);
+  BOOST_TEST((s.what == renewal_step::kind::renewed));
+  BOOST_TEST(!s.outcome);
+  BOOST_TEST((s.deadline == detail::validity_deadline(sent_at, 10s, factor)));
+  BOOST_TEST((s.next_due == sent_at + 3s));
+}
+
+BOOST_AUTO_TEST_CASE(a_renewal_confirmed_after_its_margin_is_lost_as_validity_exhausted) {
+  auto f = sent(1, 1s);
+  for (std::size_t i = 0; i < 3; ++i) f.answered(i, codes{1});
+  BOOST_TEST((f.tally().what == rkind::decide));
+  // 50 ms before the new deadline: inside the 100 ms margin.
+  const auto s = outcome(f, detail::validity_deadline(sent_at, 1s, factor) - 50ms);
+  BOOST_TEST((s.what == renewal_step::kind::lost));
+  BOOST_TEST((s.outcome == error::validity_exhausted));
+}
+
+// A renewal with `ttl` that only node 0 confirmed, the others failing, decided 5 ms on.
+renewal_step confirmed_by_one(std::chrono::milliseconds ttl) {
+  auto f = sent(1, ttl);
+  f.answered(0, codes{1});
+  f.failed(1);
+  f.failed(2);
+  BOOST_TEST((f.tally().what == rkind::decide));
+  return outcome(f, sent_at + 5ms);
+}
+
+BOOST_AUTO_TEST_CASE(a_minority_of_confirmations_keeps_the_old_deadline_and_retries_soon) {
+  const auto s = confirmed_by_one(10s);
+  BOOST_TEST((s.what == renewal_step::kind::retry_soon));
+  BOOST_TEST((s.outcome == error::no_quorum));
+  BOOST_TEST((s.deadline == old_deadline));  // the renewal would end later: no promise more
+  BOOST_TEST((s.next_due < old_deadline));
+}
+
+BOOST_AUTO_TEST_CASE(a_minority_with_a_shorter_ttl_may_shorten_the_deadline) {
+  const auto s = confirmed_by_one(5s);
+  BOOST_TEST((s.what == renewal_step::kind::retry_soon));
+  BOOST_TEST((s.deadline == detail::validity_deadline(sent_at, 5s, factor)));
+}
+
+BOOST_AUTO_TEST_CASE(a_round_where_every_node_failed_is_decided_as_no_quorum) {
+  auto f = sent();
+  for (std::size_t i = 0; i < 3; ++i) f.failed(i);
+  BOOST_TEST((f.tally().what == rkind::decide));
+  BOOST_TEST(f.votes(0).failed == 3u);
+  const auto s = outcome(f, sent_at + 5ms);
+  BOOST_TEST((s.outcome == error::no_quorum));
+  BOOST_TEST((s.what == renewal_step::kind::retry_soon));
+}
+
+BOOST_AUTO_TEST_CASE(a_majority_refusal_loses_the_lock_as_not_held) {
+  auto f = sent();
+  f.answered(0, codes{0});
+  f.answered(1, codes{0});
+  f.answered(2, codes{1});
+  BOOST_TEST((f.tally().what == rkind::decide));
+  const auto s = outcome(f, sent_at + 5ms);
+  BOOST_TEST((s.what == renewal_step::kind::lost_not_held));
+  BOOST_TEST((s.outcome == error::not_held));
+}
+
+BOOST_AUTO_TEST_CASE(each_lock_of_a_batch_is_decided_on_its_own_answers) {
+  auto f = sent(2);
+  f.answered(0, codes{1, 0});
+  f.answered(1, codes{1, 0});
+  f.answered(2, codes{0, 0});
+  BOOST_TEST((f.tally().what == rkind::decide));
+  BOOST_TEST((outcome(f, sent_at + 5ms, 0).what == renewal_step::kind::renewed));
+  BOOST_TEST((outcome(f, sent_at + 5ms, 1).what == renewal_step::kind::lost_not_held));
+}
+
+BOOST_AUTO_TEST_CASE(the_round_waits_for_every_node_even_after_a_majority_confirmed) {
+  auto f = sent();
+  f.answered(0, codes{1});
+  BOOST_TEST((f.tally().what == rkind::none));
+  f.answered(1, codes{1});
+  BOOST_TEST((f.tally().what == rkind::none));  // a per-lock decision needs every vote
+  f.failed(2);                                  // its timeout
+  BOOST_TEST((f.tally().what == rkind::decide));
+}
+
+BOOST_AUTO_TEST_CASE(a_second_word_from_one_node_is_not_counted_twice) {
+  auto f = sent();
+  f.answered(0, codes{1});
+  f.answered(0, codes{1});
+  f.failed(0);
+  BOOST_TEST(f.votes(0).yes == 1u);
+  BOOST_TEST(f.votes(0).failed == 0u);
+  BOOST_TEST((f.tally().what == rkind::none));
+}
+
+BOOST_AUTO_TEST_CASE(an_answer_of_the_wrong_length_counts_as_the_nodes_failure) {
+  auto f = sent(2);
+  f.answered(0, codes{1});
+  BOOST_TEST(f.votes(0).yes == 0u);
+  BOOST_TEST(f.votes(1).failed == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(answers_after_the_decision_change_nothing) {
+  auto f = sent();
+  for (std::size_t i = 0; i < 3; ++i) f.failed(i);
+  BOOST_TEST((f.tally().what == rkind::decide));
+  f.answered(0, codes{1});
+  BOOST_TEST(f.votes(0).yes == 0u);
+  BOOST_TEST((f.tally().what == rkind::none));
+  BOOST_TEST((f.state() == renewal_fsm::phase::done));
+}
+
+BOOST_AUTO_TEST_CASE(events_before_the_round_was_sent_are_not_counted) {
+  renewal_fsm f{3, 1, 10s, factor};
+  f.answered(0, codes{1});
+  BOOST_TEST((f.tally().what == rkind::none));
+  BOOST_TEST(f.votes(0).yes == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_shut_down_round_completes_without_deciding_once_every_node_is_in) {
+  auto f = sent();
+  f.answered(0, codes{1});
+  f.shut_down();
+  BOOST_TEST((f.tally().what == rkind::none));  // its requests may still run
+  f.failed(1);
+  f.failed(2);
+  BOOST_TEST((f.tally().what == rkind::complete));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(claim_batches)
+
+namespace {
+using detail::claim_fsm;
+using detail::claim_moment;
+using ckind = detail::claim_action::kind;
+using items = std::vector<std::uint32_t>;
+
+const auto valid_until = t0 + 10s;
+const claim_moment in_time{.now = t0 + 5ms};
+const claim_moment too_late{.now = valid_until};
+const claim_moment closed{.now = t0 + 5ms, .closed = true};
+
+// A batch of `names` names on 3 nodes: nodes 0 and 1 asked for all of them, node 2 kept.
+claim_fsm first_round(std::size_t names = 1, std::size_t n = 3) {
+  claim_fsm f{n, names};
+  items all;
+  for (std::uint32_t j = 0; j < names; ++j) all.push_back(j);
+  f.asking(0, all);
+  f.asking(1, all);
+  f.planned(valid_until, bit(2));
+  BOOST_REQUIRE((f.tally(in_time).what == ckind::none));
+  return f;
+}
+
+// A one-name batch whose first round heard `first` from node 0 and `second` from node 1.
+claim_fsm heard(std::int64_t first, std::int64_t second) {
+  auto f = first_round();
+  f.answered(0, items{0}, codes{first});
+  f.answered(1, items{0}, codes{second});
+  return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_name_won_by_the_first_round_is_kept_without_asking_the_rest) {
+  auto f = heard(1, 1);
+  const auto a = f.tally(in_time);
+  BOOST_TEST((a.what == ckind::complete));
+  BOOST_TEST(!a.ec);
+  const auto e = f.ending(0);
+  BOOST_TEST((e.status == claim_status::won));
+  BOOST_TEST(e.keep);
+  BOOST_TEST(e.undo == 0u);
+  BOOST_TEST(f.asked(0) == node_mask(bit(0) | bit(1)));
+}
+
+BOOST_AUTO_TEST_CASE(a_split_first_round_asks_the_nodes_kept_back_for_the_open_name) {
+  auto f = heard(1, 0);
+  const auto a = f.tally(in_time);
+  BOOST_TEST((a.what == ckind::second_round));
+  BOOST_TEST(a.nodes == node_mask(bit(2)));
+  BOOST_TEST((a.items == items{0}));
+}
+
+BOOST_AUTO_TEST_CASE(a_name_held_elsewhere_ends_held_and_undoes_its_partial_take) {
+  auto f = heard(1, 0);
+  BOOST_REQUIRE((f.tally(in_time).what == ckind::second_round));
+  f.asking(2, items{0});
+  BOOST_TEST((f.tally(in_time).what == ckind::none));
+  f.answered(2, items{0}, codes{0});
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  const auto e = f.ending(0);
+  BOOST_TEST((e.status == claim_status::held));
+  BOOST_TEST(!e.keep);
+  BOOST_TEST(e.undo == node_mask(bit(0)));
+}
+
+BOOST_AUTO_TEST_CASE(a_done_marker_among_the_holders_ends_the_claim_as_done) {
+  auto f = heard(2, 2);
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));  // no majority left to win
+  BOOST_TEST((f.ending(0).status == claim_status::done));
+  BOOST_TEST(f.ending(0).undo == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(keys_of_another_type_fail_the_claim_as_wrong_type) {
+  auto f = heard(3, 3);
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  const auto e = f.ending(0);
+  BOOST_TEST((e.status == claim_status::failed));
+  BOOST_TEST((e.error == error::wrong_type));
+}
+
+BOOST_AUTO_TEST_CASE(only_the_names_still_open_go_to_the_second_round) {
+  auto f = first_round(3);
+  // Name 0 won, name 1 split, name 2 held on both: only name 1 can still be won.
+  f.answered(0, items{0, 1, 2}, codes{1, 1, 0});
+  f.answered(1, items{0, 1, 2}, codes{1, 0, 0});
+  const auto a = f.tally(in_time);
+  BOOST_TEST((a.what == ckind::second_round));
+  BOOST_TEST((a.items == items{1}));
+}
+
+BOOST_AUTO_TEST_CASE(no_second_round_once_validity_is_over_and_a_late_majority_is_no_win) {
+  auto f = first_round(2);
+  f.answered(0, items{0, 1}, codes{1, 1});
+  f.answered(1, items{0, 1}, codes{1, 0});
+  BOOST_TEST((f.tally(too_late).what == ckind::complete));
+  BOOST_TEST((f.ending(0).error == error::validity_exhausted));
+  BOOST_TEST(f.ending(0).undo == node_mask(bit(0) | bit(1)));
+  BOOST_TEST((f.ending(1).status == claim_status::failed));
+}
+
+BOOST_AUTO_TEST_CASE(no_second_round_without_nodes_kept_back) {
+  claim_fsm f{3, 1};
+  f.asking(0, items{0});
+  f.asking(1, items{0});
+  f.planned(valid_until, 0);  // node 2 may not vote
+  f.answered(0, items{0}, codes{1});
+  f.answered(1, items{0}, codes{0});
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  BOOST_TEST((f.ending(0).error == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(a_closed_client_completes_the_batch_as_shut_down_and_asks_no_more) {
+  auto f = heard(1, 0);
+  const auto a = f.tally(closed);
+  BOOST_TEST((a.what == ckind::complete));
+  BOOST_TEST((a.ec == error::shut_down));
+}
+
+BOOST_AUTO_TEST_CASE(the_undo_goes_where_our_set_may_have_landed_and_nowhere_else) {
+  claim_fsm f{5, 1};
+  for (std::size_t i = 0; i < 3; ++i) f.asking(i, items{0});
+  f.planned(valid_until, 0);
+  f.answered(0, items{0}, codes{1});  // took it
+  f.failed(1, items{0}, true);        // sent: it may have run
+  f.failed(2, items{0}, false);       // never left
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  const auto e = f.ending(0);
+  BOOST_TEST(!e.keep);
+  BOOST_TEST(e.undo == node_mask(bit(0) | bit(1)));
+}
+
+BOOST_AUTO_TEST_CASE(the_batch_waits_for_every_node_it_asked) {
+  auto f = first_round();
+  f.answered(0, items{0}, codes{1});
+  BOOST_TEST((f.tally(in_time).what == ckind::none));
+  f.failed(1, items{0}, true);
+  BOOST_TEST((f.tally(in_time).what != ckind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_round_is_not_over_while_its_asks_are_being_made) {
+  claim_fsm f{3, 1};
+  f.asking(0, items{0});
+  f.failed(0, items{0}, false);  // refused at once, before the plan is complete
+  BOOST_TEST((f.tally(in_time).what == ckind::none));
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_mid_round_tells_the_caller_and_undoes_a_later_win) {
+  auto f = first_round();
+  f.answered(0, items{0}, codes{1});
+  BOOST_TEST((f.cancel().what == ckind::cancelled));
+  BOOST_TEST((f.cancel().what == ckind::none));  // told once
+  f.answered(1, items{0}, codes{1});
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  const auto e = f.ending(0);
+  BOOST_TEST((e.status == claim_status::won));
+  BOOST_TEST(!e.keep);
+  BOOST_TEST(e.undo == node_mask(bit(0) | bit(1)));
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_name_is_undone_while_the_others_are_kept) {
+  auto f = first_round(2);
+  BOOST_TEST(f.cancel_name(1));
+  f.answered(0, items{0, 1}, codes{1, 1});
+  f.answered(1, items{0, 1}, codes{1, 1});
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  BOOST_TEST(f.ending(0).keep);
+  BOOST_TEST(!f.ending(1).keep);
+  BOOST_TEST(f.ending(1).undo == node_mask(bit(0) | bit(1)));
+}
+
+BOOST_AUTO_TEST_CASE(after_completion_cancellation_and_late_answers_change_nothing) {
+  auto f = heard(1, 1);
+  BOOST_REQUIRE((f.tally(in_time).what == ckind::complete));
+  BOOST_TEST((f.cancel().what == ckind::none));
+  BOOST_TEST(!f.cancel_name(0));
+  f.answered(2, items{0}, codes{0});
+  f.answered(0, items{0}, codes{0});
+  BOOST_TEST(f.votes(0).yes == 2u);
+  BOOST_TEST(f.votes(0).held == 0u);
+  BOOST_TEST((f.tally(in_time).what == ckind::none));
+  BOOST_TEST(f.ending(0).keep);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_word_from_one_node_is_not_counted_twice) {
+  auto f = first_round();
+  f.answered(0, items{0}, codes{1});
+  f.answered(0, items{0}, codes{1});
+  f.failed(0, items{0}, true);
+  BOOST_TEST(f.votes(0).yes == 1u);
+  BOOST_TEST(f.votes(0).failed == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_duplicate_name_is_never_asked_and_ends_as_duplicate) {
+  claim_fsm f{3, 2};
+  f.duplicate(1);
+  f.asking(0, items{0});
+  f.asking(1, items{0});
+  f.planned(valid_until, bit(2));
+  f.answered(0, items{0}, codes{1});
+  f.answered(1, items{0}, codes{0});
+  const auto a = f.tally(in_time);
+  BOOST_TEST((a.items == items{0}));  // the duplicate stays out of the second round too
+  BOOST_TEST((f.ending(1).status == claim_status::duplicate));
+  BOOST_TEST(f.ending(1).undo == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_answer_of_the_wrong_length_is_the_nodes_failure_and_may_have_landed) {
+  auto f = first_round();
+  f.answered(0, items{0}, codes{1, 1});
+  BOOST_TEST(f.votes(0).failed == 1u);
+  f.answered(1, items{0}, codes{1});
+  BOOST_TEST((f.tally(in_time).what == ckind::second_round));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
