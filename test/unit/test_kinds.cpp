@@ -21,6 +21,7 @@
 #include "guard/renewal_decisions.hpp"
 #include "quorum/observed.hpp"
 #include "resp/resp.hpp"
+#include "wire_reply.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;
@@ -28,24 +29,12 @@ using detail::bit;
 using detail::claim_candidate;
 using detail::claim_tally;
 using detail::node_mask;
+using redlock::test::wire_reply;
 
 namespace {
 
 const boot_clock::time_point t0 = boot_clock::time_point{} + 1000h;
 constexpr double factor = 0.01;
-
-// A reply parsed from its wire bytes; the bytes stay here, since the reply's text points
-// into them (so it is neither copied nor moved).
-struct wire_reply {
-  explicit wire_reply(std::string wire) : bytes(std::move(wire)) {
-    const auto res = resp::parse(bytes, r);
-    BOOST_REQUIRE(res.status == resp::parse_status::complete);
-  }
-  wire_reply(const wire_reply&) = delete;
-  wire_reply& operator=(const wire_reply&) = delete;
-  std::string bytes;
-  resp::reply r;
-};
 
 // n nodes, all connected and voting.
 std::vector<claim_candidate> able_nodes(std::size_t n) {
