@@ -27,6 +27,7 @@
 
 #include "client/client_state.hpp"
 #include "client/repair_decisions.hpp"
+#include "client/repair_fsm.hpp"
 #include "client/script_calls.hpp"
 #include "connection/slots.hpp"
 #include "quorum/operation.hpp"
@@ -119,9 +120,9 @@ std::string client_state::fence_field(std::string_view resource) const {
 
 namespace {
 
-// Reads every node's marker and counters, then raises the counters of the unmarked nodes
-// that answered to the maxima read and marks them: a quorum_op of two rounds (the writes
-// as its second round). It completes to nobody; the client keeps why it last failed.
+// Drives a repair_fsm: reads every node's marker and counters, then writes the repair to
+// the nodes the machine names, as a quorum_op of two rounds (the writes as its second
+// round). It completes to nobody; the client keeps why it last failed.
 class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
  public:
   fence_repair_op(std::shared_ptr<client_state> s, std::chrono::milliseconds ttl,
@@ -130,13 +131,14 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
         ttl_(ttl),
         hash_(keys.hash.empty() ? s_->fence_hash_key : std::string{keys.hash}),
         marker_(keys.marker.empty() ? s_->fence_marker_key : std::string{keys.marker}),
-        results_(s_->size()) {
+        fsm_(s_->size()) {
     reports_ = false;
   }
 
   void start() {
     write_fence_read(payload_, hash_, marker_);
     started_ = boot_clock::now();
+    fsm_.reads_sent();
     send_to_all(payload_, &fence_read_script, request_deadline(started_, s_->cfg.node_timeout));
     on_tally();
   }
@@ -144,102 +146,72 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
  private:
   vote classify(std::size_t i, const resp::reply& r) override {
     if (!fence_read_well_formed(r)) return vote::failed;
-    fence_read& nr = results_[i];
-    nr.answered = true;
-    nr.marked = trusted_marker(i, r[1]);
-    nr.incarnation = status_incarnation(i);
-    if (nr.marked) node_marked(i);  // another client may have repaired it
+    fence_read nr{.answered = true, .marked = trusted_marker(i, r[1])};
+    // The incarnation of the server behind the answer ("" if unknown): its write names it.
+    if (const std::string* by = reqs_answered_by(i)) nr.incarnation = *by;
     read_fence_counters(r, nr.counters);
+    act(fsm_.read_answered(i, std::move(nr)));
     return vote::yes;
   }
 
-  // Every read is in (or failed): write where needed.
+  void on_failed(std::size_t i) override {
+    act(fsm_.read_failed(i, round_.errors[i], round_.texts[i]));
+  }
+
+  // Every read is in (or failed): the machine decides, on each node's standing now.
   void on_tally() override {
-    if (outstanding_ > 0) return;
+    if (!fsm_.reads_in()) return;
+    std::array<repair_standing, max_nodes> standing{};
     for (std::size_t i = 0; i < s_->size(); ++i)
-      if (round_.votes[i] == vote::failed) note_failure(i, round_.errors[i], round_.texts[i]);
-    if (!write_repairs()) done();
+      standing[i] = {.independent = s_->independent(i),
+                     .ready = s_->nodes[i]->ready(),
+                     .voted_at_start = s_->votes(i, ttl_, started_)};
+    act(fsm_.reads_done({standing.data(), s_->size()}));
   }
 
-  // A repair write: success marks the node, if the server that took it is the one read
-  // (the marker names that incarnation; on another it vouches for nothing).
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    switch (repair_write_answer(ec, r, writes_[i].answered_by, results_[i].incarnation)) {
-      case repair_write::lost:
-        note_failure(i, ec, {});
-        break;
-      case repair_write::refused:
-        note_failure(i, error::server_error, (*r)[0].text);
-        break;
-      case repair_write::marked:
-        node_marked(i);
-        break;
-      case repair_write::restarted:
-        failed_ = fmt::format("node {}: its server restarted or was promoted during the repair", i);
-        break;
-      case repair_write::ignored:
-        break;
+    act(fsm_.write_answered(i, ec, r, writes_[i].answered_by));
+  }
+
+  // No handler, so no cancellation slot: only a stop the machine is told of ends it early.
+  void on_cancel() override { act(fsm_.stop(error::cancelled)); }
+
+  void act(repair_action a) {
+    // The node-wide flag is the fleet's one pair's; a slot's pair is asked by each lock.
+    if (a.mark && hash_ == s_->fence_hash_key) s_->nodes[*a.mark]->set_fence_marked();
+    switch (a.what) {
+      case repair_action::kind::send_writes:
+        return send_writes(a);
+      case repair_action::kind::complete:
+        std::erase(s_->repairs_running, hash_);
+        keep_repair_problem(s_->repair_problem, std::move(a.problem), a.wrote);
+        return complete(a.ec);
+      case repair_action::kind::none:
+        return;
     }
-    if (outstanding_ == 0) done();
   }
 
-  // The incarnation of the server behind node i's answer just read ("" if unknown).
-  std::string status_incarnation(std::size_t i) const {
-    const std::string* by = reqs_answered_by(i);
-    return by ? *by : std::string{};
-  }
-
-  void on_cancel() override {}  // nobody can cancel a repair
-
-  // The node-wide flag is the fleet's one pair's; a slot's pair is asked by each lock.
-  void node_marked(std::size_t i) {
-    if (hash_ == s_->fence_hash_key) s_->nodes[i]->set_fence_marked();
-  }
-
-  void note_failure(std::size_t node, error_code ec, std::string_view server_text) {
-    failed_ = repair_failure(node, ec, server_text);
-  }
-
-  // Sends the repair writes; false when there is nothing to write.
-  bool write_repairs() {
-    const std::size_t n = s_->size();
-    std::array<bool, max_nodes> independent{};
-    for (std::size_t i = 0; i < n; ++i) independent[i] = s_->independent(i);
-    const std::span<const bool> indep{independent.data(), n};
-    // Requiring a read of every node also on a new fleet keeps a node that was marked, and
-    // then lost its marker's majority, from being outvoted by empty ones.
-    if (!repair_may_write(n, count_reads(results_, indep))) return false;
-    const auto maxima = counter_maxima(results_, indep);
-    wrote_ = true;
+  // Each write names the incarnation its node's read came from.
+  void send_writes(const repair_action& a) {
     const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
-    for (std::size_t i = 0; i < n; ++i) {
-      // Past its guard at the start (votes() reads the server it is connected to now).
-      if (!repair_target(results_[i], s_->nodes[i]->ready(), s_->votes(i, ttl_, started_)))
-        continue;
-      // Each write names the incarnation its node's read came from.
+    node_set sent;
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      if (!a.targets.test(i)) continue;
       std::string& write = write_[i];
       write.clear();
-      write_fence_repair(write, hash_, marker_, results_[i].incarnation, maxima);
-      send_second(writes_[i], i, write, &fence_repair_script, deadline);
+      write_fence_repair(write, hash_, marker_, fsm_.read(i).incarnation, a.maxima);
+      sent[i] = send_second(writes_[i], i, write, &fence_repair_script, deadline);
     }
-    return outstanding_ > 0;
-  }
-
-  void done() {
-    std::erase(s_->repairs_running, hash_);
-    keep_repair_problem(s_->repair_problem, std::move(failed_), wrote_);
-    complete({});
+    act(fsm_.writes_sent(sent));
   }
 
   std::chrono::milliseconds ttl_;
   std::string hash_, marker_;         // the pair repaired
   boot_clock::time_point started_{};  // before the first read was queued
+  repair_fsm fsm_;
   std::array<request, max_nodes> writes_{};
-  std::vector<fence_read> results_;
   std::string payload_;
   std::array<std::string, max_nodes> write_;
-  bool wrote_ = false;  // the repair writes went out
-  std::string failed_;  // the last node error, for diagnostics
 };
 
 }  // namespace

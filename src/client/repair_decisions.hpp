@@ -1,8 +1,8 @@
 #pragma once
 // What a fence repair decides without I/O: what a node's read says, whether the maxima
 // read may be written (the repair's read rule), to which nodes, and what a write's
-// answer means. fencing.cpp's operation sends the reads and writes and asks these; the
-// rule's reasons are in fencing.cpp's opening comment and verify/redlock.pml.
+// answer means. The repair's machine (repair_fsm.hpp) asks these; the rule's reasons are
+// in fencing.cpp's opening comment and verify/redlock.pml.
 
 #include <cstddef>
 #include <cstdint>

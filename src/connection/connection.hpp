@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connection/info.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
 #include "resp/resp.hpp"
@@ -61,10 +62,6 @@ struct node_status {
   std::int64_t second_repl_offset = -1;
   std::uint64_t session = 0;  ///< bumped at every successful handshake
 };
-
-/// The value of "name:" in an INFO reply's text ("uptime_in_seconds:123" gives "123"),
-/// "" if absent.
-std::string_view info_field(std::string_view info, std::string_view name);
 
 /// A client's TLS configuration (an OpenSSL context), shared by its rediss:// connections.
 /// Opaque here so that only connection.cpp includes the SSL headers.

@@ -1,6 +1,6 @@
 #pragma once
 // A reply as a connection hands it to an operation, parsed from its RESP bytes, for unit
-// tests that read answers without a server (test_kinds, test_release).
+// tests that read answers without a server (test_kinds, test_release, test_repair_inspect).
 
 #include <boost/test/unit_test.hpp>
 #include <string>
