@@ -3,8 +3,6 @@
 // CONFIG GET per node. What each answer means and when the inspection is over is
 // inspect_fsm's; this file sends the requests.
 
-#include <fmt/format.h>
-
 #include "client/client_state.hpp"
 #include "client/inspect_fsm.hpp"
 #include "client/script_calls.hpp"

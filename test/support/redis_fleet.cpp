@@ -25,7 +25,7 @@
 #include <thread>
 #include <utility>
 
-#include "connection/connection.hpp"  // info_field
+#include "connection/info.hpp"
 
 namespace redlock::test {
 
