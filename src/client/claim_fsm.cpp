@@ -46,8 +46,9 @@ void claim_fsm::failed(std::size_t i, std::span<const std::uint32_t> items, bool
 claim_action claim_fsm::tally(const claim_moment& m) {
   // Every node asked is waited for: a name's verdict and its undo need every answer.
   if (!in_round() || out_ != 0) return {};
+  // A cancelled call keeps nothing it wins: asking more nodes would only add SETs to undo.
   if (phase_ == phase::first_round &&
-      second_claim_round_due(later_ != 0, m.closed, m.now, valid_until_)) {
+      second_claim_round_due(later_ != 0 && !cancelled_, m.closed, m.now, valid_until_)) {
     // The rest of the nodes, for what a majority may still take.
     const node_mask rest = std::exchange(later_, 0);
     auto open = open_names();
@@ -80,7 +81,8 @@ claim_ending claim_fsm::ending(std::uint32_t j) const {
 std::vector<std::uint32_t> claim_fsm::open_names() const {
   std::vector<std::uint32_t> open;
   for (std::uint32_t j = 0; j < names_.size(); ++j)
-    if (!names_[j].duplicate && claim_open(n_, names_[j].votes)) open.push_back(j);
+    if (!names_[j].duplicate && !names_[j].cancelled && claim_open(n_, names_[j].votes))
+      open.push_back(j);
   return open;
 }
 

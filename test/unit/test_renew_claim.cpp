@@ -346,6 +346,26 @@ BOOST_AUTO_TEST_CASE(cancelling_mid_round_tells_the_caller_and_undoes_a_later_wi
   BOOST_TEST(e.undo == node_mask(bit(0) | bit(1)));
 }
 
+BOOST_AUTO_TEST_CASE(a_cancelled_call_asks_no_more_nodes_and_undoes_its_first_round) {
+  auto f = heard(1, 0);  // open: node 2, kept back, could still decide it
+  BOOST_REQUIRE((f.cancel().what == ckind::cancelled));
+  BOOST_TEST((f.tally(in_time).what == ckind::complete));
+  const auto e = f.ending(0);
+  BOOST_TEST(!e.keep);
+  BOOST_TEST(e.undo == node_mask(bit(0)));
+  BOOST_TEST(f.asked(0) == node_mask(bit(0) | bit(1)));  // node 2 never asked
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_name_is_not_asked_again_while_the_others_are) {
+  auto f = first_round(2);
+  f.answered(0, items{0, 1}, codes{1, 1});
+  f.answered(1, items{0, 1}, codes{0, 0});
+  BOOST_TEST(f.cancel_name(1));
+  const auto a = f.tally(in_time);
+  BOOST_TEST((a.what == ckind::second_round));
+  BOOST_TEST((a.items == items{0}));
+}
+
 BOOST_AUTO_TEST_CASE(a_cancelled_name_is_undone_while_the_others_are_kept) {
   auto f = first_round(2);
   BOOST_TEST(f.cancel_name(1));
