@@ -81,6 +81,9 @@ class category_impl final : public boost::system::error_category {
         return "invalid wait (negative)";
       case error::too_many_resources:
         return "too many resources in one call";
+      case error::upgrade_refused:
+        return "refused: this client already holds the resource in the other mode (shared or "
+               "exclusive) and would wait on itself; release it first";
     }
     return "unknown redlock error";
   }

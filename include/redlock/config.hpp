@@ -182,6 +182,16 @@ struct lock_options {
   /// `key_prefix + "redlock:line-expiry:" + resource` while anyone waits (with a TTL).
   /// See docs/api.md, "Fair mode", and config::fair_entry_ttl. Default off.
   bool fair = false;
+  /// Shared mode: take a reader's lease (docs/api.md, "Readers and writers"). Any number of
+  /// shared holders may hold a resource at once, and none while a lock without it (a
+  /// writer's) holds it; a writer refused by readers keeps new readers out while it waits,
+  /// so writers do not starve. The lease expires, extends, renews (keeper, with_lock) and is
+  /// lost as a lock is. A client holding a resource in one mode that asks for it in the
+  /// other is refused (error::upgrade_refused): it would wait on itself. With `fenced`, a
+  /// reader's lock::fence() is the latest writer's token (equal among readers between two
+  /// writers, below every later writer's; 0 before any fenced writer). Not with `fair`, nor
+  /// in async_lock_all (invalid_argument). Default off.
+  bool shared = false;
 };
 
 /// A Redis node address parsed from a URI.

@@ -50,6 +50,10 @@ enum class error {
                        ///< one set, or an empty set
   invalid_wait,        ///< a negative lock_options::wait
   too_many_resources,  ///< more names in one call than max_multi_lock / max_claim_batch allow
+  /// a lock call for a resource this client already holds in the other mode (a writer's
+  /// lock asked while it holds a reader's lease, or a lease while it holds the writer's):
+  /// it would wait on itself, so it is refused (lock_options::shared)
+  upgrade_refused,
 };
 
 /// True for every argument error: invalid_argument and the codes that say which argument

@@ -27,6 +27,7 @@ struct lock_data {
   std::uint64_t fence = 0;
   std::uint16_t nodes = 0xffff;  // nodes the key may be on (claims ask a majority first)
   bool lost = false;
+  bool shared = false;     // a reader's lease (lock_options::shared)
   bool extending = false;  // an extension is in flight (at most one at a time)
   // The client's list of what it holds (client_state::held), used on its strand only.
   lock_data* prev = nullptr;
@@ -74,7 +75,9 @@ class lock {
   /// The random value stored under the key on each node. Empty for an empty lock.
   std::string_view token() const noexcept { return d_ ? d_->token() : std::string_view{}; }
   /// The fencing token (lock_options::fenced): strictly greater than the token of every
-  /// earlier holder of this resource. Zero for a lock taken without fencing.
+  /// earlier holder of this resource. Zero for a lock taken without fencing. A reader's
+  /// (shared()) is the latest writer's instead: at least every earlier writer's, below
+  /// every later writer's, and shared with the readers beside it.
   std::uint64_t fence() const noexcept { return d_ ? d_->fence : 0; }
   /// The TTL the lock was last set or extended with.
   std::chrono::milliseconds ttl() const noexcept {
@@ -94,6 +97,8 @@ class lock {
   /// True once an extension found that a majority no longer holds it, or its deadline
   /// passed before an extension: final, no later extension brings it back.
   bool lost() const noexcept { return d_ && d_->lost; }
+  /// True for a reader's lease (lock_options::shared): others may hold it shared too.
+  bool shared() const noexcept { return d_ && d_->shared; }
   /// True if this object still refers to an acquisition: not released, not moved from,
   /// and its client not shut down or destroyed (both release every lock they hold).
   bool owns() const noexcept;

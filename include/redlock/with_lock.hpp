@@ -34,6 +34,10 @@ struct hold_options {
   /// Take a fenced lock (as lock_options::fenced): the work reads its fencing token from
   /// keeper::fence(), strictly greater than every earlier holder's. Default off.
   bool fenced = false;
+  /// Take a reader's lease (as lock_options::shared): the work runs beside other readers'
+  /// and never beside a writer's; with `fenced`, keeper::fence() is the latest writer's
+  /// token. Default off.
+  bool shared = false;
   /// Renewal settings; renew.ttl zero means `ttl`.
   renew_options renew{};
 };
@@ -117,6 +121,7 @@ auto run_with_lock(client& c, std::string resource, hold_options opts, diagnosti
   acquire.ttl = opts.ttl;
   acquire.wait = opts.wait;
   acquire.fenced = opts.fenced;
+  acquire.shared = opts.shared;
   auto [lock_ec, lk] =
       co_await c.async_lock(resource, acquire, diag, asio::as_tuple(asio::use_awaitable));
   if (lock_ec) throw_with(lock_ec, diag);

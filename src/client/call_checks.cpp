@@ -20,6 +20,12 @@ call_problem wait_problem(const lock_options& opts, bool waiting) {
   return {};
 }
 
+call_problem shared_problem(const lock_options& opts) {
+  if (opts.fair)
+    return {error::invalid_argument, "a shared lock cannot be fair (lock_options::fair)"};
+  return {};
+}
+
 call_problem name_problem(std::string_view resource) {
   if (resource.empty()) return {error::invalid_resource, "the resource name is empty"};
   if (resource.size() > max_resource_bytes)
@@ -37,6 +43,8 @@ std::string quoted_resource(std::string_view resource) {
 call_problem check_set_call(std::vector<std::string>& resources, const lock_options& opts,
                             bool waiting, const config& cfg) {
   if (opts.fair) return {error::invalid_argument, "fair mode applies to single locks, not to sets"};
+  if (opts.shared)
+    return {error::invalid_argument, "shared mode applies to single locks, not to sets"};
   if (resources.empty()) return {error::invalid_resource, "the set of resources is empty"};
   if (resources.size() > max_multi_lock)
     return {error::too_many_resources,

@@ -23,6 +23,8 @@ struct call_problem {
 /// What is wrong with a resource name, or with a wait (call_checks.cpp).
 call_problem name_problem(std::string_view resource);
 call_problem wait_problem(const lock_options& opts, bool waiting);
+/// What lock_options::shared cannot be combined with (fair mode).
+call_problem shared_problem(const lock_options& opts);
 
 /// A single lock call on `resource` (async_lock when `waiting`, else a try): the name,
 /// the TTL and the wait. Inline: every lock call asks, and nearly every one passes.
@@ -32,6 +34,7 @@ inline call_problem check_lock_call(std::string_view resource, const lock_option
   if (auto why = check_ttl(opts.ttl, cfg); !why.empty())
     return {error::invalid_ttl, std::move(why)};
   if (waiting && opts.wait < std::chrono::milliseconds::zero()) return wait_problem(opts, waiting);
+  if (opts.shared && opts.fair) return shared_problem(opts);
   return {};
 }
 

@@ -300,6 +300,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     begin_attempt();
     repair_asked_ = false;
     retry_now_ = false;
+    readers_ = {};
+    other_mode_seen_ = false;
     try {
       new_token(*s_, *this);
     } catch (const boost::system::system_error& e) {
@@ -364,12 +366,41 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // release yet (announcements and local releases reach the nodes at different times):
   // the attempt is tried again at once, not after the retry delay (once per release).
   vote held_by(std::size_t i, std::string_view holder) {
+    if (shared_holder(i, holder)) return vote::held;
     if (diag_) round_.texts[i] = held_by_text(holder);
     if (s_->wakes && holder != retried_for_ && s_->wakes->released(key_, holder)) {
       retry_now_ = true;
       stale_holder_.assign(holder);
     }
     return vote::held;
+  }
+
+  // Shared locks: a writer refused by readers (a readers' record, scripts.cpp) marks that it
+  // waits when the attempt fails; a reader refused by a writer's token may be refused by
+  // this client's own writer. Returns true when the answer was a record or a waiting mark.
+  bool shared_holder(std::size_t i, std::string_view holder) {
+    if (holder.starts_with("R|")) {
+      readers_[i] = true;
+      other_mode_seen_ = other_mode_seen_ || !opts_.shared;
+      if (diag_) round_.texts[i] = "held shared by readers";
+      return true;
+    }
+    if (!opts_.shared) return false;
+    if (holder == "W") {
+      if (diag_) round_.texts[i] = "a writer waits for it: new readers wait until it had its turn";
+      return true;
+    }
+    other_mode_seen_ = true;
+    return false;
+  }
+
+  // Refused by this client's own lease or lock of the other mode: waiting would wait on
+  // itself (a writer's lock never comes while its reader's lease is renewed).
+  bool waits_on_itself() {
+    if (!other_mode_seen_ || !s_->holds(key_, !opts_.shared, boot_clock::now())) return false;
+    extra_ = opts_.shared ? ": this client holds it exclusively (a writer's lock)"
+                          : ": this client holds a reader's lease of it (lock_options::shared)";
+    return true;
   }
 
   void on_tally() override { tally(); }
@@ -422,10 +453,16 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   void fail_attempt(error_code reason) {
     if (s_->obs) report_attempt(reason, 0);
     release_attempt();
+    if (waits_on_itself()) {
+      fsm_.finish();
+      return complete(error::upgrade_refused, lock{});
+    }
     const auto now = boot_clock::now();
     // Refused by a node that has not run a release heard of already: at once.
     const acquire_action next = fsm_.attempt_failed(reason, now, retry_now_);
     if (next.what == acquire_action::kind::complete) return complete(next.ec, lock{});
+    if (!opts_.shared && std::find(readers_.begin(), readers_.end(), true) != readers_.end())
+      mark_waiting(*s_, readers_);
     last_reason_ = reason;
     if (std::exchange(retry_now_, false)) retried_for_ = std::move(stale_holder_);
     if (next.what == acquire_action::kind::wait) return retry_after(next);
@@ -529,6 +566,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // Refused by a node still holding a token heard released: retry at once, once per token.
   bool retry_now_ = false;
   std::string stale_holder_, retried_for_;
+  // Shared locks: the nodes that answered with a readers' record, and whether a holder of
+  // the other mode (a record for a writer, a writer's token for a reader) refused us.
+  std::array<bool, max_nodes> readers_{};
+  bool other_mode_seen_ = false;
 };
 
 }  // namespace

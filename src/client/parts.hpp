@@ -62,6 +62,13 @@ struct held_locks {
     d.prev = d.next = nullptr;
     d.linked = false;
   }
+  /// Whether a lock of `key` in mode `shared` (lock_options::shared) is held and valid at
+  /// `now`. Walks the list: asked only when a call meets the other mode on the nodes.
+  bool holds(std::string_view key, bool shared, boot_clock::time_point now) const noexcept {
+    for (const lock_data* d = held; d; d = d->next)
+      if (d->shared == shared && !d->lost && d->deadline > now && d->key() == key) return true;
+    return false;
+  }
   /// Multi-resource locks: token -> keys (multi.cpp).
   std::unordered_map<std::string, std::vector<std::string>> held_sets;
 };

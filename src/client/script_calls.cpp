@@ -61,6 +61,21 @@ void write_extend(std::string& out, std::string_view key, std::string_view token
   resp::append_command(out, "EVALSHA", extend_script.sha, "1", key, token, millis(ttl));
 }
 
+const script* write_reader_acquire(std::string& out, std::string_view key, std::string_view token,
+                                   std::chrono::milliseconds ttl, const fence_key_pair* fence,
+                                   std::string_view field) {
+  if (fence)
+    resp::append_command(out, "EVALSHA", reader_acquire_script.sha, "3", key, fence->hash,
+                         fence->marker, token, millis(ttl), field);
+  else
+    resp::append_command(out, "EVALSHA", reader_acquire_script.sha, "1", key, token, millis(ttl));
+  return &reader_acquire_script;
+}
+
+void write_writer_wait(std::string& out, std::string_view key, std::chrono::milliseconds lasts) {
+  resp::append_command(out, "EVAL", writer_wait_script.body, "1", key, millis(lasts));
+}
+
 void write_line_leave(std::string& out, std::string_view line_key, std::string_view expiry_key,
                       std::string_view id) {
   resp::append_command(out, "EVAL", line_leave_script.body, "2", line_key, expiry_key, id);

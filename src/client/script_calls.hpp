@@ -49,6 +49,15 @@ inline void write_plain_acquire(std::string& out, std::string_view key, std::str
   resp::append_command(out, "SET", key, token, "NX", "PX", std::int64_t{ttl.count()}, "GET");
 }
 
+/// reader_acquire_script: a reader's lease of `key` for `ttl` (lock_options::shared); fenced
+/// (`fence` not null), also reading this resource's counter (`field`) in that pair.
+const script* write_reader_acquire(std::string& out, std::string_view key, std::string_view token,
+                                   std::chrono::milliseconds ttl, const fence_key_pair* fence,
+                                   std::string_view field);
+/// writer_wait_script, as text (nobody reads its answer): new readers of `key` are refused
+/// for `lasts`.
+void write_writer_wait(std::string& out, std::string_view key, std::chrono::milliseconds lasts);
+
 /// fence_raise_script: raise `key`'s counter to `fence` where the key still holds `token`.
 void write_fence_raise(std::string& out, std::string_view key, const fence_key_pair& pair,
                        std::string_view token, std::string_view field, std::uint64_t fence);

@@ -1,5 +1,7 @@
 #include "client/scripts.hpp"
 
+#include <algorithm>
+#include <array>
 #include <string>
 
 #include "client/split_merge.hpp"
@@ -16,59 +18,178 @@ extern const split_form multi_acquire_split, multi_raise_split, multi_extend_spl
 
 // ---- single locks --------------------------------------------------------------------------
 
+// A resource taken shared (lock_options::shared) holds a readers' record instead of a token:
+// "R|<mark> <expiry> <token> <expiry> <token> ...", expiries and the mark in the node's own
+// milliseconds (TIME), the key's PX the latest expiry. A mark in the future is a waiting writer's:
+// new readers are refused until it passes. Tokens have no spaces (config::owner is checked), and
+// no token starts with "R|". The scripts that release or extend a single lock take either form,
+// so that a reader's lease is released, renewed (one keeper batch for both kinds) and cleaned up
+// after a failed attempt by the same calls as a writer's lock.
+//
+// readers(i, value, token, ttl): where `value`, KEYS[i]'s value, is a record holding `token` with a
+// live expiry, that entry's expiry becomes now + ttl (an extension) or, with ttl nil, it leaves (a
+// release); expired entries are dropped and the key deleted once none is left. 1 if the entry was
+// there.
+constexpr char readers_lua[] = R"lua(
+local function readers(i, v, tok, ttl)
+  if not v or string.sub(v, 1, 2) ~= "R|" then return 0 end
+  local t = redis.call("time")
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local kept, last, found = {}, 0, 0
+  for e, k in string.gmatch(v, " (%d+) (%S+)") do
+    e = tonumber(e)
+    if e > now then
+      if k == tok then
+        found = 1
+        if ttl then e = now + ttl end
+      end
+      if k ~= tok or ttl then
+        kept[#kept + 1] = e .. " " .. k
+        if e > last then last = e end
+      end
+    end
+  end
+  if found == 0 then return 0 end
+  if #kept == 0 then
+    redis.call("del", KEYS[i])
+  else
+    redis.call("set", KEYS[i], string.match(v, "^R|%d*") .. " " .. table.concat(kept, " "), "px", last - now)
+  end
+  return 1
+end
+)lua";
+
+// The text of a script that calls readers(): readers_lua, then `body`, as one array.
+template <std::size_t N>
+constexpr auto with_readers(const char (&body)[N]) {
+  std::array<char, sizeof readers_lua - 1 + N> out{};
+  std::copy(readers_lua, readers_lua + sizeof readers_lua - 1, out.begin());
+  std::copy(body, body + N, out.begin() + sizeof readers_lua - 1);
+  return out;
+}
+// The script text in such an array, without its terminating null.
+template <std::size_t N>
+constexpr std::string_view text_of(const std::array<char, N>& a) {
+  return {a.data(), N - 1};
+}
+
 // compare-and-delete. KEYS: the lock key; ARGV: token. 1 deleted, 0 not ours. A release announces
 // itself on the channel named like the key, with the token as the message (client_state::wakes),
 // so that waiters in other clients try at once; pcall: an ACL user without PUBLISH still releases,
-// and its waiters poll.
-const script release_script{.body = R"lua(
-if redis.call("get",KEYS[1]) == ARGV[1] then
+// and its waiters poll. A reader's lease leaves its record (and announces it too: a writer waits).
+constexpr auto release_text = with_readers(R"lua(
+local v = redis.call("get",KEYS[1])
+if v == ARGV[1] then
   redis.call("del",KEYS[1])
-  redis.pcall("publish",KEYS[1],ARGV[1])
-  return 1
-else
+elseif readers(1, v, ARGV[1]) == 0 then
   return 0
 end
-)lua",
-                            .sha = "80c1b6ab1a296627d331a9591c99181d1f331764"};
+redis.pcall("publish",KEYS[1],ARGV[1])
+return 1
+)lua");
+const script release_script{.body = text_of(release_text),
+                            .sha = "3d264884f93616c885d7d0e5d6fbf94947dfe76a"};
 
 // The clean-up of a failed attempt: compare-and-delete that announces nothing (the lock was never
 // taken: telling would wake this client's own waiter, whose next attempt could win the same
 // minority and be undone again, at network speed).
-const script quiet_release_script{.body = R"lua(
-if redis.call("get",KEYS[1]) == ARGV[1] then
+constexpr auto quiet_release_text = with_readers(R"lua(
+local v = redis.call("get",KEYS[1])
+if v == ARGV[1] then
   return redis.call("del",KEYS[1])
-else
-  return 0
 end
-)lua",
-                                  .sha = "d2e30fb3adbb8caebc46169aa5e8f67e181bbc53"};
+return readers(1, v, ARGV[1])
+)lua");
+const script quiet_release_script{.body = text_of(quiet_release_text),
+                                  .sha = "9d6d73b001faa93d3efb4e4cce3ad87b7e0c129b"};
 
 // compare-and-pexpire. KEYS: the lock key; ARGV: token, TTL in ms. 1 extended, 0 not ours (never
-// re-creates a key).
-const script extend_script{.body = R"lua(
-if redis.call("get",KEYS[1]) == ARGV[1] then
+// re-creates a key, nor a reader's entry that expired).
+constexpr auto extend_text = with_readers(R"lua(
+local v = redis.call("get",KEYS[1])
+if v == ARGV[1] then
   return redis.call("pexpire",KEYS[1],ARGV[2])
-else
-  return 0
 end
-)lua",
-                           .sha = "9c9b97c43c42104e3564b23ff1ccbfc29436285d"};
+return readers(1, v, ARGV[1], tonumber(ARGV[2]))
+)lua");
+const script extend_script{.body = text_of(extend_text),
+                           .sha = "a4bb3a9db95c88dd8ab2ffb3a8546a3c90007f30"};
 
 // The keepers' compare-and-pexpire over many locks (src/guard/renewal.cpp). KEYS: the lock keys;
 // ARGV: their tokens, then the TTL. One code per key: 1 extended, 0 not ours.
-const script batch_extend_script{.body = R"lua(
+constexpr auto batch_extend_text = with_readers(R"lua(
 local n = #KEYS
+local ttl = tonumber(ARGV[n + 1])
 local r = {}
 for i = 1, n do
-  if redis.call("get", KEYS[i]) == ARGV[i] then
-    r[i] = redis.call("pexpire", KEYS[i], ARGV[n + 1])
+  local v = redis.call("get", KEYS[i])
+  if v == ARGV[i] then
+    r[i] = redis.call("pexpire", KEYS[i], ttl)
   else
-    r[i] = 0
+    r[i] = readers(i, v, ARGV[i], ttl)
   end
 end
 return r
+)lua");
+const script batch_extend_script{.body = text_of(batch_extend_text),
+                                 .sha = "9effbbbff7399727cbc3a303cc3136c55d9de460"};
+
+// A reader joins (lock_options::shared). KEYS: the lock key, and when fenced the fence hash and
+// marker; ARGV: token, lease in ms, and when fenced the counter field. Answers as the writer's
+// acquisition of the same kind does, so that a reader's round is read as a writer's. Unfenced as
+// SET NX GET: nil (false) joined, else who holds it: a writer's token, or "W" while a waiting
+// writer's mark keeps new readers out. Fenced as fence_acquire_script: {1, counter, marker}
+// joined, {0, holder} not; the counter is read, not raised (a reader mints no token: it is
+// handed the latest writer's).
+const script reader_acquire_script{.body = R"lua(
+local fenced = #KEYS == 3
+local function refused(holder)
+  if fenced then return {0, holder} end
+  return holder
+end
+local function joined()
+  if fenced then
+    return {1, tonumber(redis.call("hget",KEYS[2],ARGV[3]) or "0"), redis.call("get",KEYS[3])}
+  end
+  return false
+end
+local v = redis.call("get",KEYS[1])
+if v and string.sub(v,1,2) ~= "R|" then return refused(v) end
+local t = redis.call("time")
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local til = now + tonumber(ARGV[2])
+if not v then
+  redis.call("set",KEYS[1],"R|0 " .. til .. " " .. ARGV[1],"px",ARGV[2])
+  return joined()
+end
+if tonumber(string.match(v,"^R|(%d*)")) > now then return refused("W") end
+local kept, last = {til .. " " .. ARGV[1]}, til
+for e, k in string.gmatch(v," (%d+) (%S+)") do
+  e = tonumber(e)
+  if e > now then
+    kept[#kept + 1] = e .. " " .. k
+    if e > last then last = e end
+  end
+end
+redis.call("set",KEYS[1],"R|0 " .. table.concat(kept," "),"px",last - now)
+return joined()
 )lua",
-                                 .sha = "66a52991570628c7b641da41cdaf8089cd6b5202"};
+                                   .sha = "504decc0c8f081cd98a5793b988e662090004f01"};
+
+// A writer refused by readers marks that it waits, so that new readers are refused (writers do
+// not starve). KEYS: the lock key; ARGV: how long the mark lasts, in ms. Never moves a later mark
+// back; nothing where the key is not a record. Sent as text after a failed attempt; 1 marked.
+const script writer_wait_script{.body = R"lua(
+local v = redis.call("get",KEYS[1])
+if not v or string.sub(v,1,2) ~= "R|" then return 0 end
+local t = redis.call("time")
+local mark = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[1])
+local old, rest = string.match(v,"^R|(%d*)(.*)")
+if tonumber(old) >= mark then return 1 end
+redis.call("set",KEYS[1],"R|" .. mark .. rest,"keepttl")
+return 1
+)lua",
+                                .sha = "7e5d5f9db6d0f54001762c45bd6ab5431602d4a4"};
 
 // ---- fencing (src/client/fencing.cpp) -------------------------------------------------------
 
@@ -92,11 +213,14 @@ return {1, redis.call("HINCRBY", KEYS[2], ARGV[3], 1), redis.call("GET", KEYS[3]
                                   .sha = "5b25a5f5d0e2b5d3402e17fb4bd8ee21cadc08fa"};
 
 // The write-back: raises the counter to at least T, only where the lock key still holds our
-// token. KEYS: lock key, fence hash, marker; ARGV: token, field, T. {1, marker} raised (or
-// already there: an acknowledgement if the marker names the server that answered), 0 not
-// ours.
+// token (a writer's), or a readers' record with our token in it (a reader's: T is then a value
+// a writer minted, which raising cannot make repeat). KEYS: lock key, fence hash, marker; ARGV:
+// token, field, T. {1, marker} raised (or already there: an acknowledgement if the marker names
+// the server that answered), 0 not ours.
 const script fence_raise_script{.body = R"lua(
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+local v = redis.call("GET", KEYS[1])
+if v ~= ARGV[1] and not (v and string.sub(v, 1, 2) == "R|" and
+                         string.find(v .. " ", " " .. ARGV[1] .. " ", 1, true)) then
   return 0
 end
 local cur = tonumber(redis.call("HGET", KEYS[2], ARGV[2]) or "0")
@@ -105,7 +229,7 @@ if cur < tonumber(ARGV[3]) then
 end
 return {1, redis.call("GET", KEYS[3])}
 )lua",
-                                .sha = "a5db72bb47205c661dc19da7fcf0c7f64ee16ef2"};
+                                .sha = "fc63069919de117788cf2e8f8bd66dd8d5bc33f7"};
 
 // The repair's read. KEYS: fence hash, marker. {marker (nil if none), {field, value, ...}}.
 const script fence_read_script{.body = R"lua(
@@ -426,16 +550,13 @@ return {info,t,v,redis.call("pttl",KEYS[1]),f}
 
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
-      &release_script,       &quiet_release_script,
-      &extend_script,        &batch_extend_script,
-      &fence_acquire_script, &fence_raise_script,
-      &fence_read_script,    &fence_repair_script,
-      &fair_acquire_script,  &fair_fence_acquire_script,
-      &line_leave_script,    &multi_acquire_script,
-      &multi_raise_script,   &multi_extend_script,
-      &multi_release_script, &quiet_multi_release_script,
-      &claim_script,         &settle_script,
-      &inspect_script,
+      &release_script,       &quiet_release_script, &reader_acquire_script,
+      &writer_wait_script,   &extend_script,        &batch_extend_script,
+      &fence_acquire_script, &fence_raise_script,   &fence_read_script,
+      &fence_repair_script,  &fair_acquire_script,  &fair_fence_acquire_script,
+      &line_leave_script,    &multi_acquire_script, &multi_raise_script,
+      &multi_extend_script,  &multi_release_script, &quiet_multi_release_script,
+      &claim_script,         &settle_script,        &inspect_script,
   };
   return all;
 }

@@ -16,6 +16,10 @@ extern const script quiet_release_script;
 extern const script extend_script;
 extern const script batch_extend_script;
 
+// Shared locks (readers' leases)
+extern const script reader_acquire_script;
+extern const script writer_wait_script;
+
 // Fencing
 extern const script fence_acquire_script;
 extern const script fence_raise_script;

@@ -48,11 +48,23 @@ void single_lock_call::undo(client_state& s, const round& r) const {
   std::array<bool, max_nodes> mask{};
   bool any = false;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    mask[i] = r.sent_to[i] && may_have_taken(r.votes[i], r.errors[i], opts_.fenced || opts_.fair);
+    mask[i] = r.sent_to[i] &&
+              may_have_taken(r.votes[i], r.errors[i], opts_.fenced || opts_.fair || opts_.shared);
     any = any || mask[i];
   }
   // Queued behind the SET on each connection, so it runs after it.
   if (any) s.release_detached(key_, token_, &mask, false);
+}
+
+void single_lock_call::mark_waiting(client_state& s,
+                                    const std::array<bool, max_nodes>& readers) const {
+  // Until the next attempt, with room for its jitter and a slow node: a writer that gave
+  // up keeps readers out no longer than that.
+  const auto lasts = 4 * s.cfg.retry_delay + s.cfg.node_timeout;
+  std::string payload;
+  write_writer_wait(payload, key_, lasts);
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (readers[i]) s.nodes[i]->submit_detached(payload);
 }
 
 void single_lock_call::leave_fair_line(client_state& s,

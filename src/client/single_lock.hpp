@@ -48,12 +48,18 @@ class single_lock_call {
   const script* write_attempt(std::string& out, const config& cfg, bool join, std::int64_t ticket) {
     out.clear();
     out.reserve(96 + 2 * key_.size());
+    if (opts_.shared)
+      return write_reader_acquire(out, key_, token_, opts_.ttl,
+                                  opts_.fenced ? &fence_keys_ : nullptr, field_);
     if (opts_.fenced || opts_.fair) return write_scripted_attempt(out, cfg, join, ticket);
     write_plain_acquire(out, key_, token_, opts_.ttl);  // the common path, inline
     return nullptr;
   }
   /// Sends the releases of an attempt that failed to every node it may have taken.
   void undo(client_state& s, const round& r) const;
+  /// A writer's attempt refused by readers on the nodes `readers` says: marks there that
+  /// it waits, so that new readers are refused until its next attempt (writer_wait_script).
+  void mark_waiting(client_state& s, const std::array<bool, max_nodes>& readers) const;
   /// A fair call leaves the nodes' line where `still_in` says, if it ever joined it.
   void leave_fair_line(client_state& s, const std::array<bool, max_nodes>& still_in) const;
   /// Fenced, on the fleet's one pair: starts the background repair of the nodes whose
@@ -76,6 +82,7 @@ class single_lock_call {
     d.ttl = opts_.ttl;
     d.deadline = deadline;
     d.fence = fence;
+    d.shared = opts_.shared;
     s->hold(d);  // released by async_shutdown if still held then
     return lk;
   }

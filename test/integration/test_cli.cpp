@@ -213,6 +213,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
       {"run", "r"},                                                     // no command
       {"run", "--", "true"},                                            // no resource
       {"run", "--wait", "5", "--nonblock", "r", "--", "true"},          // both
+      {"run", "--fair", "--shared", "r", "--", "true"},                 // both
       {"run", "--ttl", "1000", "--max-ttl", "500", "r", "--", "true"},  // max below ttl
       {"run", "--ttl", "12x", "r", "--", "true"},                       // malformed number
       {"run", "--nodes", "http://h:1", "r", "--", "true"},              // malformed URI
@@ -505,6 +506,53 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
     ++entries;
   }
   BOOST_TEST(entries == 20);
+}
+
+BOOST_AUTO_TEST_CASE(shared_runs_overlap_and_a_writer_runs_after_them_alone) {
+  // Each reader waits, inside, until all four are inside at once: only shared holders can
+  // get there. The writer, started once they are, must find nobody inside.
+  const std::string room = file("room"), log = file("shared-log");
+  std::filesystem::create_directory(room);
+  std::vector<pid_t> readers;
+  for (int r = 0; r < 4; ++r) {
+    const std::string me = room + "/inside-" + std::to_string(r);
+    const std::string body =
+        "touch " + me + "; n=0; while [ $(ls " + room + " | wc -l) -lt 4 ] && [ $n -lt 1500 ]; " +
+        "do sleep 0.01; n=$((n+1)); done; [ $n -lt 1500 ] || echo APART >> " + log +
+        "; echo reader $REDLOCK_FENCE >> " + log + "; sleep 0.3; rm " + me;
+    readers.push_back(start_cli(
+        {"run", "--shared", "--ttl", "1000", "--wait", "20000", "doc", "--", "sh", "-c", body}, dir,
+        "reader" + std::to_string(r), {"REDLOCK_NODES=" + nodes}));
+  }
+  const bool all_in = redlock::test::wait_until(
+      [&] {
+        return std::distance(std::filesystem::directory_iterator{room},
+                             std::filesystem::directory_iterator{}) == 4;
+      },
+      20s, 5ms);
+  BOOST_TEST_REQUIRE(all_in, "four --shared runs were never inside at once");
+  const pid_t writer =
+      start_cli({"run", "--ttl", "1000", "--wait", "20000", "doc", "--", "sh", "-c",
+                 "[ -z \"$(ls " + room + ")\" ] || echo OVERLAP >> " + log +
+                     "; echo writer $REDLOCK_FENCE >> " + log},
+                dir, "writer", {"REDLOCK_NODES=" + nodes});
+  for (pid_t r : readers) BOOST_TEST(wait_exit(r) == 0);
+  BOOST_TEST(wait_exit(writer) == 0);
+  std::istringstream lines{slurp(log)};
+  std::vector<std::string> kinds;
+  std::vector<long long> fences;
+  for (std::string kind, fence; lines >> kind;) {
+    kinds.push_back(kind);
+    if (kind == "reader" || kind == "writer") {
+      lines >> fence;
+      fences.push_back(std::stoll(fence));
+    }
+  }
+  const std::vector<std::string> expected{"reader", "reader", "reader", "reader", "writer"};
+  BOOST_TEST(kinds == expected, boost::test_tools::per_element());
+  // Readers carry the latest writer's token (none yet: 0); the writer's is above them.
+  BOOST_TEST_REQUIRE(fences.size() == 5u);
+  for (std::size_t i = 0; i < 4; ++i) BOOST_TEST(fences[i] < fences[4]);
 }
 
 BOOST_AUTO_TEST_CASE(fair_waiters_run_in_the_order_they_started) {

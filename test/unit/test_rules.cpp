@@ -903,7 +903,7 @@ BOOST_AUTO_TEST_CASE(an_acl_refusal_names_the_commands_read_from_the_script) {
       "ERR The user executing the script can't run this command or subcommand script: " +
       std::string{detail::release_script.sha};
   BOOST_TEST(detail::acl_hint(refusal) ==
-             " [the script runs GET DEL; the ACL user needs every one of them]");
+             " [the script runs TIME DEL SET GET; the ACL user needs every one of them]");
   const std::string other =
       "ERR ... can't run this command ... script: " + std::string{detail::fence_acquire_script.sha};
   BOOST_TEST(detail::acl_hint(other).find("SET HINCRBY GET") != std::string::npos,

@@ -143,6 +143,9 @@ po::options_description run_description() {
       ("fair", po::bool_switch(),
        "wait in a line kept on the nodes: first come, first served (give it to every waiter of "
        "RESOURCE)")  //
+      ("shared", po::bool_switch(),
+       "take a reader's lease: any number of --shared runs hold RESOURCE at once, a run "
+       "without it alone")  //
       ("grace", text("MS"),
        "after the lock is lost, SIGKILL this long after SIGTERM (default 2000)")  //
       ("max-hold", text("MS"),
@@ -175,8 +178,9 @@ po::options_description no_options() {
 
 constexpr command_text commands[] = {
     {"run",
-     "[--nodes URI,...] [--ttl MS] [--wait MS | --nonblock] [--fair]\n"
-     "                   [--grace MS] [--max-hold MS] [--max-ttl MS] [--verbose]\n"
+     "[--nodes URI,...] [--ttl MS] [--wait MS | --nonblock]\n"
+     "                   [--fair | --shared] [--grace MS] [--max-hold MS] [--max-ttl MS]\n"
+     "                   [--verbose]\n"
      "                   RESOURCE -- COMMAND [ARG...]",
      "RESOURCE -- COMMAND [ARG...]", "run COMMAND while holding a lock on RESOURCE",
      R"(Takes a lock on RESOURCE across the nodes (a majority must agree), runs COMMAND as a
@@ -184,7 +188,10 @@ direct child in its own process group while the lock is renewed in the backgroun
 releases the lock, and exits with COMMAND's status.
 
 COMMAND's environment gets REDLOCK_RESOURCE, REDLOCK_FENCE (fencing token: strictly
-increasing per resource) and REDLOCK_VALIDITY_MS (validity left when it started).
+increasing per resource; with --shared the latest writer's) and REDLOCK_VALIDITY_MS
+(validity left when it started). With --shared, COMMAND runs beside other --shared
+holders of RESOURCE and never beside a run without it (a writer), which in turn keeps
+new readers out while it waits.
 If the lock is lost while COMMAND runs, its process group gets SIGTERM at once and
 SIGKILL after --grace; SIGINT and SIGTERM sent to redlock are forwarded to it.
 
@@ -435,6 +442,7 @@ run_options parse_run(const std::vector<std::string>& args) {
   if (a.has("wait")) o.wait = parse_ms("--wait", a.text("wait"));
   o.nonblock = a.flag("nonblock");
   o.fair = a.flag("fair");
+  o.shared = a.flag("shared");
   if (a.has("grace")) o.grace = parse_ms("--grace", a.text("grace"));
   if (a.has("max-hold")) {
     o.max_hold = parse_ms("--max-hold", a.text("max-hold"));
@@ -449,6 +457,7 @@ run_options parse_run(const std::vector<std::string>& args) {
   o.command = a.command;
   if (o.command.empty()) throw usage_error{"no COMMAND given after --"};
   if (o.wait && o.nonblock) throw usage_error{"--wait and --nonblock exclude each other"};
+  if (o.fair && o.shared) throw usage_error{"--fair and --shared exclude each other"};
   if (o.ttl.count() < 10) throw usage_error{"--ttl must be at least 10 ms"};
   if (o.ttl > std::chrono::hours{24}) throw usage_error{"--ttl must be at most 24 h"};
   o.max_ttl = a.has("max-ttl") ? parse_ms(a.source("max-ttl"), a.text("max-ttl")) : o.ttl;

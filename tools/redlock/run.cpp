@@ -172,8 +172,11 @@ class runner {
   }
 
   asio::awaitable<int> acquire() {
-    const lock_options opts{
-        .ttl = o_.ttl, .wait = o_.wait.value_or(wait_forever), .fenced = true, .fair = o_.fair};
+    const lock_options opts{.ttl = o_.ttl,
+                            .wait = o_.wait.value_or(wait_forever),
+                            .fenced = true,
+                            .fair = o_.fair,
+                            .shared = o_.shared};
     diagnostics diag;
     if (o_.common.verbose) {
       say(fmt::format("waiting for {} on {} nodes (ttl {} ms, {})", o_.resource,
