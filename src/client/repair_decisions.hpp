@@ -1,8 +1,9 @@
 #pragma once
-// What a fence repair decides without I/O: what a node's read says, whether the maxima
-// read may be written (the repair's read rule), to which nodes, and what a write's
-// answer means. The repair's machine (repair_fsm.hpp) asks these; the rule's reasons are
-// in fencing.cpp's opening comment and verify/redlock.pml.
+// What a fence repair reads without I/O: what a node's read says, the census of the
+// reads and their counters' maxima, to which nodes the maxima are written, and what a
+// write's answer means. Whether they may be written (the repair's read rule) is
+// repair_may_write in quorum/rules.hpp. The repair's machine (repair_fsm.hpp) asks these;
+// the rule's reasons are in fencing.cpp's opening comment and verify/redlock.pml.
 
 #include <cstddef>
 #include <cstdint>
