@@ -103,7 +103,8 @@ asio::awaitable<void> cycle_worker(cycle_run& run, std::size_t worker) {
   std::mt19937_64 rng{std::random_device{}()};
   std::string resource = run.plan.key_prefix;
   resource.reserve(resource.size() + 16);
-  const redlock::lock_options opts{.ttl = run.plan.ttl, .fenced = run.plan.fenced};
+  const redlock::lock_options opts{
+      .ttl = run.plan.ttl, .fenced = run.plan.fenced, .shared = run.plan.shared};
   const std::size_t pool = run.plan.resources_per_worker;
   std::vector<std::uint64_t> last_fence(pool, 0);
   std::size_t slot = 0;

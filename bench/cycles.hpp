@@ -51,6 +51,8 @@ struct cycle_plan {
   std::string key_prefix;
   /// Take fenced locks (lock_options::fenced); every token must then be positive.
   bool fenced = false;
+  /// Take readers' leases (lock_options::shared).
+  bool shared = false;
   /// 0: a fresh random resource per cycle. N: each worker takes its own N resources in
   /// turn, so that a fenced run can check that tokens increase per resource.
   std::size_t resources_per_worker = 0;

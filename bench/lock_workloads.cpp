@@ -101,6 +101,30 @@ void run_w2(bench_context& ctx) {
   ctx.emit(std::move(l), human);
 }
 
+// ---- shared: readers' leases -----------------------------------------------------------
+
+// w2's cycle with lock_options::shared: a reader's acquisition is one script call per node
+// (the writer's is SET NX GET), its release the same script as a writer's.
+void run_shared(bench_context& ctx) {
+  const auto uris = ctx.node_uris(fleet_size);
+  asio::io_context io{1};
+  redlock::client c{io.get_executor(), ctx.client_config(uris)};
+  wait_until_lockable(io, c, ctx);
+  cycle_plan plan = timed_plan(ctx, "shared", 1, nullptr);
+  plan.shared = true;
+  cycle_result r = run_cycles(io, c, plan);
+  shut_down(io, c);
+  json_line l = cycle_line("shared_w2", uris.size(), 1, r, ctx.opts.ttl);
+  // w2 of the same invocation, when it ran before this one.
+  const json_line* w2 = ctx.find("w2", 1);
+  const auto vs =
+      ratio(l.number("acquire_p50_us"), w2 ? w2->number("acquire_p50_us") : std::nullopt);
+  l.add("acquire_p50_vs_w2", vs);
+  const std::string human = fmt::format("shared_w2 latency: {}; acquire p50 = {:.2f}x w2's{}",
+                                        latency_text(l), vs.value_or(0), failure_text(r));
+  ctx.emit(std::move(l), human);
+}
+
 // ---- w3: contention ------------------------------------------------------------------
 
 namespace {

@@ -50,6 +50,10 @@ constexpr workload workloads[] = {
      "multi-resource locks: acquire+release of 4 fresh resources at once, one worker "
      "and --concurrency in flight (vs w2 and w1)",
      run_multi},
+    {"shared",
+     "shared locks: w2's sequential acquire+release of fresh resources as readers' leases "
+     "(line shared_w2, vs w2)",
+     run_shared},
 };
 
 constexpr std::string_view usage_text = R"(usage: redlock-bench [options]
