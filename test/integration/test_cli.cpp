@@ -510,34 +510,48 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
 
 BOOST_AUTO_TEST_CASE(shared_runs_overlap_and_a_writer_runs_after_them_alone) {
   // Each reader waits, inside, until all four are inside at once: only shared holders can
-  // get there. The writer, started once they are, must find nobody inside.
-  const std::string room = file("room"), log = file("shared-log");
+  // get there. They stay until told to go. The writer, started while they are inside,
+  // must find nobody inside when it runs.
+  const std::string room = file("room"), seen = file("seen"), log = file("shared-log"),
+                    go = file("shared-go");
   std::filesystem::create_directory(room);
+  std::filesystem::create_directory(seen);
   std::vector<pid_t> readers;
   for (int r = 0; r < 4; ++r) {
     const std::string me = room + "/inside-" + std::to_string(r);
     const std::string body =
         "touch " + me + "; n=0; while [ $(ls " + room + " | wc -l) -lt 4 ] && [ $n -lt 1500 ]; " +
-        "do sleep 0.01; n=$((n+1)); done; [ $n -lt 1500 ] || echo APART >> " + log +
-        "; echo reader $REDLOCK_FENCE >> " + log + "; sleep 0.3; rm " + me;
+        "do sleep 0.01; n=$((n+1)); done; [ $n -lt 1500 ] || echo APART >> " + log + "; touch " +
+        seen + "/" + std::to_string(r) + "; echo reader $REDLOCK_FENCE >> " + log +
+        "; n=0; while [ ! -e " + go +
+        " ] && [ $n -lt 1500 ]; do sleep 0.01; n=$((n+1)); done; rm " + me;
     readers.push_back(start_cli(
         {"run", "--shared", "--ttl", "1000", "--wait", "20000", "doc", "--", "sh", "-c", body}, dir,
         "reader" + std::to_string(r), {"REDLOCK_NODES=" + nodes}));
   }
   const bool all_in = redlock::test::wait_until(
       [&] {
-        return std::distance(std::filesystem::directory_iterator{room},
+        return std::distance(std::filesystem::directory_iterator{seen},
                              std::filesystem::directory_iterator{}) == 4;
       },
       20s, 5ms);
   BOOST_TEST_REQUIRE(all_in, "four --shared runs were never inside at once");
+  // status names the readers, not a record's text.
+  const auto status = run({"status", "doc"});
+  BOOST_TEST(status.code == 0, status.err);
+  BOOST_TEST(status.out.find("doc: held shared by readers on a majority") != std::string::npos,
+             status.out);
+  BOOST_TEST(status.out.find("4 readers") != std::string::npos, status.out);
   const pid_t writer =
       start_cli({"run", "--ttl", "1000", "--wait", "20000", "doc", "--", "sh", "-c",
                  "[ -z \"$(ls " + room + ")\" ] || echo OVERLAP >> " + log +
                      "; echo writer $REDLOCK_FENCE >> " + log},
                 dir, "writer", {"REDLOCK_NODES=" + nodes});
+  // The writer is waiting (or about to): the readers leave, and it runs after them.
+  std::ofstream{go}.put('\n');
   for (pid_t r : readers) BOOST_TEST(wait_exit(r) == 0);
-  BOOST_TEST(wait_exit(writer) == 0);
+  const int writer_code = wait_exit(writer);
+  BOOST_TEST(writer_code == 0, slurp(dir + "/writer.err"));
   std::istringstream lines{slurp(log)};
   std::vector<std::string> kinds;
   std::vector<long long> fences;

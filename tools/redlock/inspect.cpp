@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <map>
 
@@ -53,6 +54,18 @@ std::string fence_text(const node_report& r) {
   return r.fence ? std::to_string(*r.fence) : "-";
 }
 
+// A readers' record (lock_options::shared) holds "R|<mark> <expiry> <token> ..." where a
+// writer's lock holds its token: shown as the readers it lists, not as a token.
+bool readers_record(std::string_view value) {
+  return value.starts_with("R|");
+}
+std::string readers_text(std::string_view record) {
+  const auto entries = std::count(record.begin(), record.end(), ' ') / 2;
+  const bool writer_waits = !record.starts_with("R|0 ");
+  return fmt::format("{} reader{}{}", entries, entries == 1 ? "" : "s",
+                     writer_waits ? ", a writer waits" : "");
+}
+
 }  // namespace
 
 int status_command(const status_options& o) {
@@ -61,7 +74,7 @@ int status_command(const status_options& o) {
   const auto reports = inspect(cfg, o.resource);
   fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", "node", "address", "state",
              "holder token", "ttl_ms", "fence");
-  std::size_t reachable = 0, holding = 0;
+  std::size_t reachable = 0, holding = 0, shared = 0;
   std::map<std::string, std::size_t> holders;
   for (const node_report& r : reports) {
     if (r.error) {
@@ -70,16 +83,24 @@ int status_command(const status_options& o) {
     }
     ++reachable;
     const bool held = r.key == node_report::key_state::held;
-    if (held) {
+    const bool readers = held && readers_record(r.holder);
+    if (readers) {
+      ++holding;
+      ++shared;
+    } else if (held) {
       ++holding;
       ++holders[r.holder];
     }
-    const char* state = held                                          ? "held"
+    const char* state = readers                                       ? "shared"
+                        : held                                        ? "held"
                         : r.key == node_report::key_state::free       ? "free"
                         : r.key == node_report::key_state::wrong_type ? "wrong type"
                                                                       : "error";
     fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", r.node, r.address, state,
-               held ? r.holder : "-", held ? std::to_string(r.ttl.count()) : "-", fence_text(r));
+               readers ? readers_text(r.holder)
+               : held  ? r.holder
+                       : "-",
+               held ? std::to_string(r.ttl.count()) : "-", fence_text(r));
     print_shards(r, nullptr);
   }
   const std::size_t quorum = redlock::majority(reports.size());
@@ -93,6 +114,7 @@ int status_command(const status_options& o) {
                 " (token " + token.substr(0, std::min<std::size_t>(slash, 12)) +
                 "...) on a majority";
     }
+  if (shared >= quorum) verdict = "held shared by readers on a majority";
   if (verdict == "free" && holding > 0)
     verdict = "partly held (no majority: expiring or being taken)";
   fmt::print("{}: {}; {} of {} nodes reachable\n", o.resource, verdict, reachable, reports.size());
