@@ -36,6 +36,7 @@ set(extra_fenced_w1 ${extra_fenced_w2})
 set(extra_claims batch effective_batch won failures script_calls_per_claim eval_calls_per_claim
     client_us_per_claim server_us_per_claim ceiling_claims_per_s vs_ceiling)
 set(extra_multi resources_per_lock failures)
+set(extra_sem4x16 permits holders_max overlaps failures hold_ms)
 set(extra_extend renew_p50_us renew_p99_us held_locks renewal_cycles evalsha_per_cycle_per_node
     lost)
 # Fields that must be 0.
@@ -44,7 +45,8 @@ set(zero_fenced_w2 fence_violations failures)
 set(zero_fenced_w1 fence_violations failures)
 set(zero_extend lost failures)
 set(zero_claims failures)
-set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims multi)
+set(zero_sem4x16 overlaps failures)
+set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims multi sem4x16)
 if(CLUSTER)
   set(expected w1 claims)
   list(APPEND extra_w1 cluster_shards servers server_cpu_spread node_cpu_us_per_cycle)
