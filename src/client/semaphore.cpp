@@ -10,8 +10,9 @@
 //
 // One call is a sequence of sweeps. A sweep tries each permit once, one after the
 // other, starting at a random index (so that concurrent acquirers spread over the
-// permits instead of all racing for permit 0). The sweeps' waits are acquire_fsm's, as
-// for any lock kind: a failed sweep is a failed attempt. While waiting, the call listens
+// permits instead of all racing for permit 0): permit_sweep decides the next try and
+// what a sweep's failures add up to. The waits between sweeps are acquire_fsm's, as for
+// any lock kind: a failed sweep is a failed attempt. While waiting, the call listens
 // for releases of all N permit keys (a set_waiter, as a multi-resource lock is), so a
 // release anywhere starts the next sweep at once; the retry delay is the fallback for a
 // release it did not hear.
@@ -36,6 +37,7 @@
 #include "client/acquire_fsm.hpp"
 #include "client/call_checks.hpp"
 #include "client/client_state.hpp"
+#include "client/permit_sweep.hpp"
 #include "quorum/completion.hpp"
 
 namespace redlock {
@@ -47,37 +49,6 @@ std::string permit_resource(std::string_view resource, std::size_t index) {
 namespace detail {
 namespace {
 
-/// What one sweep's failed tries add up to: the error its attempt failed with.
-class sweep_outcome {
- public:
-  void add(error_code ec) {
-    if (ec == error::contended)
-      ++contended_;
-    else if (ec == error::wrong_type)
-      ++wrong_type_;
-    else if (!other_)
-      other_ = ec;
-  }
-  /// contended when every permit that answered was held (a permit key of another type
-  /// only takes its permit out of use); wrong_type when all of them are of another type,
-  /// since no wait mends that; else the first other failure (no_quorum, ...), which says
-  /// more than "held" about a sweep that could not ask every permit.
-  error_code reason(std::size_t permits) const {
-    if (wrong_type_ == permits) return error::wrong_type;
-    if (other_) return other_;
-    return error::contended;
-  }
-
- private:
-  std::size_t contended_ = 0, wrong_type_ = 0;
-  error_code other_{};
-};
-
-/// An error no further sweep can change: the call ends with it at once.
-bool ends_the_call(error_code ec) {
-  return ec == error::shut_down || ec == error::cancelled || is_argument_error(ec);
-}
-
 class permit_op final : public set_waiter, public std::enable_shared_from_this<permit_op> {
  public:
   permit_op(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
@@ -88,7 +59,8 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
         opts_(opts),
         wait_(wait),
         diag_(diag),
-        handler_(take_handler(std::move(h), s_)) {}
+        handler_(take_handler(std::move(h), s_)),
+        sweep_(permits == 0 ? 1 : permits) {}  // 0 is refused in start()
 
   /// On the strand, never inside the initiating call.
   void start() {
@@ -176,32 +148,38 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   void sweep() {
     if (s_->closed) return complete(error::shut_down);
     fsm_.attempt_sent();
-    outcome_ = {};
-    tried_ = 0;
-    first_ = std::uniform_int_distribution<std::size_t>{0, permits_ - 1}(s_->rng);
-    try_next();
+    next(sweep_.start(std::uniform_int_distribution<std::size_t>{0, permits_ - 1}(s_->rng)));
   }
 
-  void try_next() {
-    const std::size_t index = (first_ + tried_) % permits_;
+  void next(const sweep_step& step) {
+    switch (step.what) {
+      case sweep_step::kind::try_permit:
+        return try_permit(step.index);
+      case sweep_step::kind::won:
+        return complete({}, permit{std::move(won_), step.index});
+      case sweep_step::kind::failed:
+        return sweep_failed(step.ec);
+      case sweep_step::kind::end:
+        return complete(step.ec);
+    }
+  }
+
+  void try_permit(std::size_t index) {
     in_flight_ = true;
-    auto on_done = [self = shared_from_this(), index](error_code ec, lock lk) {
-      self->tried(index, ec, std::move(lk));
+    auto on_done = [self = shared_from_this()](error_code ec, lock lk) {
+      self->tried(ec, std::move(lk));
     };
     start_lock(s_, buffer{permit_resource(resource_, index)}, opts_, false, diag_,
                asio::bind_cancellation_slot(inner_cancel_.slot(),
                                             asio::bind_executor(s_->strand, std::move(on_done))));
   }
 
-  void tried(std::size_t index, error_code ec, lock lk) {
+  void tried(error_code ec, lock lk) {
     in_flight_ = false;
     if (done_) return;  // a won lock dropped here is released in the background
     if (cancel_requested_) return complete(error::cancelled);
-    if (!ec) return complete({}, permit{std::move(lk), index});
-    if (ends_the_call(ec)) return complete(ec);
-    outcome_.add(ec);
-    if (++tried_ < permits_) return try_next();
-    sweep_failed(outcome_.reason(permits_));
+    won_ = std::move(lk);
+    next(sweep_.tried(ec));
   }
 
   void sweep_failed(error_code reason) {
@@ -256,8 +234,8 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   completion<void(error_code, permit)> handler_;
   std::vector<std::string> keys_;  // each permit's key, for listening to its releases
   acquire_fsm fsm_;
-  sweep_outcome outcome_;
-  std::size_t first_ = 0, tried_ = 0;
+  permit_sweep sweep_{1};
+  lock won_;  // the last try's lock (empty unless it won)
   bool in_flight_ = false;
   bool waiting_ = false;
   bool cancel_requested_ = false;
