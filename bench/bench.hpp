@@ -216,5 +216,6 @@ void run_extend(bench_context& ctx);
 void run_claims(bench_context& ctx);
 void run_multi(bench_context& ctx);
 void run_shared(bench_context& ctx);
+void run_sem(bench_context& ctx);
 
 }  // namespace redlock::bench

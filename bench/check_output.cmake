@@ -37,6 +37,7 @@ set(extra_claims batch effective_batch won failures script_calls_per_claim eval_
     client_us_per_claim server_us_per_claim ceiling_claims_per_s vs_ceiling)
 set(extra_multi resources_per_lock failures)
 set(extra_shared_w2 failures acquire_p50_vs_w2)
+set(extra_sem4x16 permits holders_max overlaps failures hold_ms)
 set(extra_extend renew_p50_us renew_p99_us held_locks renewal_cycles evalsha_per_cycle_per_node
     lost)
 # Fields that must be 0.
@@ -46,7 +47,8 @@ set(zero_fenced_w1 fence_violations failures)
 set(zero_extend lost failures)
 set(zero_claims failures)
 set(zero_shared_w2 failures)
-set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims multi shared_w2)
+set(zero_sem4x16 overlaps failures)
+set(expected w1 w2 fenced_w2 fenced_w1 w3 w4 memory raw extend claims multi shared_w2 sem4x16)
 if(CLUSTER)
   set(expected w1 claims)
   list(APPEND extra_w1 cluster_shards servers server_cpu_spread node_cpu_us_per_cycle)

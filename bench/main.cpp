@@ -54,6 +54,10 @@ constexpr workload workloads[] = {
      "shared locks: w2's sequential acquire+release of fresh resources as readers' leases "
      "(line shared_w2, vs w2)",
      run_shared},
+    {"sem4x16",
+     "semaphore: 16 clients contend for 4 permits of one resource, each holds one --hold-ms; "
+     "permit acquisitions per second",
+     run_sem},
 };
 
 constexpr std::string_view usage_text = R"(usage: redlock-bench [options]
@@ -75,13 +79,13 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
                           only (w1 unless --only says claims)
   --duration S            measured seconds of each timed phase (default 10; quick 1.5)
   --warmup S              unmeasured seconds before each timed phase (default 1; quick 0.25)
-  --contention-duration S w3's measured seconds (default 10; quick 2)
+  --contention-duration S w3's and sem4x16's measured seconds (default 10; quick 2)
   --concurrency N[,N...]  operations in flight in w1, fenced_w1 and raw, one line each
                           (default 64)
   --contenders N          w3's workers (default 16)
   --processes N[,N...]    w3's workers split over N processes, one line each (default 1,4)
   --fair off|on[,...]     w3 without and/or with fair mode, one line each (default off,on)
-  --hold-ms MS            how long a w3 worker holds the lock (default 1)
+  --hold-ms MS            how long a w3 worker holds the lock (sem4x16: a permit) (default 1)
   --ttl MS                lock TTL (default 10000; quick 2000)
   --node-timeout MS       per-node request timeout of the clients (default 250)
   --fence-stripes N       fenced: counters striped into N buckets (default 0: one per resource)

@@ -65,6 +65,8 @@ void start_unlock_all(std::shared_ptr<client_state> s, multi_lock lk, diagnostic
 void start_extend_all(std::shared_ptr<client_state> s, multi_lock& lk,
                       std::chrono::milliseconds ttl, diagnostics* diag, void_handler h);
 
+struct semaphore_access;  // redlock/semaphore.hpp
+
 /// The lock types async_unlock and async_extend take.
 template <typename T>
 concept lock_type = std::same_as<T, lock> || std::same_as<T, multi_lock>;
@@ -348,6 +350,7 @@ class client {
 
  private:
   friend class keeper;
+  friend struct detail::semaphore_access;
   friend void detail::set_fence_writeback_hook(client&, std::function<void(std::string_view)>);
 
   // Each initiation takes the operation's diagnostics as a `diagnostics*` argument (null

@@ -236,6 +236,11 @@ inline constexpr std::size_t max_nodes = 15;
 /// any name built from ids, paths or URLs.
 inline constexpr std::size_t max_resource_bytes = 64u << 10;
 
+/// Most permits of one semaphore (async_lock_permit, `redlock run --permits`). An
+/// acquirer tries the permits one after the other, so a full sweep costs one round trip
+/// per permit; 64 keeps a sweep short.
+inline constexpr std::size_t max_permits = 64;
+
 /// The field of the fencing counter hash (key_prefix + "redlock:fence") that counts for
 /// `resource` when counters are striped into `stripes` buckets (config::fence_stripes;
 /// 0: one field per resource, the resource itself). The stripe is FNV-1a (64 bit) of the

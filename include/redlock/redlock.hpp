@@ -10,4 +10,5 @@
 #include "redlock/lock.hpp"
 #include "redlock/multi_lock.hpp"
 #include "redlock/observer.hpp"
+#include "redlock/semaphore.hpp"
 #include "redlock/with_lock.hpp"

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -103,6 +104,25 @@ struct cli_fixture {
     return o;
   }
   std::string file(const std::string& name) const { return dir + "/" + name; }
+
+  // `n` shell loops at once, each running `redlock <run_args> -- sh -c '<section>'` five
+  // times in a row (stopping at the first failure); each loop must exit 0 within 120 s.
+  void run_workers(int n, const std::string& run_args, const std::string& section) {
+    std::vector<pid_t> workers;
+    for (int w = 0; w < n; ++w) {
+      const std::string loop = "for i in 1 2 3 4 5; do " + std::string{REDLOCK_CLI_PATH} + " " +
+                               run_args + " -- sh -c '" + section + "' || exit 1; done";
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::setenv("REDLOCK_NODES", nodes.c_str(), 1);
+        ::execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+        ::_exit(99);
+      }
+      workers.push_back(pid);
+      started_pids.push_back(pid);
+    }
+    for (pid_t w : workers) BOOST_TEST(wait_exit(w, 120s) == 0);
+  }
 
   // Waits (bounded) until every node reports an uptime of at least `seconds`, so that
   // the restart guard of a fresh fleet no longer holds any of them back.
@@ -214,6 +234,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {
       {"run", "--", "true"},                                            // no resource
       {"run", "--wait", "5", "--nonblock", "r", "--", "true"},          // both
       {"run", "--fair", "--shared", "r", "--", "true"},                 // both
+      {"run", "--permits", "2", "--shared", "r", "--", "true"},         // both
       {"run", "--ttl", "1000", "--max-ttl", "500", "r", "--", "true"},  // max below ttl
       {"run", "--ttl", "12x", "r", "--", "true"},                       // malformed number
       {"run", "--nodes", "http://h:1", "r", "--", "true"},              // malformed URI
@@ -480,21 +501,7 @@ BOOST_AUTO_TEST_CASE(concurrent_runs_never_overlap_and_fences_increase) {
   const std::string inside = file("inside"), log = file("log");
   const std::string section = "mkdir " + inside + " 2>/dev/null || echo OVERLAP >> " + log +
                               "; echo $REDLOCK_FENCE >> " + log + "; sleep 0.02; rmdir " + inside;
-  std::vector<pid_t> workers;
-  for (int w = 0; w < 4; ++w) {
-    const std::string loop = "for i in 1 2 3 4 5; do " + std::string{REDLOCK_CLI_PATH} +
-                             " run --ttl 1000 --wait 20000 shared -- sh -c '" + section +
-                             "' || exit 1; done";
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setenv("REDLOCK_NODES", nodes.c_str(), 1);
-      ::execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
-      ::_exit(99);
-    }
-    workers.push_back(pid);
-    started_pids.push_back(pid);
-  }
-  for (pid_t w : workers) BOOST_TEST(wait_exit(w, 120s) == 0);
+  run_workers(4, "run --ttl 1000 --wait 20000 shared", section);
   std::istringstream lines{slurp(log)};
   long long last = 0;
   int entries = 0;
@@ -639,6 +646,55 @@ BOOST_AUTO_TEST_CASE(status_and_nodes_describe_the_fleet) {
   fleet[1].kill();
   auto s2 = run({"status", "thing"});
   BOOST_TEST(s2.code == 69);
+}
+
+BOOST_AUTO_TEST_CASE(permits_run_at_most_n_commands_at_once_each_with_its_permit_and_fence) {
+  // Three workers, two permits. A command entering takes the first free of three slot
+  // directories: taking the third means three ran at once.
+  const std::string log = file("permit-log"), slots = file("slots");
+  std::filesystem::create_directory(slots);
+  const std::string section = "for s in 0 1 2; do mkdir " + slots +
+                              "/$s 2>/dev/null && break; done; "
+                              "[ $s = 2 ] && echo OVERLAP >> " +
+                              log + "; [ $s = 1 ] && echo TWO >> " + log +
+                              "; "
+                              "echo \"$REDLOCK_PERMIT $REDLOCK_FENCE $REDLOCK_RESOURCE\" >> " +
+                              log + "; sleep 0.05; rmdir " + slots + "/$s";
+  run_workers(3, "run --permits 2 --ttl 1000 --wait 20000 pool", section);
+  std::istringstream lines{slurp(log)};
+  std::map<std::string, long long> last;  // per permit
+  int entries = 0, two = 0;
+  for (std::string line; std::getline(lines, line);) {
+    BOOST_TEST(line != "OVERLAP");
+    if (line == "TWO") {
+      ++two;
+      continue;
+    }
+    std::istringstream fields{line};
+    std::string permit, resource;
+    long long fence = 0;
+    fields >> permit >> fence >> resource;
+    BOOST_TEST((permit == "0" || permit == "1"), line);
+    BOOST_TEST(resource == "pool");
+    // Each permit's fencing token increases from one holder to the next.
+    BOOST_TEST(fence > last[permit], line);
+    last[permit] = fence;
+    ++entries;
+  }
+  BOOST_TEST(entries == 15);
+  BOOST_TEST_MESSAGE(two << " of 15 commands ran beside another");
+}
+
+BOOST_AUTO_TEST_CASE(permits_out_of_range_or_with_fair_are_usage_errors) {
+  for (const std::string n : {"0", "65", "two", "-1"}) {
+    auto o = run({"run", "--permits", n, "r", "--", "true"});
+    BOOST_TEST(o.code == 64, n);
+    BOOST_TEST(std::count(o.err.begin(), o.err.end(), '\n') == 1, o.err);
+  }
+  auto fair = run({"run", "--permits", "2", "--fair", "r", "--", "true"});
+  BOOST_TEST(fair.code == 64);
+  auto help = run({"run", "--help"});
+  BOOST_TEST(help.out.find("--permits") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

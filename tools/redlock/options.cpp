@@ -151,7 +151,10 @@ po::options_description run_description() {
       ("max-hold", text("MS"),
        "stop renewing once the lock has been held this long: it then runs out and COMMAND is "
        "treated as having lost it (exit 76; default: renew while COMMAND runs)")  //
-      ("max-ttl", text("MS"), max_ttl.c_str());
+      ("max-ttl", text("MS"), max_ttl.c_str())                                    //
+      ("permits", text("N"),
+       "take one of N permits of RESOURCE instead of its lock: at most N holders at once (1 to "
+       "64; every holder of RESOURCE must give the same N; not with --shared or --fair)");
   return d;
 }
 
@@ -179,8 +182,8 @@ po::options_description no_options() {
 constexpr command_text commands[] = {
     {"run",
      "[--nodes URI,...] [--ttl MS] [--wait MS | --nonblock]\n"
-     "                   [--fair | --shared] [--grace MS] [--max-hold MS] [--max-ttl MS]\n"
-     "                   [--verbose]\n"
+     "                   [--fair | --shared | --permits N] [--grace MS] [--max-hold MS]\n"
+     "                   [--max-ttl MS] [--verbose]\n"
      "                   RESOURCE -- COMMAND [ARG...]",
      "RESOURCE -- COMMAND [ARG...]", "run COMMAND while holding a lock on RESOURCE",
      R"(Takes a lock on RESOURCE across the nodes (a majority must agree), runs COMMAND as a
@@ -191,7 +194,9 @@ COMMAND's environment gets REDLOCK_RESOURCE, REDLOCK_FENCE (fencing token: stric
 increasing per resource; with --shared the latest writer's) and REDLOCK_VALIDITY_MS
 (validity left when it started). With --shared, COMMAND runs beside other --shared
 holders of RESOURCE and never beside a run without it (a writer), which in turn keeps
-new readers out while it waits.
+new readers out while it waits. With --permits N, COMMAND holds one of N permits of
+RESOURCE (at most N run at once), REDLOCK_PERMIT is its index (0 to N-1) and
+REDLOCK_FENCE that permit's token.
 If the lock is lost while COMMAND runs, its process group gets SIGTERM at once and
 SIGKILL after --grace; SIGINT and SIGTERM sent to redlock are forwarded to it.
 
@@ -432,6 +437,16 @@ void check_resource(const std::string& resource) {
   check_printable_resource(resource);
 }
 
+// --permits: 1 to max_permits, as every holder of the resource must give it.
+std::size_t parse_permits(const std::string& text) {
+  std::size_t n = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || p != text.data() + text.size() || n == 0 || n > redlock::max_permits)
+    throw usage_error{fmt::format("--permits takes a whole number from 1 to {}, not \"{}\"",
+                                  redlock::max_permits, text)};
+  return n;
+}
+
 }  // namespace
 
 run_options parse_run(const std::vector<std::string>& args) {
@@ -450,6 +465,9 @@ run_options parse_run(const std::vector<std::string>& args) {
       throw usage_error{
           "--max-hold must be at least 1 ms (leave it out to renew for as long as COMMAND runs)"};
   }
+  if (a.has("permits")) o.permits = parse_permits(a.text("permits"));
+  if (o.permits > 0 && o.fair) throw usage_error{"--permits and --fair exclude each other"};
+  if (o.permits > 0 && o.shared) throw usage_error{"--permits and --shared exclude each other"};
   o.resource = only_operand(a, ": the command goes after --");
   if (o.resource.empty())
     throw usage_error{a.operands.empty() ? "no RESOURCE given" : "RESOURCE is empty"};

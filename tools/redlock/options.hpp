@@ -47,8 +47,9 @@ struct run_options {
   std::chrono::milliseconds ttl{10000};
   std::optional<std::chrono::milliseconds> wait;  // nullopt: indefinitely
   bool nonblock = false;
-  bool fair = false;    // lock_options::fair
-  bool shared = false;  // lock_options::shared: a reader's lease
+  bool fair = false;        // lock_options::fair
+  bool shared = false;      // lock_options::shared: a reader's lease
+  std::size_t permits = 0;  // --permits: take one of this many permits; 0: the lock itself
   std::chrono::milliseconds grace{2000};
   std::chrono::milliseconds max_hold{0};  // --max-hold: stop renewing after this; 0: never
   std::chrono::milliseconds max_ttl{0};   // resolved: --max-ttl, REDLOCK_MAX_TTL, or ttl

@@ -187,23 +187,15 @@ class runner {
     }
     error_code ec;
     if (o_.nonblock) {
-      auto [e, lk] = co_await locks_.async_try_lock(
-          o_.resource, opts, diag,
-          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
-      ec = e;
-      lock_ = std::move(lk);
+      ec = co_await take(opts, diag, false);
     } else if (o_.common.verbose) {
       ec = co_await verbose_wait(opts, diag);
     } else {
       waiting_ = true;
       asio::co_spawn(io_, watch_nodes(), asio::detached);
-      auto [e, lk] = co_await locks_.async_lock(
-          o_.resource, opts, diag,
-          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
+      ec = co_await take(opts, diag, true);
       waiting_ = false;
       watch_timer_.cancel();
-      ec = e;
-      lock_ = std::move(lk);
     }
     if (interrupted_) co_return 128 + interrupted_;
     if (ec) {
@@ -212,8 +204,9 @@ class runner {
     }
     locked_at_ = std::chrono::steady_clock::now();
     if (o_.common.verbose)
-      say(fmt::format("locked {} (fence {}, {} ms of validity)", o_.resource, lock_.fence(),
-                      lock_.validity().count()));
+      say(fmt::format("locked {}{} (fence {}, {} ms of validity)", o_.resource,
+                      o_.permits > 0 ? fmt::format(" permit {} of {}", permit_, o_.permits) : "",
+                      lock_.fence(), lock_.validity().count()));
     co_return exit_ok;
   }
 
@@ -253,6 +246,39 @@ class runner {
     }
   }
 
+  // One acquisition call, cancelled by a signal: a try, or a wait when `wait`. Of
+  // RESOURCE's lock, or with --permits of any one of its permits (the permit's index goes
+  // to permit_). The lock goes to lock_.
+  asio::awaitable<error_code> take(const lock_options& opts, diagnostics& diag, bool wait) {
+    auto token =
+        asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable));
+    if (o_.permits > 0) {
+      std::tuple<error_code, permit> got;
+      if (wait) {
+        auto r = co_await async_lock_permit(locks_, o_.resource, o_.permits, opts, diag, token);
+        got = std::move(r);
+      } else {
+        auto r = co_await async_try_lock_permit(locks_, o_.resource, o_.permits, opts, diag, token);
+        got = std::move(r);
+      }
+      auto& [ec, p] = got;
+      lock_ = std::move(p.lock);
+      permit_ = p.index;
+      co_return ec;
+    }
+    std::tuple<error_code, lock> got;
+    if (wait) {
+      auto r = co_await locks_.async_lock(o_.resource, opts, diag, token);
+      got = std::move(r);
+    } else {
+      auto r = co_await locks_.async_try_lock(o_.resource, opts, diag, token);
+      got = std::move(r);
+    }
+    auto& [ec, lk] = got;
+    lock_ = std::move(lk);
+    co_return ec;
+  }
+
   // --verbose: one attempt at a time, saying after each failed one who holds the lock
   // and which nodes answered, at most once a second.
   asio::awaitable<error_code> verbose_wait(const lock_options& opts, diagnostics& diag) {
@@ -261,13 +287,8 @@ class runner {
     auto last_said = std::chrono::steady_clock::time_point{};
     asio::steady_timer pause{io_};
     for (;;) {
-      auto [ec, lk] = co_await locks_.async_try_lock(
-          o_.resource, opts, diag,
-          asio::bind_cancellation_slot(cancel_wait_.slot(), asio::as_tuple(asio::use_awaitable)));
-      if (!ec) {
-        lock_ = std::move(lk);
-        co_return ec;
-      }
+      const error_code ec = co_await take(opts, diag, false);
+      if (!ec) co_return ec;
       if (interrupted_ ||
           (ec != error::contended && ec != error::no_quorum && ec != error::validity_exhausted))
         co_return ec;
@@ -294,11 +315,14 @@ class runner {
     std::vector<std::string> env_strings{
         "REDLOCK_RESOURCE=" + o_.resource, "REDLOCK_FENCE=" + std::to_string(lock_.fence()),
         "REDLOCK_VALIDITY_MS=" + std::to_string(lock_.validity().count())};
+    if (o_.permits > 0) env_strings.push_back("REDLOCK_PERMIT=" + std::to_string(permit_));
     std::vector<char*> envp;
+    // An inherited REDLOCK_PERMIT (a run inside another's COMMAND) must not pass for ours.
     for (char** e = environ; *e; ++e)
       if (std::strncmp(*e, "REDLOCK_RESOURCE=", 17) != 0 &&
           std::strncmp(*e, "REDLOCK_FENCE=", 14) != 0 &&
-          std::strncmp(*e, "REDLOCK_VALIDITY_MS=", 20) != 0)
+          std::strncmp(*e, "REDLOCK_VALIDITY_MS=", 20) != 0 &&
+          std::strncmp(*e, "REDLOCK_PERMIT=", 15) != 0)
         envp.push_back(*e);
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -391,6 +415,7 @@ class runner {
   asio::cancellation_signal cancel_wait_;
   client locks_;
   lock lock_;
+  std::size_t permit_ = 0;  // with --permits: the index of the permit lock_ holds
   std::optional<keeper> keeper_;
   std::chrono::steady_clock::time_point locked_at_;  // for telling a --max-hold loss apart
   pid_t child_ = -1;

@@ -1,0 +1,136 @@
+// sem4x16: a semaphore of 4 permits (async_lock_permit) and 16 contenders, each its own
+// client with its own connections, as separate processes would be: each takes a permit
+// (waiting, woken by releases), holds it --hold-ms, releases it, and again, for
+// --contention-duration. One line: permit acquisitions per second, acquire and release
+// latency, and the bound checked at every acquisition (`overlaps`: acquisitions that
+// found 4 other holders whose permits were still valid; must be 0).
+
+#include "redlock/semaphore.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <optional>
+#include <tuple>
+
+#include "cycles.hpp"
+
+namespace redlock::bench {
+namespace {
+
+using boost::system::error_code;
+
+constexpr std::size_t fleet_size = 3;
+constexpr std::size_t permits = 4;
+constexpr std::size_t contenders = 16;
+
+struct sem_run {
+  std::string resource;
+  redlock::lock_options opts;
+  std::chrono::milliseconds hold;
+  measure_window window;
+  latency_samples acquire, release;
+  std::uint64_t ops = 0, failures = 0, overlaps = 0;
+  std::size_t most = 0;
+  std::string first_error;
+  // Each contender's permit deadline while it holds one.
+  std::array<std::optional<redlock::boot_clock::time_point>, contenders> held{};
+
+  void note_failure(bool measured, error_code ec, const char* phase) {
+    if (!measured) return;
+    ++failures;
+    if (first_error.empty()) first_error = fmt::format("{}: {}", phase, ec.message());
+  }
+  // The bound, judged on valid permits only: one past its deadline may be taken again.
+  void acquired(std::size_t who, redlock::boot_clock::time_point deadline) {
+    const auto now = redlock::boot_clock::now();
+    std::size_t holders = 1;
+    for (std::size_t w = 0; w < held.size(); ++w)
+      if (w != who && held[w] && *held[w] > now) ++holders;
+    if (holders > permits) ++overlaps;
+    most = std::max(most, holders);
+    held[who] = deadline;
+  }
+};
+
+asio::awaitable<void> contender(redlock::client& c, sem_run& run, std::size_t who) {
+  asio::steady_timer pause{co_await asio::this_coro::executor};
+  for (;;) {
+    const auto t0 = bench_clock::now();
+    if (run.window.over(t0)) break;
+    const bool measured = run.window.enter(t0);
+    std::tuple<error_code, redlock::permit> got = co_await redlock::async_lock_permit(
+        c, run.resource, permits, run.opts, asio::as_tuple(asio::use_awaitable));
+    const auto t1 = bench_clock::now();
+    if (std::get<0>(got)) {
+      run.note_failure(measured, std::get<0>(got), "acquire");
+      co_await yield_after_failure();
+      continue;
+    }
+    redlock::permit& p = std::get<1>(got);
+    run.acquired(who, p.lock.deadline());
+    if (run.hold.count() > 0) {
+      pause.expires_after(run.hold);
+      co_await pause.async_wait(asio::use_awaitable);
+    }
+    run.held[who].reset();
+    const auto t2 = bench_clock::now();
+    std::tuple<error_code> released =
+        co_await c.async_unlock(std::move(p.lock), asio::as_tuple(asio::use_awaitable));
+    const auto t3 = bench_clock::now();
+    if (std::get<0>(released)) {
+      run.note_failure(measured, std::get<0>(released), "release");
+      continue;
+    }
+    if (!measured) continue;
+    ++run.ops;
+    run.acquire.add(t1 - t0);
+    run.release.add(t3 - t2);
+    run.window.completed(t3);
+  }
+}
+
+}  // namespace
+
+void run_sem(bench_context& ctx) {
+  const auto& o = ctx.opts;
+  const auto uris = ctx.node_uris(fleet_size);
+  asio::io_context io{1};
+  std::vector<redlock::client> clients;
+  for (std::size_t i = 0; i < contenders; ++i) {
+    clients.emplace_back(io.get_executor(), ctx.client_config(uris));
+    wait_until_lockable(io, clients.back(), ctx);
+  }
+  sem_run run{.resource = ctx.key_prefix("sem4x16") + "pool",
+              .opts = {.ttl = o.ttl, .wait = wait_forever},
+              .hold = o.hold,
+              .window = {o.warmup, o.contention_duration}};
+  std::size_t next = 0;
+  run_workers(io, contenders, [&] {
+    const std::size_t who = next++;
+    return contender(clients[who], run, who);
+  });
+  for (auto& c : clients) shut_down(io, c);
+
+  json_line l = base_line("sem4x16", uris.size(), contenders, run.ops, run.window.seconds());
+  l.add("permits", permits);
+  l.add_latency("acquire", run.acquire);
+  l.add_latency("release", run.release);
+  l.add("holders_max", run.most);
+  l.add("overlaps", static_cast<std::size_t>(run.overlaps));
+  l.add("failures", static_cast<std::size_t>(run.failures));
+  l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
+  l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
+  const std::string human = fmt::format(
+      "sem4x16 ({} permits, {} contenders, hold {} ms): {:.0f} acquisitions/s; {}; at most {} "
+      "holders at once, {} overlaps{}",
+      permits, contenders, o.hold.count(), l.number("ops_per_s").value_or(0), latency_text(l),
+      run.most, run.overlaps,
+      run.failures ? fmt::format("; {} failures (first: {})", run.failures, run.first_error)
+                   : std::string{});
+  ctx.emit(std::move(l), human);
+}
+
+}  // namespace redlock::bench

@@ -1,0 +1,48 @@
+// A semaphore's sweep over its permits: see permit_sweep.hpp.
+
+#include "client/permit_sweep.hpp"
+
+namespace redlock::detail {
+
+namespace {
+
+// Ends the call at once: shutdown, cancellation and argument errors hold for every
+// permit and every later sweep alike.
+bool ends_the_call(error_code ec) {
+  return ec == error::shut_down || ec == error::cancelled || is_argument_error(ec);
+}
+
+}  // namespace
+
+sweep_step permit_sweep::start(std::size_t first) {
+  first_ = first % permits_;
+  tried_ = contended_ = wrong_type_ = 0;
+  other_ = {};
+  return {.what = sweep_step::kind::try_permit, .index = current()};
+}
+
+sweep_step permit_sweep::tried(error_code ec) {
+  if (!ec) return {.what = sweep_step::kind::won, .index = current()};
+  if (ends_the_call(ec)) return {.what = sweep_step::kind::end, .ec = ec};
+  if (ec == error::contended)
+    ++contended_;
+  else if (ec == error::wrong_type)
+    ++wrong_type_;
+  else if (!other_)
+    other_ = ec;
+  if (++tried_ < permits_) return {.what = sweep_step::kind::try_permit, .index = current()};
+  return {.what = sweep_step::kind::failed, .ec = reason()};
+}
+
+error_code permit_sweep::reason() const {
+  // No wait mends keys of another type at every permit.
+  if (wrong_type_ == permits_) return error::wrong_type;
+  // A permit that could not be asked (no_quorum, ...) may be free: "held" would be a
+  // guess, and for the CLI the difference between exit 75 and 69.
+  if (other_) return other_;
+  // Every permit that answered was held; one of another type only takes its permit out
+  // of use.
+  return error::contended;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,264 @@
+// Semaphores: one of N permits, each permit an ordinary single lock on its own key.
+//
+// Why N mutexes and not a counter: counting holders on each node and taking a majority
+// does not bound them (2 permits, 3 nodes: three clients can each win a different
+// majority of per-node counts). With one key per permit, two holders of permit i would
+// be two holders of one Redlock lock, which the mutex's own argument excludes; so at most
+// N hold a permit at once. The acquirer therefore never decides anything about
+// exclusion itself: it only chooses which permit to ask for, and asks with the single
+// lock's whole machinery (restart guard, fencing, release of a failed attempt).
+//
+// One call is a sequence of sweeps. A sweep tries each permit once, one after the
+// other, starting at a random index (so that concurrent acquirers spread over the
+// permits instead of all racing for permit 0): permit_sweep decides the next try and
+// what a sweep's failures add up to. The waits between sweeps are acquire_fsm's, as for
+// any lock kind: a failed sweep is a failed attempt. While waiting, the call listens
+// for releases of all N permit keys (a set_waiter, as a multi-resource lock is), so a
+// release anywhere starts the next sweep at once; the retry delay is the fallback for a
+// release it did not hear.
+//
+// Off the hot path (a sweep costs up to N lock calls), so the op is a plain object
+// owned by shared_ptr: the inner calls, the timer and the cancellation hop hold it.
+
+#include "redlock/semaphore.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "client/acquire_fsm.hpp"
+#include "client/call_checks.hpp"
+#include "client/client_state.hpp"
+#include "client/permit_sweep.hpp"
+#include "quorum/completion.hpp"
+
+namespace redlock {
+
+std::string permit_resource(std::string_view resource, std::size_t index) {
+  return fmt::format("{}:permit:{}", resource, index);
+}
+
+namespace detail {
+namespace {
+
+class permit_op final : public set_waiter, public std::enable_shared_from_this<permit_op> {
+ public:
+  permit_op(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
+            lock_options opts, bool wait, diagnostics* diag, permit_handler h)
+      : s_(std::move(s)),
+        resource_(std::move(resource)),
+        permits_(permits),
+        opts_(opts),
+        wait_(wait),
+        diag_(diag),
+        handler_(take_handler(std::move(h), s_)),
+        sweep_(permits == 0 ? 1 : permits) {}  // 0 is refused in start()
+
+  /// On the strand, never inside the initiating call.
+  void start() {
+    if (s_->closed) return complete(error::shut_down);
+    if (!check_arguments()) return;
+    keys_.reserve(permits_);
+    for (std::size_t i = 0; i < permits_; ++i)
+      keys_.push_back(s_->cfg.key_prefix + permit_resource(resource_, i));
+    fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
+    watch_cancellation();
+    sweep();
+  }
+
+  // A release of one of the permit keys (or shutdown, with an empty token).
+  void wake(std::string_view token) override {
+    if (done_) return;
+    if (!token.empty()) {
+      // The same release announced again (by another node, or after a local wake).
+      if (token == last_release_) return;
+      last_release_.assign(token);
+    }
+    act(fsm_.wake(0));
+  }
+
+ private:
+  // Before any I/O: the permit count, fair and shared mode, and what the single lock of the last
+  // permit would refuse (the longest name; the TTL and wait are the same for all).
+  bool check_arguments() {
+    if (permits_ == 0 || permits_ > max_permits) {
+      return refuse(error::invalid_argument,
+                    fmt::format("{} permits: a semaphore has 1 to {}", permits_, max_permits));
+    }
+    if (opts_.fair) return refuse(error::invalid_argument, "fair mode is for single locks");
+    // A permit is one holder's: a shared permit would let any number hold it.
+    if (opts_.shared)
+      return refuse(error::invalid_argument, "a permit cannot be shared (lock_options::shared)");
+    if (resource_.empty()) return refuse(error::invalid_resource, "an empty resource name");
+    const std::string longest = permit_resource(resource_, permits_ - 1);
+    if (auto problem = check_lock_call(longest, opts_, wait_, s_->cfg))
+      return refuse(problem.code, problem.why);
+    return true;
+  }
+
+  bool refuse(error e, std::string_view why) {
+    why_ = why;
+    complete(e);
+    return false;
+  }
+
+  void watch_cancellation() {
+    auto slot = handler_.slot();
+    if (!slot.is_connected()) return;
+    // Emitted on any thread: hop onto the strand before touching the op.
+    slot.assign([weak = weak_from_this()](asio::cancellation_type_t type) {
+      if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+          asio::cancellation_type::none)
+        return;
+      auto self = weak.lock();
+      if (!self) return;
+      asio::dispatch(self->s_->strand, [self] { self->on_cancel(); });
+    });
+  }
+
+  void on_cancel() {
+    if (done_) return;
+    cancel_requested_ = true;
+    // A try in flight is cancelled in turn (its own rule releases what it took); its
+    // completion ends the call.
+    if (in_flight_) return inner_cancel_.emit(asio::cancellation_type::terminal);
+    fsm_.cancel(false);
+    complete(error::cancelled);
+  }
+
+  void act(const acquire_action& a) {
+    if (a.cancel_timer && timer_) timer_->cancel();
+    switch (a.what) {
+      case acquire_action::kind::send_attempt:
+        return sweep();
+      case acquire_action::kind::wait:
+        return wait(a);
+      case acquire_action::kind::complete:
+        return complete(a.ec);
+      default:
+        return;
+    }
+  }
+
+  void sweep() {
+    if (s_->closed) return complete(error::shut_down);
+    fsm_.attempt_sent();
+    next(sweep_.start(std::uniform_int_distribution<std::size_t>{0, permits_ - 1}(s_->rng)));
+  }
+
+  void next(const sweep_step& step) {
+    switch (step.what) {
+      case sweep_step::kind::try_permit:
+        return try_permit(step.index);
+      case sweep_step::kind::won:
+        return complete({}, permit{std::move(won_), step.index});
+      case sweep_step::kind::failed:
+        return sweep_failed(step.ec);
+      case sweep_step::kind::end:
+        return complete(step.ec);
+    }
+  }
+
+  void try_permit(std::size_t index) {
+    in_flight_ = true;
+    auto on_done = [self = shared_from_this()](error_code ec, lock lk) {
+      self->tried(ec, std::move(lk));
+    };
+    start_lock(s_, buffer{permit_resource(resource_, index)}, opts_, false, diag_,
+               asio::bind_cancellation_slot(inner_cancel_.slot(),
+                                            asio::bind_executor(s_->strand, std::move(on_done))));
+  }
+
+  void tried(error_code ec, lock lk) {
+    in_flight_ = false;
+    if (done_) return;  // a won lock dropped here is released in the background
+    if (cancel_requested_) return complete(error::cancelled);
+    won_ = std::move(lk);
+    next(sweep_.tried(ec));
+  }
+
+  void sweep_failed(error_code reason) {
+    const auto now = boot_clock::now();
+    const acquire_action next = fsm_.attempt_failed(reason, now);
+    if (next.what != acquire_action::kind::retry) return act(next);
+    // Every permit key's release wakes the call from now on (a release that came during
+    // this sweep may have been missed: the retry delay covers it).
+    if (!waiting_) {
+      s_->set_waits(*this, keys_);
+      waiting_ = true;
+    }
+    act(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
+  }
+
+  void wait(const acquire_action& a) {
+    if (!timer_) timer_.emplace(s_->strand);
+    timer_->expires_after(a.delay);
+    timer_->async_wait([self = shared_from_this(), gen = a.generation](error_code ec) {
+      if (!ec && !self->done_) self->act(self->fsm_.timer_fired(gen, 0));
+    });
+  }
+
+  void complete(error_code ec, permit p = {}) {
+    if (done_) return;
+    done_ = true;
+    fsm_.finish();
+    if (waiting_) {
+      s_->set_stops(*this, keys_);
+      waiting_ = false;
+    }
+    if (timer_) timer_->cancel();
+    handler_.slot().clear();
+    if (ec && diag_) describe(ec);
+    handler_.dispatch(ec, std::move(p));
+  }
+
+  // The failure for people: the call's reason, then what the last permit tried said.
+  void describe(error_code ec) {
+    const std::string last = std::move(diag_->message);
+    diag_->message = fmt::format("lock a permit of {} ({} permits): {}", quoted_resource(resource_),
+                                 permits_, why_.empty() ? ec.message() : why_);
+    if (why_.empty() && !last.empty()) diag_->message += "; the last permit tried: " + last;
+  }
+
+  std::shared_ptr<client_state> s_;
+  std::string resource_;
+  std::size_t permits_;
+  lock_options opts_;
+  bool wait_;
+  diagnostics* diag_;
+  completion<void(error_code, permit)> handler_;
+  std::vector<std::string> keys_;  // each permit's key, for listening to its releases
+  acquire_fsm fsm_;
+  permit_sweep sweep_{1};
+  lock won_;  // the last try's lock (empty unless it won)
+  bool in_flight_ = false;
+  bool waiting_ = false;
+  bool cancel_requested_ = false;
+  bool done_ = false;
+  std::string last_release_;
+  std::string why_;  // an argument error's explanation
+  std::optional<boot_timer> timer_;
+  asio::cancellation_signal inner_cancel_;
+};
+
+}  // namespace
+
+void start_lock_permit(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
+                       lock_options opts, bool wait, diagnostics* diag, permit_handler h) {
+  if (!s) return complete_without_client(std::move(h), permit{});
+  auto op =
+      std::make_shared<permit_op>(s, std::move(resource), permits, opts, wait, diag, std::move(h));
+  // Posted: a call refused at once must not complete inside its initiating function.
+  asio::post(s->strand, [op] { op->start(); });
+}
+
+}  // namespace detail
+}  // namespace redlock

@@ -1,0 +1,307 @@
+// Semaphores (async_lock_permit): at most N holders at once, proved with independent
+// clients (each its own connections) on real redis-server nodes, also while a minority
+// node is frozen or restarted empty; per-permit fencing tokens; wake-up by a release;
+// argument errors before any I/O.
+
+#include <array>
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "async_helpers.hpp"
+#include "fleet_fixture.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::test::eventually;
+using redlock::test::run_bounded;
+
+namespace {
+
+// The retry delay of waiters that must be woken: drawn from [15 s, 45 s], beyond the 10 s
+// a woken waiter is given, so a permit taken in time was taken on a release.
+constexpr auto never = 30s;
+
+// What the contenders saw: at each acquisition, the other holders whose permit was still
+// valid (before its deadline) at that moment. More than N - 1 of them, or one with the
+// same permit index, is a violation of the bound. Counting only valid permits makes the
+// check exact: a permit past its deadline may legitimately be taken by another.
+struct holders {
+  explicit holders(std::size_t workers, std::size_t permits)
+      : permits(permits), held(workers), last_fence(permits, 0) {}
+
+  void acquired(std::size_t worker, const redlock::permit& p) {
+    const auto now = redlock::boot_clock::now();
+    std::size_t others = 0;
+    for (std::size_t w = 0; w < held.size(); ++w) {
+      if (w == worker || !held[w] || held[w]->second <= now) continue;
+      ++others;
+      if (held[w]->first == p.index) ++same_index;
+    }
+    if (others + 1 > permits) ++over_bound;
+    most = std::max(most, others + 1);
+    if (p.fence() != 0) {
+      if (p.fence() <= last_fence.at(p.index)) ++fence_not_increasing;
+      last_fence[p.index] = p.fence();
+    }
+    held[worker] = {p.index, p.lock.deadline()};
+    ++acquisitions;
+    if (on_acquired) on_acquired(acquisitions);
+  }
+  void released(std::size_t worker) { held[worker].reset(); }
+
+  std::size_t permits;
+  std::vector<std::optional<std::pair<std::size_t, redlock::boot_clock::time_point>>> held;
+  std::vector<std::uint64_t> last_fence;
+  std::size_t acquisitions = 0, most = 0;
+  int over_bound = 0, same_index = 0, fence_not_increasing = 0;
+  std::vector<std::string> errors;
+  std::function<void(std::size_t)> on_acquired;
+};
+
+struct three_nodes : redlock::test::fleet_fixture<3> {
+  // `rounds` acquire-hold-release cycles of one worker on its own client.
+  static asio::awaitable<void> worker(redlock::client& c, std::size_t w, holders& h,
+                                      std::size_t rounds, redlock::lock_options opts) {
+    asio::steady_timer pause{co_await asio::this_coro::executor};
+    for (std::size_t r = 0; r < rounds; ++r) {
+      redlock::diagnostics diag;
+      auto [ec, p] = co_await redlock::async_lock_permit(c, "pool", h.permits, opts, diag,
+                                                         asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        h.errors.push_back(ec.message() + ": " + diag.message);
+        continue;
+      }
+      h.acquired(w, p);
+      // Held for a moment, so that holders overlap.
+      pause.expires_after(2ms);
+      co_await pause.async_wait(asio::use_awaitable);
+      h.released(w);
+      co_await c.async_unlock(std::move(p.lock), asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  // `workers` independent clients (configured by `cfg`) contend for `h.permits` permits.
+  void contend(holders& h, const redlock::config& cfg, std::size_t rounds,
+               redlock::lock_options opts) {
+    std::vector<redlock::client> clients;
+    for (std::size_t w = 0; w < h.held.size(); ++w) clients.push_back(make_client(cfg));
+    run_bounded(
+        io,
+        [&]() -> asio::awaitable<void> {
+          std::size_t running = clients.size();
+          for (std::size_t w = 0; w < clients.size(); ++w)
+            asio::co_spawn(io, worker(clients[w], w, h, rounds, opts),
+                           [&running](std::exception_ptr) { --running; });
+          const bool finished = co_await eventually([&] { return running == 0; }, 110s);
+          BOOST_TEST_REQUIRE(finished);
+          for (auto& c : clients) co_await c.async_shutdown(asio::use_awaitable);
+        }(),
+        120s);
+    for (const auto& e : h.errors) BOOST_TEST_MESSAGE("a worker's acquisition failed: " << e);
+    BOOST_TEST(h.errors.empty());
+    BOOST_TEST(h.acquisitions == h.held.size() * rounds);
+    BOOST_TEST(h.over_bound == 0, h.over_bound << " acquisitions beyond the bound");
+    BOOST_TEST(h.same_index == 0, h.same_index << " acquisitions of a permit held by another");
+    BOOST_TEST(h.fence_not_increasing == 0);
+    // The bound is reached, not only respected: the semaphore lets N in at once.
+    BOOST_TEST(h.most > 1);
+    BOOST_TEST_MESSAGE("most holders at once: " << h.most << " of " << h.permits);
+    BOOST_TEST(fleet.keys_without_ttl("fence").empty(), fleet.keys_without_ttl("fence"));
+  }
+
+  // Subscribers to `channel` on node i (PUBSUB NUMSUB).
+  std::int64_t subscribers(std::size_t i, const std::string& channel) {
+    const auto r = fleet[i].command({"PUBSUB", "NUMSUB", channel});
+    return r.elements.size() == 2 ? r.elements[1].integer : -1;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(semaphore, three_nodes)
+
+BOOST_AUTO_TEST_CASE(independent_clients_never_hold_more_than_n_permits_and_fences_increase) {
+  holders h{8, 3};
+  contend(h, config(), 15, {.ttl = 2s, .wait = 60s, .fenced = true});
+}
+
+BOOST_AUTO_TEST_CASE(the_bound_holds_while_a_minority_node_is_frozen) {
+  holders h{6, 2};
+  // Frozen after the 20th acquisition, thawed after the 60th: winning majorities change.
+  h.on_acquired = [this](std::size_t n) {
+    if (n == 20) fleet[2].freeze();
+    if (n == 60) fleet[2].thaw();
+  };
+  contend(h, config(), 15, {.ttl = 2s, .wait = 60s, .fenced = true});
+  BOOST_TEST(!fleet[2].frozen());
+}
+
+BOOST_AUTO_TEST_CASE(the_bound_and_fences_hold_while_nodes_restart_empty) {
+  // No persistence: a restarted node forgets the permits it held. The restart guard
+  // (short here) keeps it from voting until every permit it may have forgotten expired.
+  holders h{6, 2};
+  auto cfg = config();
+  cfg.restart_guard = true;
+  cfg.max_ttl = 400ms;
+  // A node killed and started again, in turn, every 15 acquisitions.
+  std::size_t next = 0;
+  h.on_acquired = [this, &next](std::size_t n) {
+    if (n % 15 != 0) return;
+    fleet[next % 3].kill();
+    fleet[next % 3].restart();
+    ++next;
+  };
+  contend(h, cfg, 15, {.ttl = 400ms, .wait = 60s, .fenced = true});
+  BOOST_TEST(next >= 5u);
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_is_woken_by_the_release_of_any_permit) {
+  auto holder = make_client();
+  auto cfg = config();
+  cfg.retry_delay = never;
+  auto waiter = make_client(cfg);
+  std::optional<error_code> got;
+  redlock::permit second;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // Waiting calls: a fresh fleet's fencing counters are repaired by the first attempts.
+    const redlock::lock_options opts{.ttl = 20s, .wait = 10s, .fenced = true};
+    auto a = co_await redlock::async_lock_permit(holder, "woken", 2, opts, asio::use_awaitable);
+    auto b = co_await redlock::async_lock_permit(holder, "woken", 2, opts, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(a.index != b.index);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto [ec, p] = co_await redlock::async_lock_permit(
+              waiter, "woken", 2, {.ttl = 20s, .wait = 60s, .fenced = true},
+              asio::as_tuple(asio::use_awaitable));
+          second = std::move(p);
+          got = ec;
+        },
+        asio::detached);
+    // The waiter swept once, found both held, and listens for either permit's release.
+    const bool listening = co_await eventually([&] {
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        for (std::size_t k = 0; k < 2; ++k)
+          if (subscribers(i, redlock::permit_resource("woken", k)) != 1) return false;
+      return true;
+    });
+    BOOST_TEST_REQUIRE(listening);
+    BOOST_TEST(!got.has_value());
+    const std::size_t freed = b.index;
+    co_await holder.async_unlock(std::move(b.lock), asio::use_awaitable);
+    // Only the release can let it in before its retry delay (at least 15 s).
+    const bool done = co_await eventually([&] { return got.has_value(); }, 10s);
+    BOOST_TEST_REQUIRE(done);
+    BOOST_TEST(!*got, got->message());
+    BOOST_TEST(second.index == freed);
+    BOOST_TEST(second.valid());
+    BOOST_TEST(second.fence() > 0u);
+    co_await waiter.async_unlock(std::move(second.lock), asio::use_awaitable);
+    co_await holder.async_unlock(std::move(a.lock), asio::use_awaitable);
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    co_await holder.async_shutdown(asio::use_awaitable);
+    // No longer waiting: the subscriptions are gone.
+    BOOST_TEST(co_await eventually(
+        [&] { return subscribers(0, redlock::permit_resource("woken", 0)) == 0; }));
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(all_permits_held_is_contended_for_a_try_and_wait_timeout_for_a_wait) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::lock_options opts{.ttl = 20s, .wait = 100ms};
+    auto only = co_await redlock::async_try_lock_permit(c, "full", 1, opts, asio::use_awaitable);
+    BOOST_TEST(only.index == 0u);
+    BOOST_TEST(only.lock.resource() == "full:permit:0");
+    BOOST_TEST(fleet.has_key(0, "full:permit:0") + fleet.has_key(1, "full:permit:0") +
+                   fleet.has_key(2, "full:permit:0") >=
+               2);
+    auto [e1, p1] = co_await redlock::async_try_lock_permit(c, "full", 1, opts,
+                                                            asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e1 == redlock::error::contended);
+    BOOST_TEST(!p1.lock.owns());
+    redlock::diagnostics diag;
+    auto [e2, p2] = co_await redlock::async_lock_permit(c, "full", 1, opts, diag,
+                                                        asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e2 == redlock::error::wait_timeout);
+    BOOST_TEST(diag.message.find("permit") != std::string::npos, diag.message);
+    // The permit's lock is an ordinary lock: it extends and releases as any.
+    co_await c.async_extend(only.lock, 30s, asio::use_awaitable);
+    BOOST_TEST(only.lock.ttl() == 30s);
+    co_await c.async_unlock(std::move(only.lock), asio::use_awaitable);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(argument_errors_are_refused_before_any_io) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::lock_options ok{.ttl = 2s};
+    auto call = [&](std::string_view r, std::size_t n,
+                    redlock::lock_options o) -> asio::awaitable<error_code> {
+      redlock::diagnostics diag;
+      auto [ec, p] = co_await redlock::async_lock_permit(c, r, n, o, diag,
+                                                         asio::as_tuple(asio::use_awaitable));
+      if (ec) BOOST_TEST(!p.lock.owns());
+      if (ec) BOOST_TEST(!diag.message.empty());
+      co_return ec;
+    };
+    const error_code zero = co_await call("args", 0, ok);
+    BOOST_TEST(zero == redlock::error::invalid_argument);
+    const error_code too_many = co_await call("args", redlock::max_permits + 1, ok);
+    BOOST_TEST(too_many == redlock::error::invalid_argument);
+    const error_code empty = co_await call("", 2, ok);
+    BOOST_TEST(empty == redlock::error::invalid_resource);
+    const error_code ttl = co_await call("args", 2, {.ttl = 0ms});
+    BOOST_TEST(ttl == redlock::error::invalid_ttl);
+    const error_code wait = co_await call("args", 2, {.ttl = 2s, .wait = -1ms});
+    BOOST_TEST(wait == redlock::error::invalid_wait);
+    const error_code fair = co_await call("args", 2, {.ttl = 2s, .fair = true});
+    BOOST_TEST(fair == redlock::error::invalid_argument);
+    const error_code shared = co_await call("args", 2, {.ttl = 2s, .shared = true});
+    BOOST_TEST(shared == redlock::error::invalid_argument);
+    BOOST_TEST(fleet.total_keys() == 0);
+    // The cap itself is allowed.
+    const error_code cap = co_await call("args", redlock::max_permits, ok);
+    BOOST_TEST(!cap);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_wait_completes_with_cancelled_and_holds_nothing) {
+  auto holder = make_client();
+  auto cfg = config();
+  cfg.retry_delay = never;
+  auto waiter = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await redlock::async_try_lock_permit(holder, "cancel", 1, {.ttl = 20s},
+                                                        asio::use_awaitable);
+    asio::cancellation_signal stop;
+    std::optional<error_code> got;
+    redlock::permit p;
+    redlock::async_lock_permit(
+        waiter, "cancel", 1, {.ttl = 20s, .wait = 60s},
+        asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, redlock::permit r) {
+          got = ec;
+          p = std::move(r);
+        }));
+    const bool listening = co_await eventually(
+        [&] { return subscribers(0, redlock::permit_resource("cancel", 0)) == 1; });
+    BOOST_TEST_REQUIRE(listening);
+    stop.emit(asio::cancellation_type::terminal);
+    const bool done = co_await eventually([&] { return got.has_value(); }, 5s);
+    BOOST_TEST_REQUIRE(done);
+    BOOST_TEST(*got == redlock::error::cancelled);
+    BOOST_TEST(!p.lock.owns());
+    co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
