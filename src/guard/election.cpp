@@ -13,6 +13,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
@@ -144,12 +145,14 @@ std::chrono::milliseconds record_ttl_for(const campaign_options& o) {
 
 // Rewrites the record every quarter of its TTL while leading (sooner, at the client's
 // retry delay, while it has not reached a majority), so that observers keep seeing it.
+// Ends at once when leadership ends (resigned, lost, or the client shut down), so that a
+// shut-down client's io_context::run() is not held up by its timer.
 asio::awaitable<void> keep_record(std::shared_ptr<leader_state> st, bool on_majority) {
+  using namespace asio::experimental::awaitable_operators;
   for (;;) {
     st->timer.expires_after(on_majority ? st->record_ttl / 4 : st->s->cfg.retry_delay);
-    auto [wait_ec] = co_await st->timer.async_wait(tupled);
-    (void)wait_ec;  // a cancelled wait is a stop: checked next
-    if (st->stopped || !st->k.valid()) co_return;
+    auto woke = co_await (st->timer.async_wait(tupled) || st->k.async_wait_lost(tupled));
+    if (woke.index() == 1 || st->stopped || !st->k.valid()) co_return;
     auto [ec, found] = co_await write_record(*st, tupled);
     if (ec) co_return;  // shut down
     on_majority = majority(*st->s, found.written);
@@ -214,6 +217,8 @@ asio::awaitable<leadership> campaign(client& c, std::string name, std::string va
 }
 
 asio::awaitable<error_code> resign(std::shared_ptr<leader_state> st) {
+  // Stepping down is not undone halfway: a cancellation would leave the lock to expire.
+  co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
   st->stopped = true;
   st->timer.cancel();
   auto [stop_ec, held] = co_await st->k.async_stop(tupled);
