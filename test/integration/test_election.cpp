@@ -129,16 +129,16 @@ BOOST_AUTO_TEST_CASE(losing_leadership_cancels_the_work) {
   run_bounded(io, [&]() -> asio::awaitable<void> {
     bool work_cancelled = false;
     std::uint64_t term = 0;
-    auto thief = [&]() -> asio::awaitable<void> {
-      // A majority loses the key: the next renewal finds it gone.
-      co_await delete_once_held("elect:lost", 2);
-    };
-    asio::co_spawn(io, thief(), asio::detached);
     error_code ec;
     try {
       co_await redlock::lead(c, "elect:lost", "me", {.ttl = 600ms},
                              [&](redlock::leadership& l) -> asio::awaitable<void> {
                                term = l.term();
+                               // Once leading (not earlier: a key deleted between a fenced
+                               // acquisition's two rounds only makes that attempt fail), a
+                               // majority loses the key; the next renewal finds it gone.
+                               asio::co_spawn(io, delete_once_held("elect:lost", 2),
+                                              asio::detached);
                                try {
                                  co_await until_cancelled();
                                } catch (const boost::system::system_error&) {
