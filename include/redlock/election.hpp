@@ -245,12 +245,15 @@ class election_observer {
   /// invalid_argument for a poll interval under 1 ms, shut_down for a moved-from client.
   election_observer(client& c, std::string_view name, observe_options opts = {});
   election_observer(election_observer&&) noexcept = default;
-  election_observer& operator=(election_observer&&) noexcept = default;
+  /// Stops following the election this one followed (as the destructor does), then takes
+  /// `other`'s over.
+  election_observer& operator=(election_observer&& other) noexcept;
   election_observer(const election_observer&) = delete;
   election_observer& operator=(const election_observer&) = delete;
   ~election_observer();
 
-  /// The last report (leading false, term 0 before the first).
+  /// The last report (leading false, term 0 before the first). Not while an async_next
+  /// runs: that updates it on the client's strand.
   leader_info last() const;
 
   /// Completes with (error_code, leader_info) at the next change (the first call: with
@@ -269,6 +272,7 @@ class election_observer {
   }
 
  private:
+  void close() noexcept;
   std::shared_ptr<detail::observer_state> st_;
 };
 

@@ -7,6 +7,7 @@
 #include "redlock/election.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -45,8 +46,9 @@ struct leader_state {
   std::string name, value, lock_key, record_key;
   std::uint64_t term = 0;
   std::chrono::milliseconds record_ttl{0};
-  boot_timer timer;      // the record's refresher waits on it (on the strand)
-  bool stopped = false;  // resigned or dropped: the refresher ends (on the strand)
+  boot_timer timer;  // the record's refresher waits on it (on the strand)
+  // Resigned or dropped: the refresher ends. Set from the thread that drops the leadership.
+  std::atomic<bool> stopped{false};
 };
 
 struct observer_state {
@@ -159,11 +161,13 @@ asio::awaitable<void> keep_record(std::shared_ptr<leader_state> st, bool on_majo
   }
 }
 
-void stop_refresher(const std::shared_ptr<leader_state>& st) {
-  asio::dispatch(st->s->strand, [st] {
-    st->stopped = true;
-    st->timer.cancel();
-  });
+void stop_refresher(const std::shared_ptr<leader_state>& st) noexcept {
+  // If the hop cannot be allocated, the refresher ends at its next wake-up instead.
+  st->stopped = true;
+  try {
+    asio::dispatch(st->s->strand, [st] { st->timer.cancel(); });
+  } catch (...) {
+  }
 }
 
 asio::awaitable<leadership> campaign(client& c, std::string name, std::string value,
@@ -364,14 +368,31 @@ bool leadership::lost() const noexcept {
 election_observer::election_observer(client& c, std::string_view name, observe_options opts)
     : st_(detail::make_observer(c, name, opts)) {}
 
+election_observer& election_observer::operator=(election_observer&& other) noexcept {
+  if (this != &other) {
+    close();
+    st_ = std::move(other.st_);
+  }
+  return *this;
+}
+
 election_observer::~election_observer() {
-  if (!st_) return;
-  // An async_next still waiting completes with cancelled.
-  boost::asio::dispatch(st_->s->strand, [st = st_] {
-    st->closed = true;
-    st->timer.cancel();
-    detail::stop_listening(*st);
-  });
+  close();
+}
+
+void election_observer::close() noexcept {
+  auto st = std::exchange(st_, nullptr);
+  if (!st) return;
+  // An async_next still waiting completes with cancelled; the announcements stop. (If the
+  // hop cannot be allocated, the listeners stay until the client shuts down: harmless.)
+  try {
+    boost::asio::dispatch(st->s->strand, [st] {
+      st->closed = true;
+      st->timer.cancel();
+      detail::stop_listening(*st);
+    });
+  } catch (...) {
+  }
 }
 
 leader_info election_observer::last() const {

@@ -263,4 +263,59 @@ BOOST_AUTO_TEST_CASE(cancelling_a_campaign_leaves_nothing_held) {
   }());
 }
 
+BOOST_AUTO_TEST_CASE(an_observer_agrees_on_a_leader_with_a_node_frozen) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:frozen", {.poll_interval = 50ms}};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // A brand-new fleet's fencing counters are set up once every node answers
+    // (docs/safety.md, "Counters that survive restarts"): one term before the freeze.
+    auto first = co_await redlock::async_campaign(a, "elect:frozen", "a", {.ttl = 5s});
+    co_await first.async_resign();
+  }());
+  fleet[1].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto la = co_await redlock::async_campaign(a, "elect:frozen", "a", {.ttl = 5s});
+    redlock::leader_info seen;
+    while (!seen.leading || seen.term != la.term())
+      seen = co_await watch.async_next();  // "no leader", or the first term, may come first
+    BOOST_TEST(seen.term == la.term());
+    BOOST_TEST(seen.value == "a");
+    co_await la.async_resign();
+  }());
+  fleet[1].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(shutting_down_ends_leadership_and_observation_and_lets_run_return) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:down", {.poll_interval = 20s}};
+  redlock::leadership kept;
+  error_code lost_ec, next_ec;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    kept = co_await redlock::async_campaign(a, "elect:down", "a", {.ttl = 20s});
+    auto seen = co_await watch.async_next();
+    while (!seen.leading) seen = co_await watch.async_next();
+    // Both wait now: the leader for its loss, the observer for a change (20 s away).
+    asio::co_spawn(io, kept.async_wait_lost(asio::as_tuple(asio::use_awaitable)),
+                   [&](std::exception_ptr, std::tuple<error_code> r) { lost_ec = std::get<0>(r); });
+    asio::co_spawn(io, watch.async_next(asio::as_tuple(asio::use_awaitable)),
+                   [&](std::exception_ptr, std::tuple<error_code, redlock::leader_info> r) {
+                     next_ec = std::get<0>(r);
+                   });
+    // The observer's client first: the leader's shutdown releases its lock, which an
+    // observer still running would report as "no leader".
+    co_await o.async_shutdown(asio::use_awaitable);
+    co_await a.async_shutdown(asio::use_awaitable);
+  }());
+  // Nothing of the election keeps the io_context busy: no refresher timer (ttl / 2 = 10 s
+  // away), no observer timer (20 s away).
+  io.restart();
+  io.run_for(3s);
+  BOOST_TEST(io.stopped());
+  BOOST_TEST((lost_ec == redlock::error::shut_down));
+  BOOST_TEST((next_ec == redlock::error::shut_down));
+  BOOST_TEST(!kept.valid());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
