@@ -318,4 +318,32 @@ BOOST_AUTO_TEST_CASE(shutting_down_ends_leadership_and_observation_and_lets_run_
   BOOST_TEST(!kept.valid());
 }
 
+BOOST_AUTO_TEST_CASE(a_leader_cut_off_from_a_majority_has_its_work_cancelled_before_its_deadline) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    bool cancelled_in_time = false;
+    error_code ec;
+    try {
+      co_await redlock::lead(c, "elect:cut", "me", {.ttl = 800ms},
+                             [&](redlock::leadership& l) -> asio::awaitable<void> {
+                               // Nothing the leader sends is answered any more.
+                               fleet[0].freeze();
+                               fleet[1].freeze();
+                               try {
+                                 co_await until_cancelled();
+                               } catch (const boost::system::system_error&) {
+                                 cancelled_in_time = boot_clock::now() < l.lock_keeper().deadline();
+                                 throw;
+                               }
+                             });
+    } catch (const boost::system::system_error& e) {
+      ec = e.code();
+    }
+    fleet[0].thaw();
+    fleet[1].thaw();
+    BOOST_TEST(cancelled_in_time);
+    BOOST_TEST((ec == redlock::error::lock_lost));
+  }());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
