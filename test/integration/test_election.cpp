@@ -12,6 +12,7 @@
 
 #include "async_helpers.hpp"
 #include "fleet_fixture.hpp"
+#include "redis_cluster.hpp"
 #include "redlock/redlock.hpp"
 
 namespace asio = boost::asio;
@@ -70,6 +71,25 @@ void check_one_leader_at_a_time(std::vector<term_in_office> log) {
                "terms " << log[i - 1].term << " and " << log[i].term << " overlap");
     BOOST_TEST(log[i - 1].term < log[i].term);
   }
+}
+
+// One term in office and out: on a brand-new fleet the fencing counters are set up once
+// every node answers (docs/safety.md, "Counters that survive restarts"), so a test that
+// freezes a node from then on campaigns once first.
+asio::awaitable<void> set_up_counters(redlock::client& c, std::string name) {
+  auto l = co_await redlock::async_campaign(c, name, "first", {.ttl = 5s});
+  co_await l.async_resign();
+}
+
+// Campaigns for `name` with `c`, and returns once `watch` reports that very leader ("no
+// leader", or an earlier term, may come first); checks the term and value it reports.
+asio::awaitable<void> lead_and_be_seen(redlock::client& c, std::string name,
+                                       redlock::election_observer& watch) {
+  auto l = co_await redlock::async_campaign(c, name, "a", {.ttl = 5s});
+  redlock::leader_info seen;
+  while (!seen.leading || seen.term != l.term()) seen = co_await watch.async_next();
+  BOOST_TEST(seen.value == "a");
+  co_await l.async_resign();
 }
 
 }  // namespace
@@ -267,22 +287,9 @@ BOOST_AUTO_TEST_CASE(an_observer_agrees_on_a_leader_with_a_node_frozen) {
   auto a = make_client();
   auto o = make_client();
   redlock::election_observer watch{o, "elect:frozen", {.poll_interval = 50ms}};
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    // A brand-new fleet's fencing counters are set up once every node answers
-    // (docs/safety.md, "Counters that survive restarts"): one term before the freeze.
-    auto first = co_await redlock::async_campaign(a, "elect:frozen", "a", {.ttl = 5s});
-    co_await first.async_resign();
-  }());
+  run_bounded(io, set_up_counters(a, "elect:frozen"));
   fleet[1].freeze();
-  run_bounded(io, [&]() -> asio::awaitable<void> {
-    auto la = co_await redlock::async_campaign(a, "elect:frozen", "a", {.ttl = 5s});
-    redlock::leader_info seen;
-    while (!seen.leading || seen.term != la.term())
-      seen = co_await watch.async_next();  // "no leader", or the first term, may come first
-    BOOST_TEST(seen.term == la.term());
-    BOOST_TEST(seen.value == "a");
-    co_await la.async_resign();
-  }());
+  run_bounded(io, lead_and_be_seen(a, "elect:frozen", watch));
   fleet[1].thaw();
 }
 
@@ -344,6 +351,43 @@ BOOST_AUTO_TEST_CASE(a_leader_cut_off_from_a_majority_has_its_work_cancelled_bef
     BOOST_TEST(cancelled_in_time);
     BOOST_TEST((ec == redlock::error::lock_lost));
   }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// One Redis Cluster of 3 primaries as node 0, and two plain servers: a fleet of three.
+struct mixed_fleet {
+  redlock::test::redis_cluster cluster{3};
+  redlock::test::redis_fleet plain{2};
+  asio::io_context io;
+
+  redlock::client make_client() {
+    auto uris = plain.uris();
+    uris.insert(uris.begin(), cluster.uri());
+    auto cfg = redlock::test::fast_config(std::move(uris));
+    cfg.node_timeout = 500ms;
+    return redlock::client{io.get_executor(), std::move(cfg)};
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(election_on_a_cluster_node, mixed_fleet)
+
+// The record script and the read declare the lock key and the record key: on a cluster
+// node both must be in one slot, or the node answers CROSSSLOT and cannot count. With a
+// plain node frozen, the cluster node's answer is needed for every majority.
+BOOST_AUTO_TEST_CASE(the_record_lives_in_the_lock_keys_slot_and_counts_there) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:slot", {.poll_interval = 50ms}};
+  run_bounded(io, set_up_counters(a, "elect:slot"));
+  plain[1].freeze();
+  run_bounded(io, lead_and_be_seen(a, "elect:slot", watch));
+  plain[1].thaw();
+  BOOST_TEST(cluster.keys_without_ttl("fence").empty(), cluster.keys_without_ttl("fence"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
