@@ -56,9 +56,8 @@ struct leader_view {
 /// false): nobody holds the lock on a majority, or the leader's record has not reached it.
 leader_view decide_leader(std::span<const election_node_view> nodes, std::size_t n);
 
-/// Whether `last` can no longer change: either every node answered or a leader is already
-/// agreed by a majority of those that did. `answered` counts the nodes that answered or
-/// failed, of `n`.
+/// Whether a read can end: a leader is already agreed by a majority (`so_far`), or every
+/// node is in. `answered` counts the nodes that answered or failed, of `n`.
 inline bool election_read_decided(const leader_view& so_far, std::size_t answered, std::size_t n) {
   return so_far.leading || answered >= n;
 }
