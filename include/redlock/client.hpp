@@ -32,6 +32,7 @@ namespace redlock {
 class keeper;
 
 namespace detail {
+struct election_access;
 
 using lock_handler = erased_handler<void(boost::system::error_code, lock)>;
 using void_handler = erased_handler<void(boost::system::error_code)>;
@@ -351,6 +352,7 @@ class client {
  private:
   friend class keeper;
   friend struct detail::semaphore_access;
+  friend struct detail::election_access;
   friend void detail::set_fence_writeback_hook(client&, std::function<void(std::string_view)>);
 
   // Each initiation takes the operation's diagnostics as a `diagnostics*` argument (null

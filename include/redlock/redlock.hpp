@@ -5,6 +5,7 @@
 #include "redlock/client.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
+#include "redlock/election.hpp"
 #include "redlock/error.hpp"
 #include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"

@@ -54,10 +54,10 @@ struct work_outcome<void> {
   std::exception_ptr error{};
 };
 
-// Runs the work and turns its exception into a value, so that the race below ends when
-// the work ends, whichever way it ends.
-template <typename T, typename Work>
-boost::asio::awaitable<work_outcome<T>> run_work(Work& work, keeper& k) {
+// Runs the work on what it holds (a keeper, a leadership) and turns its exception into a
+// value, so that the race below ends when the work ends, whichever way it ends.
+template <typename T, typename Work, typename Held>
+boost::asio::awaitable<work_outcome<T>> run_work(Work& work, Held& k) {
   work_outcome<T> out;
   try {
     if constexpr (std::is_void_v<T>) {

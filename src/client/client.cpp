@@ -580,6 +580,10 @@ void client_state::wake_waiter_after(std::string_view key, boot_clock::duration 
 }
 
 void client_state::wake_waiter(std::string_view key, std::string_view token, bool announced) {
+  if (!release_listeners.empty()) {
+    auto [first, last] = release_listeners.equal_range(std::string{key});
+    for (; first != last; ++first) first->second();
+  }
   waiter* const head = lines.head(key);
   const bool line = head != nullptr;
   if (!announced && wakes && !token.empty()) {

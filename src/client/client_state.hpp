@@ -125,6 +125,10 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// At shutdown: wakes every waiting call and set, which then completes with shut_down (a
   /// call parked in a line would otherwise sleep until its wait ended). On the strand.
   void end_waits();
+  /// Election observers between two reads, per key they follow (src/guard/election.cpp):
+  /// each release of the key known here (wake_waiter: local, or announced by a node) calls
+  /// them, so that they read again at once. On the strand.
+  std::unordered_multimap<std::string, std::function<void()>> release_listeners;
   std::string fence_hash_key;    // key_prefix + "redlock:fence"
   std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
 

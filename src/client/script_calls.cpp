@@ -56,6 +56,17 @@ void write_fence_raise(std::string& out, std::string_view key, const fence_key_p
                        token, field, static_cast<std::int64_t>(fence));
 }
 
+void write_election_record(std::string& out, std::string_view lock_key, std::string_view record_key,
+                           std::string_view token, std::uint64_t term, std::string_view value,
+                           std::chrono::milliseconds record_ttl) {
+  resp::append_command(out, "EVALSHA", election_record_script.sha, "2", lock_key, record_key, token,
+                       static_cast<std::int64_t>(term), value, millis(record_ttl));
+}
+
+void write_election_read(std::string& out, std::string_view lock_key, std::string_view record_key) {
+  resp::append_command(out, "EVALSHA", election_read_script.sha, "2", lock_key, record_key);
+}
+
 void write_extend(std::string& out, std::string_view key, std::string_view token,
                   std::chrono::milliseconds ttl) {
   resp::append_command(out, "EVALSHA", extend_script.sha, "1", key, token, millis(ttl));

@@ -83,6 +83,15 @@ void write_line_leave(std::string& out, std::string_view line_key, std::string_v
 void write_inspect(std::string& out, std::string_view key, std::string_view fence_hash,
                    std::string_view field);
 
+/// election_record_script: the leader's record ("<term> <token> <value>", living
+/// `record_ttl`) written where `lock_key` still holds `token`. KEYS: the lock key, the record
+/// key; ARGV: token, term, value, TTL in ms.
+void write_election_record(std::string& out, std::string_view lock_key, std::string_view record_key,
+                           std::string_view token, std::uint64_t term, std::string_view value,
+                           std::chrono::milliseconds record_ttl);
+/// election_read_script: a node's lock key and record. KEYS: the lock key, the record key.
+void write_election_read(std::string& out, std::string_view lock_key, std::string_view record_key);
+
 /// multi_acquire_script: every key of a set, or none. Fenced (`pairs` and `fields` not
 /// empty): each key followed by its counters' pair in KEYS, each field after the TTL.
 void write_set_acquire(std::string& out, std::span<const std::string> keys,

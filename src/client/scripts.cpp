@@ -548,15 +548,53 @@ return {info,t,v,redis.call("pttl",KEYS[1]),f}
 )lua",
                             .sha = "1af8f658bf709ec9c3dbf19caee855f020755f85"};
 
+// ---- leader election (src/client/election.cpp) -------------------------------------------
+
+// The leader's record, written by the leader beside its lock key (in the key's slot) so that
+// observers can read who leads: "<term> <token> <value>". KEYS: the lock key, the record key;
+// ARGV: token, term, value, the record's TTL in ms. Writes only where the lock key still holds
+// the leader's token (a deposed leader cannot overwrite its successor's record), and never a
+// term below the record's own. 1 written, 0 not ours (or an older term). A new record is
+// announced on the channel named like the record key (the token as the message), so that
+// observers read at once (wake.hpp); pcall: an ACL user without PUBLISH still leads, and its
+// observers poll. A refresh that changes nothing announces nothing.
+const script election_record_script{.body = R"lua(
+if redis.call("GET",KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local cur = redis.call("GET",KEYS[2])
+if cur then
+  local t = tonumber(string.match(cur,"^(%d+) "))
+  if t and t > tonumber(ARGV[2]) then
+    return 0
+  end
+end
+local rec = ARGV[2].." "..ARGV[1].." "..ARGV[3]
+redis.call("SET",KEYS[2],rec,"PX",ARGV[4])
+if cur ~= rec then
+  redis.pcall("PUBLISH",KEYS[2],ARGV[1])
+end
+return 1
+)lua",
+                                    .sha = "0c1e68b75a5bd9246f7ad80d3fb606258e4e3dd4"};
+
+// An observer's read of one node (writes nothing). KEYS: the lock key, the record key. Answers
+// {the lock key's token, the record} (each nil when absent).
+const script election_read_script{.body = R"lua(
+return {redis.call("GET",KEYS[1]),redis.call("GET",KEYS[2])}
+)lua",
+                                  .sha = "b95186925b1ac298aaac0f74dadce1e666a200f7"};
+
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
-      &release_script,       &quiet_release_script, &reader_acquire_script,
-      &writer_wait_script,   &extend_script,        &batch_extend_script,
-      &fence_acquire_script, &fence_raise_script,   &fence_read_script,
-      &fence_repair_script,  &fair_acquire_script,  &fair_fence_acquire_script,
-      &line_leave_script,    &multi_acquire_script, &multi_raise_script,
-      &multi_extend_script,  &multi_release_script, &quiet_multi_release_script,
-      &claim_script,         &settle_script,        &inspect_script,
+      &release_script,         &quiet_release_script, &reader_acquire_script,
+      &writer_wait_script,     &extend_script,        &batch_extend_script,
+      &fence_acquire_script,   &fence_raise_script,   &fence_read_script,
+      &fence_repair_script,    &fair_acquire_script,  &fair_fence_acquire_script,
+      &line_leave_script,      &multi_acquire_script, &multi_raise_script,
+      &multi_extend_script,    &multi_release_script, &quiet_multi_release_script,
+      &claim_script,           &settle_script,        &inspect_script,
+      &election_record_script, &election_read_script,
   };
   return all;
 }

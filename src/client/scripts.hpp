@@ -50,6 +50,10 @@ inline constexpr char own_marker_done = 'D';
 // Inspection
 extern const script inspect_script;
 
+// Leader election
+extern const script election_record_script;
+extern const script election_read_script;
+
 /// Every script above, once.
 std::span<const script* const> all_scripts();
 

@@ -35,6 +35,8 @@ void client_state::end_waits() {
   // Collected first: each call leaves its line (each set its keys) as it completes.
   for (waiter* w : lines.all_waiters()) w->wake();
   for (set_waiter* w : lines.all_sets()) w->wake({});
+  // Election observers read once more, and find the client shut down.
+  for (auto& [key, hear] : release_listeners) hear();
 }
 
 void wake_hub::open() {

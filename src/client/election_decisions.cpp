@@ -1,0 +1,68 @@
+#include "client/election_decisions.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace redlock::detail {
+
+std::string format_election_record(std::uint64_t term, std::string_view token,
+                                   std::string_view value) {
+  return fmt::format("{} {} {}", term, token, value);
+}
+
+bool parse_election_record(std::string_view text, election_record& out) {
+  const auto sp1 = text.find(' ');
+  if (sp1 == std::string_view::npos || sp1 == 0) return false;
+  const auto sp2 = text.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || sp2 == sp1 + 1) return false;
+  std::uint64_t term = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + sp1, term);
+  if (ec != std::errc{} || end != text.data() + sp1 || term == 0) return false;
+  out.term = term;
+  out.token.assign(text.substr(sp1 + 1, sp2 - sp1 - 1));
+  out.value.assign(text.substr(sp2 + 1));
+  return true;
+}
+
+bool read_election_answer(const resp::reply& r, election_node_view& out) {
+  // {lock, record}: an array of two, each a string or nil.
+  if (r.size() != 3 || r[0].kind != resp::type::array || r[0].size != 2) return false;
+  const resp::node& lock = r[1];
+  const resp::node& record = r[2];
+  const auto nil = [](const resp::node& x) { return x.kind == resp::type::null; };
+  if (!(lock.is_string() || nil(lock)) || !(record.is_string() || nil(record))) return false;
+  out = {};
+  out.answered = true;
+  if (lock.is_string()) out.lock_token.assign(lock.text);
+  if (record.is_string()) out.has_record = parse_election_record(record.text, out.record);
+  return true;
+}
+
+leader_view decide_leader(std::span<const election_node_view> nodes, std::size_t n) {
+  const std::size_t quorum = n / 2 + 1;
+  // At most one token can reach a majority of n: count each candidate against the rest.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const election_node_view& c = nodes[i];
+    if (!c.answered || !c.has_record || c.lock_token.empty() || c.record.token != c.lock_token)
+      continue;
+    std::size_t agree = 0;
+    for (const election_node_view& v : nodes)
+      if (v.answered && v.has_record && v.lock_token == c.lock_token &&
+          v.record.token == c.lock_token && v.record.term == c.record.term &&
+          v.record.value == c.record.value)
+        ++agree;
+    if (agree >= quorum) return {true, c.record.term, c.lock_token, c.record.value};
+  }
+  return {};
+}
+
+bool leader_news(bool reported, const leader_view& last, std::uint64_t highest,
+                 const leader_view& seen, bool readable) {
+  if (!readable) return false;
+  if (!seen.leading) return !reported || last.leading;
+  if (seen.term < highest) return false;
+  return !reported || !last.leading || last.term != seen.term;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,74 @@
+#pragma once
+// Leader election's decisions, pure functions of what the nodes answered (no I/O): how a
+// node's answer to election_read_script reads, who leads by a majority's agreement, and
+// which change an observer reports. The driver (src/client/election.cpp) asks them;
+// test/unit/test_election_rules.cpp checks them without a server.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "resp/resp.hpp"
+
+namespace redlock::detail {
+
+/// A leader's record as written by election_record_script: "<term> <token> <value>".
+struct election_record {
+  std::uint64_t term = 0;
+  std::string token;
+  std::string value;
+};
+
+/// The record text of `term`, `token` and `value`, as the script writes it (for tests and
+/// for the one place that must agree with the script: parse_election_record).
+std::string format_election_record(std::uint64_t term, std::string_view token,
+                                   std::string_view value);
+/// Reads a record's text; false if it is not one (a key of that name written by someone
+/// else): the node then vouches for no leader.
+bool parse_election_record(std::string_view text, election_record& out);
+
+/// One node's view of an election.
+struct election_node_view {
+  bool answered = false;   ///< the node gave a readable answer
+  std::string lock_token;  ///< the lock key's value ("" when there is none)
+  bool has_record = false;
+  election_record record;
+};
+
+/// Reads node's answer to election_read_script ({lock value or nil, record or nil}) into
+/// `out`; false if the reply cannot be that answer.
+bool read_election_answer(const resp::reply& r, election_node_view& out);
+
+/// Who leads, as the nodes agree.
+struct leader_view {
+  bool leading = false;
+  std::uint64_t term = 0;
+  std::string token;
+  std::string value;
+};
+
+/// A leader is one whose token a majority of the `n` nodes (n/2 + 1) hold in the lock key
+/// *and* name in a well-formed record beside it, the record's term and value then being
+/// the same on each (a record vouched for by its own node's lock key: a deposed leader's
+/// record beside its successor's lock does not count). Otherwise no one leads (leading
+/// false): nobody holds the lock on a majority, or the leader's record has not reached it.
+leader_view decide_leader(std::span<const election_node_view> nodes, std::size_t n);
+
+/// Whether a read can end: a leader is already agreed by a majority (`so_far`), or every
+/// node is in. `answered` counts the nodes that answered or failed, of `n`.
+inline bool election_read_decided(const leader_view& so_far, std::size_t answered, std::size_t n) {
+  return so_far.leading || answered >= n;
+}
+
+/// What an observer reports next, given the last report (`last`, `reported` false before
+/// the first) and the nodes' view now (`seen`): true if `seen` is news. A leader is news
+/// when none was reported last or its term differs, and only if its term is at least the
+/// highest reported (`highest`): terms never go back. "No leader" is news after a leader
+/// (or as the first report). A read too few nodes answered is never news (`readable`
+/// false): the observer reads again.
+bool leader_news(bool reported, const leader_view& last, std::uint64_t highest,
+                 const leader_view& seen, bool readable);
+
+}  // namespace redlock::detail

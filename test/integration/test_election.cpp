@@ -1,0 +1,393 @@
+// Leader election against real nodes: independent clients campaign for one name; never two
+// leaders valid at once, terms strictly rising (also with a frozen minority and a node
+// restarted empty), resignation hands over at once, a lost leadership cancels the work, and
+// an observer reports each leader with its term and value.
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "async_helpers.hpp"
+#include "fleet_fixture.hpp"
+#include "redis_cluster.hpp"
+#include "redlock/redlock.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::boot_clock;
+using redlock::test::run_bounded;
+
+namespace {
+
+struct three_nodes : redlock::test::fleet_fixture<3> {};
+
+// One leader's time in office as the leader itself saw it: from the campaign's end to the
+// end of its work, which must come before the lock's deadline.
+struct term_in_office {
+  std::uint64_t term = 0;
+  std::string value;
+  boot_clock::time_point from, to;
+  bool valid_to_the_end = false;
+};
+
+// Waits until cancelled (a lost leadership cancels the work that awaits this).
+asio::awaitable<void> until_cancelled() {
+  asio::steady_timer t{co_await asio::this_coro::executor, asio::steady_timer::time_point::max()};
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer t{co_await asio::this_coro::executor, d};
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+// `rounds` leaderships of `c` in turn, each doing `work_ms` of work, appended to `log`.
+asio::awaitable<void> serve_terms(redlock::client& c, std::string value, int rounds,
+                                  std::chrono::milliseconds work_ms,
+                                  std::vector<term_in_office>& log) {
+  for (int i = 0; i < rounds; ++i) {
+    co_await redlock::lead(c, "elect:job", value, {.ttl = 2s},
+                           [&](redlock::leadership& l) -> asio::awaitable<void> {
+                             term_in_office t{l.term(), std::string{l.value()}, boot_clock::now()};
+                             co_await sleep_for(work_ms);
+                             t.to = boot_clock::now();
+                             t.valid_to_the_end = l.valid();
+                             log.push_back(std::move(t));
+                           });
+  }
+}
+
+// No two terms in office overlap, and in the order they began their terms rise.
+void check_one_leader_at_a_time(std::vector<term_in_office> log) {
+  std::sort(log.begin(), log.end(), [](auto& a, auto& b) { return a.from < b.from; });
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    BOOST_TEST(log[i].valid_to_the_end, "term " << log[i].term << " ended past its deadline");
+    if (i == 0) continue;
+    BOOST_TEST((log[i - 1].to <= log[i].from),
+               "terms " << log[i - 1].term << " and " << log[i].term << " overlap");
+    BOOST_TEST(log[i - 1].term < log[i].term);
+  }
+}
+
+// One term in office and out: on a brand-new fleet the fencing counters are set up once
+// every node answers (docs/safety.md, "Counters that survive restarts"), so a test that
+// freezes a node from then on campaigns once first.
+asio::awaitable<void> set_up_counters(redlock::client& c, std::string name) {
+  auto l = co_await redlock::async_campaign(c, name, "first", {.ttl = 5s});
+  co_await l.async_resign();
+}
+
+// Campaigns for `name` with `c`, and returns once `watch` reports that very leader ("no
+// leader", or an earlier term, may come first); checks the term and value it reports.
+asio::awaitable<void> lead_and_be_seen(redlock::client& c, std::string name,
+                                       redlock::election_observer& watch) {
+  auto l = co_await redlock::async_campaign(c, name, "a", {.ttl = 5s});
+  redlock::leader_info seen;
+  while (!seen.leading || seen.term != l.term()) seen = co_await watch.async_next();
+  BOOST_TEST(seen.value == "a");
+  co_await l.async_resign();
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(election, three_nodes)
+
+BOOST_AUTO_TEST_CASE(independent_campaigners_never_lead_at_once_and_terms_rise) {
+  std::vector<redlock::client> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(make_client());
+  std::vector<term_in_office> log;
+  int finished = 0;
+  for (int i = 0; i < 4; ++i)
+    asio::co_spawn(io, serve_terms(clients[i], "c" + std::to_string(i), 6, 5ms, log),
+                   [&](std::exception_ptr e) {
+                     if (e) std::rethrow_exception(e);
+                     ++finished;
+                   });
+  BOOST_TEST_REQUIRE(redlock::test::run_until(
+      io, [&] { return finished == 4; }, 60s));
+  BOOST_TEST(log.size() == 24u);
+  check_one_leader_at_a_time(log);
+  BOOST_TEST(fleet.keys_without_ttl("fence").empty(), fleet.keys_without_ttl("fence"));
+}
+
+BOOST_AUTO_TEST_CASE(resigning_hands_leadership_to_a_waiting_campaigner_at_once) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await redlock::async_campaign(a, "elect:handover", "a", {.ttl = 20s});
+    BOOST_TEST(first.valid());
+    bool b_won = false;
+    std::uint64_t b_term = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto second = co_await redlock::async_campaign(b, "elect:handover", "b", {.ttl = 20s});
+          b_term = second.term();
+          b_won = true;
+          co_await second.async_resign();
+        },
+        asio::detached);
+    co_await sleep_for(100ms);
+    BOOST_TEST(!b_won);  // a leads: b waits
+    const auto resigned = boot_clock::now();
+    co_await first.async_resign();
+    BOOST_TEST(!first.valid());
+    const bool won = co_await redlock::test::eventually([&] { return b_won; }, 5s);
+    BOOST_TEST_REQUIRE(won);
+    // Handed over by the release, not by the 20 s TTL running out.
+    BOOST_TEST((boot_clock::now() - resigned < 5s));
+    BOOST_TEST(b_term > first.term());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(losing_leadership_cancels_the_work) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    bool work_cancelled = false;
+    std::uint64_t term = 0;
+    error_code ec;
+    try {
+      co_await redlock::lead(c, "elect:lost", "me", {.ttl = 600ms},
+                             [&](redlock::leadership& l) -> asio::awaitable<void> {
+                               term = l.term();
+                               // Once leading (not earlier: a key deleted between a fenced
+                               // acquisition's two rounds only makes that attempt fail), a
+                               // majority loses the key; the next renewal finds it gone.
+                               asio::co_spawn(io, delete_once_held("elect:lost", 2),
+                                              asio::detached);
+                               try {
+                                 co_await until_cancelled();
+                               } catch (const boost::system::system_error&) {
+                                 work_cancelled = true;
+                                 throw;
+                               }
+                             });
+    } catch (const boost::system::system_error& e) {
+      ec = e.code();
+    }
+    BOOST_TEST(work_cancelled);
+    BOOST_TEST((ec == redlock::error::lock_lost));
+    BOOST_TEST(term > 0u);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(terms_rise_with_a_frozen_minority_and_a_node_restarted_empty) {
+  auto a = make_client();
+  auto b = make_client();
+  std::uint64_t last = 0;
+  auto one_term = [&](redlock::client& c, const char* who) -> asio::awaitable<void> {
+    auto l = co_await redlock::async_campaign(c, "elect:faults", who, {.ttl = 3s});
+    BOOST_TEST(l.term() > last, "term " << l.term() << " after " << last);
+    last = l.term();
+    co_await l.async_resign();
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 3; ++i) co_await one_term(i % 2 ? a : b, "before");
+  }());
+  fleet[2].freeze();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 3; ++i) co_await one_term(i % 2 ? a : b, "frozen");
+  }());
+  fleet[2].thaw();
+  for (int k = 0; k < 3; ++k) {
+    // Node k comes back empty: no lock key, no record, no counter.
+    fleet[static_cast<std::size_t>(k)].restart();
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      for (int i = 0; i < 3; ++i) co_await one_term(i % 2 ? a : b, "restarted");
+    }());
+  }
+  BOOST_TEST(last > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_reports_each_leader_with_its_term_and_value) {
+  auto a = make_client();
+  auto b = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:seen", {.poll_interval = 50ms}};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await watch.async_next();
+    BOOST_TEST(!first.leading);  // nobody campaigns yet
+
+    auto la = co_await redlock::async_campaign(a, "elect:seen", "leader-a", {.ttl = 5s});
+    auto seen_a = co_await watch.async_next();
+    BOOST_TEST(seen_a.leading);
+    BOOST_TEST(seen_a.term == la.term());
+    BOOST_TEST(seen_a.value == "leader-a");
+
+    co_await la.async_resign();
+    auto gap = co_await watch.async_next();
+    BOOST_TEST(!gap.leading);
+    BOOST_TEST(gap.term == seen_a.term);  // the last term reported
+
+    auto lb = co_await redlock::async_campaign(b, "elect:seen", "leader-b", {.ttl = 5s});
+    auto seen_b = co_await watch.async_next();
+    BOOST_TEST(seen_b.leading);
+    BOOST_TEST(seen_b.term == lb.term());
+    BOOST_TEST(seen_b.term > seen_a.term);
+    BOOST_TEST(seen_b.value == "leader-b");
+    BOOST_TEST(watch.last().value == "leader-b");
+    co_await lb.async_resign();
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_hears_a_new_leader_long_before_its_poll_interval) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:heard", {.poll_interval = 20s}};
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto first = co_await watch.async_next();
+        BOOST_TEST(!first.leading);
+        // Listening is set up by the first async_next; the subscription is confirmed by
+        // then or shortly after (its confirmation itself starts a read).
+        auto la = co_await redlock::async_campaign(a, "elect:heard", "a", {.ttl = 5s});
+        const auto won = boot_clock::now();
+        auto seen = co_await watch.async_next();
+        BOOST_TEST(seen.leading);
+        BOOST_TEST(seen.term == la.term());
+        BOOST_TEST((boot_clock::now() - won < 5s));
+        co_await la.async_resign();
+        auto gap = co_await watch.async_next();  // the release is announced too
+        BOOST_TEST(!gap.leading);
+        BOOST_TEST((boot_clock::now() - won < 10s));
+      }(),
+      30s);
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_campaign_leaves_nothing_held) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto la = co_await redlock::async_campaign(a, "elect:cancel", "a", {.ttl = 5s});
+    asio::cancellation_signal stop;
+    error_code ec;
+    bool done = false;
+    redlock::async_campaign(
+        b, "elect:cancel", "b", {.ttl = 5s},
+        asio::bind_cancellation_slot(stop.slot(), [&](error_code e, redlock::leadership) {
+          ec = e;
+          done = true;
+        }));
+    co_await sleep_for(50ms);
+    stop.emit(asio::cancellation_type::terminal);
+    const bool ended = co_await redlock::test::eventually([&] { return done; }, 5s);
+    BOOST_TEST_REQUIRE(ended);
+    BOOST_TEST((ec == redlock::error::cancelled));
+    BOOST_TEST(la.valid());
+    co_await la.async_resign();
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_agrees_on_a_leader_with_a_node_frozen) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:frozen", {.poll_interval = 50ms}};
+  run_bounded(io, set_up_counters(a, "elect:frozen"));
+  fleet[1].freeze();
+  run_bounded(io, lead_and_be_seen(a, "elect:frozen", watch));
+  fleet[1].thaw();
+}
+
+BOOST_AUTO_TEST_CASE(shutting_down_ends_leadership_and_observation_and_lets_run_return) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:down", {.poll_interval = 20s}};
+  redlock::leadership kept;
+  error_code lost_ec, next_ec;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    kept = co_await redlock::async_campaign(a, "elect:down", "a", {.ttl = 20s});
+    auto seen = co_await watch.async_next();
+    while (!seen.leading) seen = co_await watch.async_next();
+    // Both wait now: the leader for its loss, the observer for a change (20 s away).
+    asio::co_spawn(io, kept.async_wait_lost(asio::as_tuple(asio::use_awaitable)),
+                   [&](std::exception_ptr, std::tuple<error_code> r) { lost_ec = std::get<0>(r); });
+    asio::co_spawn(io, watch.async_next(asio::as_tuple(asio::use_awaitable)),
+                   [&](std::exception_ptr, std::tuple<error_code, redlock::leader_info> r) {
+                     next_ec = std::get<0>(r);
+                   });
+    // The observer's client first: the leader's shutdown releases its lock, which an
+    // observer still running would report as "no leader".
+    co_await o.async_shutdown(asio::use_awaitable);
+    co_await a.async_shutdown(asio::use_awaitable);
+  }());
+  // Nothing of the election keeps the io_context busy: no refresher timer (ttl / 2 = 10 s
+  // away), no observer timer (20 s away).
+  io.restart();
+  io.run_for(3s);
+  BOOST_TEST(io.stopped());
+  BOOST_TEST((lost_ec == redlock::error::shut_down));
+  BOOST_TEST((next_ec == redlock::error::shut_down));
+  BOOST_TEST(!kept.valid());
+}
+
+BOOST_AUTO_TEST_CASE(a_leader_cut_off_from_a_majority_has_its_work_cancelled_before_its_deadline) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    bool cancelled_in_time = false;
+    error_code ec;
+    try {
+      co_await redlock::lead(c, "elect:cut", "me", {.ttl = 800ms},
+                             [&](redlock::leadership& l) -> asio::awaitable<void> {
+                               // Nothing the leader sends is answered any more.
+                               fleet[0].freeze();
+                               fleet[1].freeze();
+                               try {
+                                 co_await until_cancelled();
+                               } catch (const boost::system::system_error&) {
+                                 cancelled_in_time = boot_clock::now() < l.lock_keeper().deadline();
+                                 throw;
+                               }
+                             });
+    } catch (const boost::system::system_error& e) {
+      ec = e.code();
+    }
+    fleet[0].thaw();
+    fleet[1].thaw();
+    BOOST_TEST(cancelled_in_time);
+    BOOST_TEST((ec == redlock::error::lock_lost));
+  }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// One Redis Cluster of 3 primaries as node 0, and two plain servers: a fleet of three.
+struct mixed_fleet {
+  redlock::test::redis_cluster cluster{3};
+  redlock::test::redis_fleet plain{2};
+  asio::io_context io;
+
+  redlock::client make_client() {
+    auto uris = plain.uris();
+    uris.insert(uris.begin(), cluster.uri());
+    auto cfg = redlock::test::fast_config(std::move(uris));
+    cfg.node_timeout = 500ms;
+    return redlock::client{io.get_executor(), std::move(cfg)};
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(election_on_a_cluster_node, mixed_fleet)
+
+// The record script and the read declare the lock key and the record key: on a cluster
+// node both must be in one slot, or the node answers CROSSSLOT and cannot count. With a
+// plain node frozen, the cluster node's answer is needed for every majority.
+BOOST_AUTO_TEST_CASE(the_record_lives_in_the_lock_keys_slot_and_counts_there) {
+  auto a = make_client();
+  auto o = make_client();
+  redlock::election_observer watch{o, "elect:slot", {.poll_interval = 50ms}};
+  run_bounded(io, set_up_counters(a, "elect:slot"));
+  plain[1].freeze();
+  run_bounded(io, lead_and_be_seen(a, "elect:slot", watch));
+  plain[1].thaw();
+  BOOST_TEST(cluster.keys_without_ttl("fence").empty(), cluster.keys_without_ttl("fence"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,160 @@
+// Leader election's decisions without a server: how a node's answer and a record read,
+// when a majority agrees on a leader (and when a deposed leader's record does not count),
+// what an observer reports next, and the calls of the election's two scripts. Replies are
+// parsed from RESP bytes, as a connection would hand them over.
+
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "client/election_decisions.hpp"
+#include "client/script_calls.hpp"
+#include "client/scripts.hpp"
+#include "wire_reply.hpp"
+
+using namespace redlock;
+using detail::election_node_view;
+using detail::leader_view;
+using redlock::test::wire_reply;
+
+namespace {
+
+election_node_view node(std::string lock, std::uint64_t term, std::string record_token,
+                        std::string value = "v") {
+  election_node_view v;
+  v.answered = true;
+  v.lock_token = std::move(lock);
+  v.has_record = term > 0;
+  v.record = {term, std::move(record_token), std::move(value)};
+  return v;
+}
+election_node_view silent() {
+  return {};
+}
+
+// The bulk strings of a command as written on the wire.
+std::vector<std::string> args_of(const std::string& wire) {
+  wire_reply w{wire};
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < w.r.size(); ++i) out.emplace_back(w.r[i].text);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(election_rules)
+
+BOOST_AUTO_TEST_CASE(a_record_reads_back_as_written_even_with_spaces_in_the_value) {
+  detail::election_record r;
+  BOOST_TEST_REQUIRE(
+      detail::parse_election_record(detail::format_election_record(42, "ab12", "host a:1"), r));
+  BOOST_TEST(r.term == 42u);
+  BOOST_TEST(r.token == "ab12");
+  BOOST_TEST(r.value == "host a:1");
+  BOOST_TEST(detail::parse_election_record("7 tok ", r));  // an empty value
+  BOOST_TEST(r.value == "");
+}
+
+BOOST_AUTO_TEST_CASE(text_that_is_not_a_record_vouches_for_no_one) {
+  detail::election_record r;
+  for (const char* bad : {"", "12", "12 tok", "x tok v", "0 tok v", " tok v", "12  v", "-3 t v"})
+    BOOST_TEST(!detail::parse_election_record(bad, r), bad);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_answer_reads_the_lock_and_the_record) {
+  election_node_view v;
+  wire_reply both{"*2\r\n$3\r\ntok\r\n$9\r\n5 tok abc\r\n"};
+  BOOST_TEST_REQUIRE(detail::read_election_answer(both.r, v));
+  BOOST_TEST(v.lock_token == "tok");
+  BOOST_TEST(v.has_record);
+  BOOST_TEST(v.record.term == 5u);
+  BOOST_TEST(v.record.value == "abc");
+  wire_reply none{"*2\r\n$-1\r\n$-1\r\n"};
+  BOOST_TEST_REQUIRE(detail::read_election_answer(none.r, v));
+  BOOST_TEST(v.answered);
+  BOOST_TEST(v.lock_token.empty());
+  BOOST_TEST(!v.has_record);
+  wire_reply wrong{":1\r\n"};
+  BOOST_TEST(!detail::read_election_answer(wrong.r, v));
+  wire_reply nested{"*2\r\n*1\r\n:1\r\n$-1\r\n"};
+  BOOST_TEST(!detail::read_election_answer(nested.r, v));
+}
+
+BOOST_AUTO_TEST_CASE(a_leader_needs_a_majority_of_locks_and_records_naming_it) {
+  const std::vector<election_node_view> agreed{node("t", 3, "t"), node("t", 3, "t"), silent()};
+  const leader_view l = detail::decide_leader(agreed, 3);
+  BOOST_TEST(l.leading);
+  BOOST_TEST(l.term == 3u);
+  BOOST_TEST(l.token == "t");
+  // The lock on a majority, its record on one node only: not yet.
+  const std::vector<election_node_view> short_record{node("t", 3, "t"), node("t", 0, ""), silent()};
+  BOOST_TEST(!detail::decide_leader(short_record, 3).leading);
+  // Five nodes: three needed.
+  const std::vector<election_node_view> two_of_five{node("t", 3, "t"), node("t", 3, "t"), silent(),
+                                                    silent(), silent()};
+  BOOST_TEST(!detail::decide_leader(two_of_five, 5).leading);
+}
+
+BOOST_AUTO_TEST_CASE(a_deposed_leaders_record_beside_its_successors_lock_does_not_count) {
+  // The new leader u holds the lock everywhere; its record has reached one node, the
+  // others still carry t's record: no one is reported until u's record is on a majority.
+  const std::vector<election_node_view> nodes{node("u", 4, "u"), node("u", 3, "t"),
+                                              node("u", 3, "t")};
+  BOOST_TEST(!detail::decide_leader(nodes, 3).leading);
+  // The old leader's lock expired on a majority: its records there mean nothing.
+  const std::vector<election_node_view> expired{node("t", 3, "t"), node("", 3, "t"),
+                                                node("", 3, "t")};
+  BOOST_TEST(!detail::decide_leader(expired, 3).leading);
+}
+
+BOOST_AUTO_TEST_CASE(records_that_disagree_on_term_or_value_are_not_one_leader) {
+  const std::vector<election_node_view> nodes{node("t", 3, "t", "a"), node("t", 3, "t", "b"),
+                                              node("t", 4, "t", "a")};
+  BOOST_TEST(!detail::decide_leader(nodes, 3).leading);
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_reports_changes_and_never_a_lower_term) {
+  const leader_view none{};
+  const leader_view five{true, 5, "t5", "a"};
+  const leader_view six{true, 6, "t6", "b"};
+  // The first read is news whatever it finds, if it could be read.
+  BOOST_TEST(detail::leader_news(false, none, 0, none, true));
+  BOOST_TEST(!detail::leader_news(false, none, 0, five, false));
+  // The same leader again: no news; a new one: news.
+  BOOST_TEST(!detail::leader_news(true, five, 5, five, true));
+  BOOST_TEST(detail::leader_news(true, five, 5, six, true));
+  // A stale read naming an older leader is never reported.
+  BOOST_TEST(!detail::leader_news(true, six, 6, five, true));
+  BOOST_TEST(!detail::leader_news(true, none, 6, five, true));
+  // Leader gone: news once.
+  BOOST_TEST(detail::leader_news(true, six, 6, none, true));
+  BOOST_TEST(!detail::leader_news(true, none, 6, none, true));
+  // Back after a gap with the same term (its record was short of a majority for a while).
+  BOOST_TEST(detail::leader_news(true, none, 6, six, true));
+}
+
+BOOST_AUTO_TEST_CASE(the_record_call_declares_the_lock_and_the_record_key) {
+  std::string out;
+  detail::write_election_record(out, "lock:e", "redlock:election:e", "tok", 9, "v v",
+                                std::chrono::milliseconds{20000});
+  const std::vector<std::string> want{"EVALSHA",
+                                      std::string{detail::election_record_script.sha},
+                                      "2",
+                                      "lock:e",
+                                      "redlock:election:e",
+                                      "tok",
+                                      "9",
+                                      "v v",
+                                      "20000"};
+  BOOST_TEST(args_of(out) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_read_call_declares_the_lock_and_the_record_key) {
+  std::string out;
+  detail::write_election_read(out, "lock:e", "redlock:election:e");
+  const std::vector<std::string> want{"EVALSHA", std::string{detail::election_read_script.sha}, "2",
+                                      "lock:e", "redlock:election:e"};
+  BOOST_TEST(args_of(out) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
