@@ -175,6 +175,54 @@ BOOST_AUTO_TEST_CASE(losing_leadership_cancels_the_work) {
   }());
 }
 
+// Four independent campaigners take turns while node 2 is frozen, or while node 0 is
+// restarted empty mid-run (behind the restart guard, max_ttl the longest TTL used here):
+// still never two leaders valid at once, and terms rise.
+void campaign_through(three_nodes& f, bool restart) {
+  redlock::config cfg = f.config();
+  cfg.restart_guard = restart;
+  if (restart) cfg.max_ttl = 5s;
+  std::vector<redlock::client> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(f.make_client(cfg));
+  run_bounded(f.io, set_up_counters(clients[0], "elect:job"));
+  if (!restart) f.fleet[2].freeze();
+  std::vector<term_in_office> log;
+  int finished = 0;
+  auto campaign = [&] {
+    for (int i = 0; i < 4; ++i)
+      asio::co_spawn(f.io, serve_terms(clients[i], "c" + std::to_string(i), 6, 5ms, log),
+                     [&](std::exception_ptr e) {
+                       if (e) std::rethrow_exception(e);
+                       ++finished;
+                     });
+  };
+  campaign();
+  if (restart) {
+    BOOST_TEST_REQUIRE(redlock::test::run_until(
+        f.io, [&] { return log.size() >= 6u; }, 60s));
+    f.fleet[0].restart();
+    // Past the guard's hold-back node 0 votes again: a second round of campaigns then.
+    const auto back = std::chrono::steady_clock::now() + 6s;
+    BOOST_TEST_REQUIRE(redlock::test::run_until(
+        f.io, [&] { return finished == 4 && std::chrono::steady_clock::now() > back; }, 90s));
+    campaign();
+  }
+  const int expected = restart ? 8 : 4;
+  BOOST_TEST_REQUIRE(redlock::test::run_until(
+      f.io, [&] { return finished == expected; }, 90s));
+  if (!restart) f.fleet[2].thaw();
+  BOOST_TEST(log.size() == 6u * static_cast<std::size_t>(expected));
+  check_one_leader_at_a_time(log);
+}
+
+BOOST_AUTO_TEST_CASE(campaigners_never_lead_at_once_with_a_frozen_minority) {
+  campaign_through(*this, false);
+}
+
+BOOST_AUTO_TEST_CASE(campaigners_never_lead_at_once_when_a_node_restarts_empty) {
+  campaign_through(*this, true);
+}
+
 BOOST_AUTO_TEST_CASE(terms_rise_with_a_frozen_minority_and_a_node_restarted_empty) {
   auto a = make_client();
   auto b = make_client();
