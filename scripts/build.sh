@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Configures and builds into ./build (Release with debug info, warnings as errors).
+# Configures and builds into ./build (CMake preset "default": optimised, with line tables
+# for backtraces and profiles, warnings as errors). Arguments go to the build, so
+# `scripts/build.sh --target redlock-cli` builds only the tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_WERROR=ON >/dev/null
-cmake --build build --parallel "$(nproc)"
+cmake --preset default >/dev/null
+cmake --build --preset default --parallel "$(nproc)" "$@"
