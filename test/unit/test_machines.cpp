@@ -375,6 +375,37 @@ BOOST_AUTO_TEST_CASE(cancelled_before_anything_was_sent_nothing_is_undone) {
   BOOST_TEST(!f.cancel(false).release);
 }
 
+BOOST_AUTO_TEST_CASE(a_shutdown_during_the_first_round_ends_the_call_at_once_and_undoes_it) {
+  // Not after the round: a win decided then would be handed out after the client
+  // released what it held, and a refusal would wait in a line that nobody wakes.
+  auto f = sent_waiting();
+  const auto a = f.client_closed(true);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::shut_down));
+  BOOST_TEST(a.release);
+  BOOST_TEST((f.first_round_decided(vote_state::won, true, {}).what == kind::none));
+  BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_shutdown_during_the_write_back_undoes_the_attempt) {
+  auto f = writing_back();
+  const auto a = f.client_closed(true);
+  BOOST_TEST((a.ec == error::shut_down));
+  BOOST_TEST(a.release);
+  BOOST_TEST((f.write_back_decided(vote_state::won, true).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_shutdown_while_waiting_out_a_retry_ends_the_call_and_its_timer) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  const auto a = f.client_closed(true);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::shut_down));
+  BOOST_TEST(!a.release);  // the failed attempt was undone when it failed
+  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+}
+
 BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
   acquire_action wait;
   auto f = waiting_for_timer(wait);
@@ -385,6 +416,7 @@ BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
   BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
   BOOST_TEST((f.requests_back(0).what == kind::none));
   BOOST_TEST((f.cancel(true).what == kind::none));
+  BOOST_TEST((f.client_closed(true).what == kind::none));
   BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::none));
 }
 
