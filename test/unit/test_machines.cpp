@@ -1,6 +1,7 @@
 // The lock kinds' state machines, fed events without a socket or a server: what an
 // acquisition does after each round, failure, wake, timer and cancellation.
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <string>
@@ -466,6 +467,10 @@ struct fake_set final : detail::set_waiter {
   int wakes = 0;
 };
 
+struct fake_call final : detail::acquisition {
+  void end_at_shutdown() override {}
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(the_first_call_forms_the_line_and_is_its_head) {
@@ -561,15 +566,36 @@ BOOST_AUTO_TEST_CASE(a_set_waits_on_each_of_its_keys_until_it_stops) {
   BOOST_TEST(lines.set_stops(s, keys).empty());  // stopping twice releases nothing twice
 }
 
-BOOST_AUTO_TEST_CASE(every_waiting_call_and_set_is_found_once_at_shutdown) {
+BOOST_AUTO_TEST_CASE(every_waiting_set_is_found_once_at_shutdown) {
   detail::waiter_lines lines;
-  fake_waiter a, b;
-  fake_set s;
-  lines.join("k1", a);
-  lines.join("k2", b);
+  fake_set s, t;
   lines.set_waits(s, {"x", "y"});
-  BOOST_TEST(lines.all_waiters().size() == 2u);
-  BOOST_TEST(lines.all_sets().size() == 1u);  // on two keys, woken once
+  lines.set_waits(t, {"y"});
+  BOOST_TEST(lines.all_sets().size() == 2u);  // s on two keys, found once
+}
+
+BOOST_AUTO_TEST_CASE(every_call_in_progress_is_found_at_shutdown_in_a_line_or_not) {
+  // A call whose attempt is out, or that waits out a retry delay after a failure that
+  // was not contention, is in no line: shutdown must reach it all the same.
+  detail::waiter_lines lines;
+  fake_call a, b, c;
+  for (fake_call* x : {&a, &b, &c}) lines.begin_call(*x);
+  lines.begin_call(b);  // once only
+  const auto has = [&lines](fake_call& x) {
+    const auto all = lines.calls();
+    return std::count(all.begin(), all.end(), &x) == 1;
+  };
+  BOOST_TEST(lines.calls().size() == 3u);
+  BOOST_TEST((has(a) && has(b) && has(c)));
+  lines.end_call(b);  // from the middle
+  BOOST_TEST(lines.calls().size() == 2u);
+  BOOST_TEST((has(a) && has(c)));
+  lines.end_call(b);  // twice: nothing
+  lines.end_call(c);  // the latest
+  lines.end_call(a);  // the last
+  BOOST_TEST(lines.calls().empty());
+  lines.begin_call(b);  // listed again after it left
+  BOOST_TEST(has(b));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
