@@ -46,7 +46,8 @@ struct attempt_event {
   bool fenced = false;
   unsigned attempt = 0;  ///< 1 for the call's first round
   /// Success when the round won the lock; otherwise contended, no_quorum,
-  /// validity_exhausted, wrong_type or cancelled.
+  /// validity_exhausted, wrong_type, or cancelled or shut_down (the call ended with the
+  /// round still out).
   boost::system::error_code outcome{};
   /// From the round's start to its decision (a fenced round's write-back included, when
   /// it had one).

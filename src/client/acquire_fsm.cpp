@@ -113,12 +113,12 @@ acquire_action acquire_fsm::timer_fired(std::uint64_t generation, std::size_t ou
   return start_if_free(outstanding, false);
 }
 
-acquire_action acquire_fsm::cancel(bool sent) {
+acquire_action acquire_fsm::stop(bool sent, error_code why) {
   if (phase_ == phase::done) return {};
   const bool release = sent && in_flight();
   phase_ = phase::done;
   retry_when_idle_ = false;
-  return {.what = kind::complete, .ec = error::cancelled, .cancel_timer = true, .release = release};
+  return {.what = kind::complete, .ec = why, .cancel_timer = true, .release = release};
 }
 
 acquire_action acquire_fsm::wait_for(std::chrono::nanoseconds delay) {

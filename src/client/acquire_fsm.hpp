@@ -1,10 +1,11 @@
 #pragma once
 // The attempts of one acquisition call (a single lock or a set) as a state machine with no
-// I/O: it takes events (a round decided, a release heard, the retry timer, cancellation)
-// and answers with the action its driver must take (send an attempt, send the fenced
-// write-back, wait, complete). The driver (acquire_op in client.cpp, lock_all_op in
-// multi.cpp) owns the sockets, the timer, the payloads and the local line; every decision
-// about what comes next is made here, and test_rules feeds it events without a server.
+// I/O: it takes events (a round decided, a release heard, the retry timer, cancellation,
+// the client's shutdown) and answers with the action its driver must take (send an
+// attempt, send the fenced write-back, wait, complete). The driver (acquire_op in
+// client.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
+// local line; every decision about what comes next is made here, and test_rules feeds it
+// events without a server.
 
 #include <chrono>
 #include <cstddef>
@@ -34,7 +35,7 @@ struct acquire_action {
   std::uint64_t generation = 0;
   /// Call off the waiting retry (an attempt starts now, or a wake made it stale).
   bool cancel_timer = false;
-  /// complete after cancellation: undo the attempt that was in flight first.
+  /// complete after cancellation or shutdown: undo the attempt that was in flight first.
   bool release = false;
 };
 
@@ -120,9 +121,15 @@ class acquire_fsm {
   }
   /// Cancelled: complete with `cancelled`, undoing the attempt if a round was out
   /// (`sent`: an attempt was ever sent).
-  acquire_action cancel(bool sent);
+  acquire_action cancel(bool sent) { return stop(sent, error::cancelled); }
+  /// The client shut down: complete with `shut_down` at once, as cancel() does. Not after
+  /// the round in flight: shutdown has released what the client held and ended the
+  /// waits, so a win decided later would be handed out and released by nobody, and a
+  /// refusal would wait in a line nobody wakes.
+  acquire_action client_closed(bool sent) { return stop(sent, error::shut_down); }
 
  private:
+  acquire_action stop(bool sent, error_code why);
   acquire_action wait_for(std::chrono::nanoseconds delay);
   acquire_action start_if_free(std::size_t outstanding, bool cancel_timer);
 

@@ -247,6 +247,7 @@ namespace {
 // ---- acquire -----------------------------------------------------------------------
 
 class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
+                         public acquisition,
                          public waiter,
                          private attempt_driver<acquire_op>,
                          private single_lock_call {
@@ -275,8 +276,15 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     call_start_ = now;
     fsm_ = acquire_fsm{wait_, wait_deadline(now, wait_, opts_.wait)};
     watch_cancellation(cancel_with_effects);
+    s_->lines.begin_call(*this);  // until before_complete: shutdown ends it
     if (queue_behind_yield()) return;
     attempt();
+  }
+
+  void end_at_shutdown() override {
+    if (done_) return;
+    // Guarded: the handler is posted, never run inside the shutdown's walk of the calls.
+    run_guarded([this] { stop(fsm_.client_closed(sent_)); });
   }
 
  private:
@@ -293,7 +301,8 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
   void attempt() {
     if (s_->closed) {
-      // Shut down while waiting (client_state::end_waits woke us): stop here.
+      // Closed without a shutdown's end of the calls (the io_context is going away and
+      // its connections' close failed our requests): no new attempt.
       fsm_.finish();
       return complete(error::shut_down, lock{});
     }
@@ -513,6 +522,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
  private:
   void before_complete(error_code ec) override {
+    s_->lines.end_call(*this);
     leave_line();
     if (opts_.fair) {
       // Leave the nodes' line: everywhere but where this call's win already took its place.
@@ -542,14 +552,18 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     if (left.promoted) left.promoted->promote();
   }
 
-  void on_cancel() override {
-    const acquire_action next = fsm_.cancel(sent_);
+  void on_cancel() override { stop(fsm_.cancel(sent_)); }
+
+  // Cancelled or shut down (`a` says which): completes now; an attempt whose round is out
+  // is undone behind it on every connection, and its late answers are still read.
+  void stop(const acquire_action& a) {
+    if (a.what != acquire_action::kind::complete) return;
     cancel_retry();
-    if (next.release) {
-      if (s_->obs) report_attempt(error::cancelled, 0);
+    if (a.release) {
+      if (s_->obs) report_attempt(a.ec, 0);
       release_attempt();
     }
-    complete(error::cancelled, lock{});
+    complete(a.ec, lock{});
   }
 
   boot_clock::time_point start_{};

@@ -100,8 +100,8 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
   std::string repair_problem;
   /// The calls waiting for a release, per key: single locks' lines (the head polls;
-  /// releases wake it) and sets. Listening for the keys' releases is set_waits' and
-  /// line_formed's.
+  /// releases wake it) and sets; and every acquisition in progress. Listening for the
+  /// keys' releases is set_waits' and line_formed's.
   waiter_lines lines;
   /// Wakes the first local waiter for `key` after a release of `token` ("" if unknown):
   /// a local one (`announced` false) or one a node announced. A local release hands the
@@ -122,8 +122,9 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   void set_stops(set_waiter& w, const std::vector<std::string>& keys);
   /// Wakes every set waiting on `key` (a release of `token`, "" if unknown).
   void wake_sets(std::string_view key, std::string_view token);
-  /// At shutdown: wakes every waiting call and set, which then completes with shut_down (a
-  /// call parked in a line would otherwise sleep until its wait ended). On the strand.
+  /// At shutdown: ends every acquisition in progress with shut_down (a call parked in a
+  /// line, waiting out a retry delay, or with its attempt out), undoing the attempts out,
+  /// and wakes every waiting permit to finish. On the strand, before the connections drain.
   void end_waits();
   /// Election observers between two reads, per key they follow (src/guard/election.cpp):
   /// each release of the key known here (wake_waiter: local, or announced by a node) calls

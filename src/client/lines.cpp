@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 namespace redlock::detail {
 
@@ -60,9 +61,24 @@ std::vector<set_waiter*> waiter_lines::sets_on(std::string_view key) const {
   return it == sets_.end() ? std::vector<set_waiter*>{} : it->second;
 }
 
-std::vector<waiter*> waiter_lines::all_waiters() const {
-  std::vector<waiter*> all;
-  for (const auto& [key, line] : lines_) all.insert(all.end(), line.begin(), line.end());
+void waiter_lines::begin_call(acquisition& c) {
+  if (std::exchange(c.listed_, true)) return;
+  c.prev_ = nullptr;
+  c.next_ = calls_;
+  if (calls_) calls_->prev_ = &c;
+  calls_ = &c;
+}
+
+void waiter_lines::end_call(acquisition& c) {
+  if (!std::exchange(c.listed_, false)) return;
+  (c.prev_ ? c.prev_->next_ : calls_) = c.next_;
+  if (c.next_) c.next_->prev_ = c.prev_;
+  c.prev_ = c.next_ = nullptr;
+}
+
+std::vector<acquisition*> waiter_lines::calls() const {
+  std::vector<acquisition*> all;
+  for (acquisition* c = calls_; c; c = c->next_) all.push_back(c);
   return all;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The calls of one client that wait for a release, per key, without I/O: the line of
 // single-resource calls (only its head polls the nodes; a release wakes it, and the next
-// one moves up when it leaves) and the sets waiting on any of their keys. The client
+// one moves up when it leaves) and the sets waiting on any of their keys; and every
+// acquisition in progress, in a line or not, so that shutdown reaches each. The client
 // state owns one (client_state::lines) and listens for releases of the keys it names.
 
 #include <chrono>
@@ -14,6 +15,26 @@
 #include "client/string_map.hpp"
 
 namespace redlock::detail {
+
+/// An acquisition call (acquire_op, lock_all_op), listed from its start to its completion
+/// (waiter_lines::begin_call, end_call). The lines hold only calls refused by a holder:
+/// a call whose attempt is out, or that waits out its retry delay after a failure that
+/// was not contention, is in none, and shutdown reaches it through this list.
+class acquisition {
+ public:
+  /// The client shut down: complete with shut_down now, undoing the attempt whose round
+  /// is out (behind it on every connection; its late answers are still read).
+  virtual void end_at_shutdown() = 0;
+
+ protected:
+  ~acquisition() = default;
+
+ private:
+  friend class waiter_lines;
+  acquisition* prev_ = nullptr;
+  acquisition* next_ = nullptr;
+  bool listed_ = false;
+};
 
 /// A single-resource lock call waiting in its key's line (acquire_op).
 class waiter {
@@ -84,13 +105,21 @@ class waiter_lines {
   /// The sets waiting on `key` (copied: a woken set may stop waiting at once).
   std::vector<set_waiter*> sets_on(std::string_view key) const;
 
-  /// Every waiting call and set, each once (at shutdown each is woken to finish).
-  std::vector<waiter*> all_waiters() const;
+  /// Lists `c` as in progress until end_call(c). Both in constant time, without
+  /// allocating: every lock call makes them.
+  void begin_call(acquisition& c);
+  /// Takes `c` off the list (nothing if it is not on it).
+  void end_call(acquisition& c);
+  /// Every acquisition in progress, in a line or not (at shutdown each is ended).
+  std::vector<acquisition*> calls() const;
+
+  /// Every waiting set, each once (at shutdown each is woken to finish).
   std::vector<set_waiter*> all_sets() const;
 
  private:
   string_map<std::deque<waiter*>> lines_;
   string_map<std::vector<set_waiter*>> sets_;
+  acquisition* calls_ = nullptr;  // the latest begun, linked to the others
 };
 
 }  // namespace redlock::detail

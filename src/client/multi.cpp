@@ -72,6 +72,7 @@ std::string join_names(const std::vector<std::string>& names) {
 // ---- acquire -----------------------------------------------------------------------
 
 class lock_all_op final : public quorum_op<client_state, void(error_code, multi_lock)>,
+                          public acquisition,
                           public set_waiter,
                           private attempt_driver<lock_all_op> {
   friend class attempt_driver<lock_all_op>;
@@ -108,13 +109,21 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
     fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
     watch_cancellation(cancel_with_effects);
+    s_->lines.begin_call(*this);  // until before_complete: shutdown ends it
     attempt();
+  }
+
+  void end_at_shutdown() override {
+    if (done_) return;
+    // Guarded: the handler is posted, never run inside the shutdown's walk of the calls.
+    run_guarded([this] { stop(fsm_.client_closed(true)); });
   }
 
  private:
   void attempt() {
     if (s_->closed) {
-      // Shut down while waiting (client_state::end_waits woke us): stop here.
+      // Closed without a shutdown's end of the calls (the io_context is going away and
+      // its connections' close failed our requests): no new attempt.
       fsm_.finish();
       return complete(error::shut_down, multi_lock{});
     }
@@ -317,18 +326,25 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
  private:
-  void before_complete(error_code) override { stop_waiting(); }
+  void before_complete(error_code) override {
+    s_->lines.end_call(*this);
+    stop_waiting();
+  }
 
   void stop_waiting() {
     if (!std::exchange(waiting_, false)) return;
     s_->set_stops(*this, keys_);
   }
 
-  void on_cancel() override {
-    const acquire_action next = fsm_.cancel(true);
+  void on_cancel() override { stop(fsm_.cancel(true)); }
+
+  // Cancelled or shut down (`a` says which): completes now; an attempt whose round is out
+  // is undone behind it on every connection, and its late answers are still read.
+  void stop(const acquire_action& a) {
+    if (a.what != acquire_action::kind::complete) return;
     cancel_retry();
-    if (next.release) release_attempt();
-    complete(error::cancelled, multi_lock{});
+    if (a.release) release_attempt();
+    complete(a.ec, multi_lock{});
   }
 
   std::vector<std::string> resources_;

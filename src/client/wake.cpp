@@ -32,8 +32,11 @@ void client_state::wake_sets(std::string_view key, std::string_view token) {
 }
 
 void client_state::end_waits() {
-  // Collected first: each call leaves its line (each set its keys) as it completes.
-  for (waiter* w : lines.all_waiters()) w->wake();
+  // Collected first: each call leaves the list (and its line, a set its keys) as it
+  // completes. Every acquisition in progress, not only those in a line: one whose attempt
+  // is out is in none, and when its round is decided the lines are gone. Then the permits
+  // waiting on their keys.
+  for (acquisition* c : lines.calls()) c->end_at_shutdown();
   for (set_waiter* w : lines.all_sets()) w->wake({});
   // Election observers read once more, and find the client shut down.
   for (auto& [key, hear] : release_listeners) hear();

@@ -6,7 +6,10 @@
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
+#include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "async_helpers.hpp"
 #include "fleet_fixture.hpp"
@@ -211,6 +214,100 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_only_the_first_waiter_and_shutdown_ends_the
     BOOST_TEST_REQUIRE(co_await eventually([&] { return taken() == n; }, 5s));
     for (const auto& g : got) BOOST_TEST((!*g || *g == redlock::error::shut_down), g->message());
     co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(
+    shutting_down_both_clients_ends_every_call_at_once_also_one_whose_attempt_is_out) {
+  // `a` holds w6; three workers of each client wait for it in their client's line. Each
+  // client is then shut down in the same turn as two new calls (no co_await between), so
+  // their first attempts are out, in no line, when the shutdown runs on the client's
+  // strand: one for w6 (refused after the shutdown), one for a free resource (won after
+  // it). Waits (60 s) and retry delays (15 s to 45 s) are far beyond the test's bound:
+  // each call ends with shut_down because of the shutdown or not in time.
+  auto a = make_client(cfg(never));
+  auto b = make_client(cfg(never));
+  constexpr std::size_t workers = 3, calls = 2 * workers + 4;
+  std::array<std::optional<error_code>, calls> got;
+  std::array<redlock::lock, calls> locks;
+  std::vector<std::string> free_resources;
+  std::size_t down = 0;  // shutdowns completed
+  for (std::size_t i = 0; i < fleet.size(); ++i) fleet[i].log_every_command();
+  const auto sets = [&](std::size_t i) { return fleet[i].calls_naming("set", "w6"); };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await a.async_lock("w6", {.ttl = 20s}, asio::use_awaitable);
+    for (std::size_t i = 0; i < 2 * workers; ++i)
+      asio::co_spawn(io, take(i < workers ? a : b, "w6", got[i], locks[i]), asio::detached);
+    // The holder's SET, each worker's refused attempt, and each head's one attempt when its
+    // subscription was confirmed: then every worker is in its line, and none polls.
+    const bool queued = co_await eventually([&] {
+      if (!subscribed_everywhere("w6", 2)) return false;
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        if (sets(i) < std::int64_t{1 + 2 * workers + 2}) return false;
+      return true;
+    });
+    BOOST_TEST_REQUIRE(queued);
+    std::size_t k = 2 * workers;
+    for (redlock::client* c : {&b, &a}) {
+      free_resources.push_back("w6-free-" + std::to_string(k));
+      for (const std::string& resource : {std::string{"w6"}, free_resources.back()}) {
+        c->async_lock(resource, {.ttl = 20s, .wait = 60s},
+                      [&got, &locks, k](error_code ec, redlock::lock lk) {
+                        got[k] = ec;
+                        locks[k] = std::move(lk);
+                      });
+        ++k;
+      }
+      c->async_shutdown([&down](error_code) { ++down; });
+    }
+    const auto pending = [&] {
+      return std::count_if(got.begin(), got.end(), [](const auto& g) { return !g.has_value(); });
+    };
+    const bool ended = co_await eventually([&] { return down == 2 && pending() == 0; });
+    BOOST_TEST(ended, pending() << " calls still pending, " << down << " shutdowns done");
+    for (std::size_t i = 0; i < calls; ++i)
+      if (got[i])
+        BOOST_TEST(*got[i] == redlock::error::shut_down, "call " << i << ": " << got[i]->message());
+    BOOST_TEST_REQUIRE(ended);
+    // What the calls whose attempts were out took was released behind them: the
+    // connections sent it before they closed.
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      for (const auto& resource : free_resources)
+        BOOST_TEST(fleet[i].command({"EXISTS", resource}).integer == 0,
+                   resource << " left on node " << i);
+    // The lock `a` held was released by its shutdown: unlocking it now is refused at once.
+    auto [unlocked] =
+        co_await a.async_unlock(std::move(first), asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(unlocked == redlock::error::shut_down, unlocked.message());
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_ends_a_call_waiting_out_its_retry_delay_in_no_line) {
+  // Node 0 holds w7 for someone else and node 1 is frozen: the attempt fails for want of
+  // nodes (no_quorum), not for contention, so the call waits out its retry delay (15 s to
+  // 45 s) in no line. Shutdown must end it anyway.
+  struct failed_attempts : redlock::observer {
+    std::size_t n = 0;
+    void on_attempt(const redlock::attempt_event& e) override { n += e.outcome ? 1 : 0; }
+  };
+  auto seen = std::make_shared<failed_attempts>();
+  auto c = cfg(never);
+  c.observer = seen;
+  auto waiter = make_client(c);
+  fleet[0].command({"SET", "w7", "someone-else", "PX", "60000"});
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    co_await answered_everywhere(waiter);  // connected to all three
+    fleet[1].freeze();
+    asio::co_spawn(io, take(waiter, "w7", second, second_lock), asio::detached);
+    // Decided when node 1's request times out (node_timeout).
+    const bool failed = co_await eventually([&] { return seen->n == 1; });
+    BOOST_TEST_REQUIRE(failed);
+    BOOST_TEST(!second.has_value());
+    co_await waiter.async_shutdown(asio::use_awaitable);
+    const bool ended = co_await eventually([&] { return second.has_value(); });
+    fleet[1].thaw();
+    BOOST_TEST_REQUIRE(ended);
+    BOOST_TEST(*second == redlock::error::shut_down, second->message());
   }());
 }
 

@@ -1,6 +1,7 @@
 // The lock kinds' state machines, fed events without a socket or a server: what an
 // acquisition does after each round, failure, wake, timer and cancellation.
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <string>
@@ -375,6 +376,37 @@ BOOST_AUTO_TEST_CASE(cancelled_before_anything_was_sent_nothing_is_undone) {
   BOOST_TEST(!f.cancel(false).release);
 }
 
+BOOST_AUTO_TEST_CASE(a_shutdown_during_the_first_round_ends_the_call_at_once_and_undoes_it) {
+  // Not after the round: a win decided then would be handed out after the client
+  // released what it held, and a refusal would wait in a line that nobody wakes.
+  auto f = sent_waiting();
+  const auto a = f.client_closed(true);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::shut_down));
+  BOOST_TEST(a.release);
+  BOOST_TEST((f.first_round_decided(vote_state::won, true, {}).what == kind::none));
+  BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_shutdown_during_the_write_back_undoes_the_attempt) {
+  auto f = writing_back();
+  const auto a = f.client_closed(true);
+  BOOST_TEST((a.ec == error::shut_down));
+  BOOST_TEST(a.release);
+  BOOST_TEST((f.write_back_decided(vote_state::won, true).what == kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(a_shutdown_while_waiting_out_a_retry_ends_the_call_and_its_timer) {
+  acquire_action wait;
+  auto f = waiting_for_timer(wait);
+  const auto a = f.client_closed(true);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::shut_down));
+  BOOST_TEST(!a.release);  // the failed attempt was undone when it failed
+  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+}
+
 BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
   acquire_action wait;
   auto f = waiting_for_timer(wait);
@@ -385,6 +417,7 @@ BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
   BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
   BOOST_TEST((f.requests_back(0).what == kind::none));
   BOOST_TEST((f.cancel(true).what == kind::none));
+  BOOST_TEST((f.client_closed(true).what == kind::none));
   BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::none));
 }
 
@@ -432,6 +465,10 @@ struct fake_waiter final : detail::waiter {
 struct fake_set final : detail::set_waiter {
   void wake(std::string_view) override { ++wakes; }
   int wakes = 0;
+};
+
+struct fake_call final : detail::acquisition {
+  void end_at_shutdown() override {}
 };
 
 }  // namespace
@@ -529,15 +566,36 @@ BOOST_AUTO_TEST_CASE(a_set_waits_on_each_of_its_keys_until_it_stops) {
   BOOST_TEST(lines.set_stops(s, keys).empty());  // stopping twice releases nothing twice
 }
 
-BOOST_AUTO_TEST_CASE(every_waiting_call_and_set_is_found_once_at_shutdown) {
+BOOST_AUTO_TEST_CASE(every_waiting_set_is_found_once_at_shutdown) {
   detail::waiter_lines lines;
-  fake_waiter a, b;
-  fake_set s;
-  lines.join("k1", a);
-  lines.join("k2", b);
+  fake_set s, t;
   lines.set_waits(s, {"x", "y"});
-  BOOST_TEST(lines.all_waiters().size() == 2u);
-  BOOST_TEST(lines.all_sets().size() == 1u);  // on two keys, woken once
+  lines.set_waits(t, {"y"});
+  BOOST_TEST(lines.all_sets().size() == 2u);  // s on two keys, found once
+}
+
+BOOST_AUTO_TEST_CASE(every_call_in_progress_is_found_at_shutdown_in_a_line_or_not) {
+  // A call whose attempt is out, or that waits out a retry delay after a failure that
+  // was not contention, is in no line: shutdown must reach it all the same.
+  detail::waiter_lines lines;
+  fake_call a, b, c;
+  for (fake_call* x : {&a, &b, &c}) lines.begin_call(*x);
+  lines.begin_call(b);  // once only
+  const auto has = [&lines](fake_call& x) {
+    const auto all = lines.calls();
+    return std::count(all.begin(), all.end(), &x) == 1;
+  };
+  BOOST_TEST(lines.calls().size() == 3u);
+  BOOST_TEST((has(a) && has(b) && has(c)));
+  lines.end_call(b);  // from the middle
+  BOOST_TEST(lines.calls().size() == 2u);
+  BOOST_TEST((has(a) && has(c)));
+  lines.end_call(b);  // twice: nothing
+  lines.end_call(c);  // the latest
+  lines.end_call(a);  // the last
+  BOOST_TEST(lines.calls().empty());
+  lines.begin_call(b);  // listed again after it left
+  BOOST_TEST(has(b));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
