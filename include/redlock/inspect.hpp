@@ -30,9 +30,29 @@ struct node_report {
 
   /// Whether a lock of the client's longest TTL (config::max_ttl, else 10 s) could count
   /// this node's vote now; if not, `held_back` says why (restart guard, replica, the
-  /// same server as an earlier node).
+  /// same server as an earlier node) for a person, and `hold` the same as facts.
   bool votes = false;
   std::string held_back{};
+
+  /// Why a node does not vote now, as facts a program can sum up over nodes (the CLI says
+  /// "5 of 5 nodes started 1 s ago; the restart guard holds them back 1 s more").
+  struct hold_back {
+    enum class rule : std::uint8_t {
+      none,        ///< it votes
+      restart,     ///< the server started less than max_ttl ago (the restart guard)
+      failover,    ///< a replica was promoted in it less than max_ttl ago
+      clock_jump,  ///< its clock jumped less than max_ttl ago
+      replica,     ///< a replica: only independent masters vote
+      duplicate,   ///< the same server (run id) as node `duplicate_of`, listed earlier
+    };
+    rule by = rule::none;
+    /// For restart, failover and clock_jump: how long ago that happened, and how much
+    /// longer it holds the node back (together about max_ttl). Zero for the others.
+    std::chrono::milliseconds since{0};
+    std::chrono::milliseconds left{0};
+    std::size_t duplicate_of = 0;
+  };
+  hold_back hold{};
 
   /// The time from sending the last command of the inspection to its reply.
   std::chrono::microseconds round_trip{0};

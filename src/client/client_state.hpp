@@ -159,6 +159,10 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// Whether node i may vote now for a lock of `ttl`; if not and `why` is given, why.
   bool votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
              std::string* why = nullptr) const;
+  /// Which rule, if any, keeps node i from voting now for a lock of `ttl` (rules.hpp,
+  /// hold_of).
+  node_report::hold_back vote_hold(std::size_t i, std::chrono::milliseconds ttl,
+                                   boot_clock::time_point now) const;
   /// The fencing counter's field for a resource (the resource, or its stripe).
   std::string fence_field(std::string_view resource) const;
   /// Repairs the fence counters of unmarked nodes in the background (one run at a time).

@@ -97,6 +97,11 @@ bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_cloc
   return may_vote(facts(i), cfg.restart_guard, guard_for(ttl), now, why);
 }
 
+node_report::hold_back client_state::vote_hold(std::size_t i, std::chrono::milliseconds ttl,
+                                               boot_clock::time_point now) const {
+  return hold_of(facts(i), cfg.restart_guard, guard_for(ttl), now);
+}
+
 fence_key_pair client_state::fence_keys(std::string_view key) const {
   fence_key_pair k;
   const auto tag = colocation_tag(key);

@@ -8,6 +8,7 @@
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
+#include "quorum/rules.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock::detail {
@@ -86,7 +87,9 @@ class inspect_op final
     const auto ttl = s_->cfg.max_ttl.count() > 0 ? s_->cfg.max_ttl : 10000ms;
     const auto now = boot_clock::now();
     for (node_report& o : out) {
-      o.votes = s_->votes(o.node, ttl, now, &o.held_back);
+      o.hold = s_->vote_hold(o.node, ttl, now);
+      o.votes = o.hold.by == node_report::hold_back::rule::none;
+      o.held_back = describe_hold(o.hold, s_->guard_for(ttl));
       if (!s_->nodes[o.node]->is_cluster()) continue;
       for (auto& v : static_cast<const cluster_node&>(*s_->nodes[o.node]).shards())
         o.shards.push_back(

@@ -24,47 +24,72 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
   return {};
 }
 
+namespace {
+
+using rule = node_report::hold_back::rule;
+
+std::chrono::milliseconds whole_ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+}
+
+}  // namespace
+
+node_report::hold_back hold_of(const voter_facts& node, bool restart_guard,
+                               std::chrono::nanoseconds guard, boot_clock::time_point now) {
+  if (node.replica) return {.by = rule::replica};
+  if (node.duplicate) return {.by = rule::duplicate, .duplicate_of = node.duplicate_of};
+  const auto since = now - guard;
+  constexpr auto never = boot_clock::time_point::min();
+  auto held = [&](rule by, boot_clock::time_point at) {
+    return node_report::hold_back{
+        .by = by, .since = whole_ms(now - at), .left = whole_ms(at - since)};
+  };
+  if (restart_guard && node.started_at != never && node.started_at > since)
+    return held(rule::restart, node.started_at);
+  if (node.promoted_at != never && node.promoted_at > since)
+    return held(rule::failover, node.promoted_at);
+  if (node.clock_jump_at != never && node.clock_jump_at > since)
+    return held(rule::clock_jump, node.clock_jump_at);
+  return {};
+}
+
+std::string describe_hold(const node_report::hold_back& hold, std::chrono::nanoseconds guard) {
+  const auto since = hold.since.count(), left = hold.left.count(), period = whole_ms(guard).count();
+  switch (hold.by) {
+    case rule::none:
+      return {};
+    case rule::replica:
+      return "is a replica (ROLE says slave): only independent masters vote";
+    case rule::duplicate:
+      return fmt::format("is the same server as node {} (same run id)", hold.duplicate_of);
+    case rule::restart:
+      return fmt::format(
+          "restarted about {} ms ago; held back {} ms more by the restart guard (max_ttl {} ms)",
+          since, left, period);
+    case rule::failover:
+      return fmt::format(
+          "a replica was promoted in it about {} ms ago (a failover); held back {} ms more "
+          "(max_ttl {} ms)",
+          since, left, period);
+    case rule::clock_jump:
+      return fmt::format("its clock jumped {} ms ago; held back {} ms more (max_ttl {} ms)", since,
+                         left, period);
+  }
+  return {};
+}
+
 bool independent_master(const voter_facts& node, std::string* why) {
-  if (node.replica) {
-    if (why) *why = "is a replica (ROLE says slave): only independent masters vote";
-    return false;
-  }
-  if (node.duplicate) {
-    if (why) *why = fmt::format("is the same server as node {} (same run id)", node.duplicate_of);
-    return false;
-  }
-  return true;
+  if (!node.replica && !node.duplicate) return true;
+  if (why) *why = describe_hold(hold_of(node, false, {}, {}), {});
+  return false;
 }
 
 bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
               boot_clock::time_point now, std::string* why) {
-  if (!independent_master(node, why)) return false;
-  const auto since = now - guard;
-  auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
-  constexpr auto never = boot_clock::time_point::min();
-  if (restart_guard && node.started_at != never && node.started_at > since) {
-    if (why)
-      *why = fmt::format(
-          "restarted about {} ms ago; held back {} ms more by the restart guard "
-          "(max_ttl {} ms)",
-          ms(now - node.started_at), ms(node.started_at - since), ms(guard));
-    return false;
-  }
-  if (node.promoted_at != never && node.promoted_at > since) {
-    if (why)
-      *why = fmt::format(
-          "a replica was promoted in it about {} ms ago (a failover); held back {} ms more "
-          "(max_ttl {} ms)",
-          ms(now - node.promoted_at), ms(node.promoted_at - since), ms(guard));
-    return false;
-  }
-  if (node.clock_jump_at != never && node.clock_jump_at > since) {
-    if (why)
-      *why = fmt::format("its clock jumped {} ms ago; held back {} ms more (max_ttl {} ms)",
-                         ms(now - node.clock_jump_at), ms(node.clock_jump_at - since), ms(guard));
-    return false;
-  }
-  return true;
+  const auto hold = hold_of(node, restart_guard, guard, now);
+  if (hold.by == rule::none) return true;
+  if (why) *why = describe_hold(hold, guard);
+  return false;
 }
 
 error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type) {

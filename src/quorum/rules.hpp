@@ -102,12 +102,21 @@ inline std::chrono::nanoseconds guard_period(std::chrono::milliseconds max_ttl,
 /// listed earlier. If not and `why` is given, why.
 bool independent_master(const voter_facts& node, std::string* why = nullptr);
 
-/// Whether a node may vote at `now`: an independent master that was neither failed over
-/// (a replica promoted) nor seen with a clock jump within the last `guard`, and, with the
-/// restart guard on, did not restart within it either. `restart_guard` switches off only
-/// the restart check (for servers that lose nothing on restart): a promoted replica may
-/// lack acknowledged writes and a jumped clock expires keys early, whatever persistence
-/// the servers have. If not and `why` is given, why.
+/// Which rule, if any, keeps a node from voting at `now`: it votes when it is an
+/// independent master that was neither failed over (a replica promoted) nor seen with a
+/// clock jump within the last `guard`, and, with the restart guard on, did not restart
+/// within it either. `restart_guard` switches off only the restart check (for servers
+/// that lose nothing on restart): a promoted replica may lack acknowledged writes and a
+/// jumped clock expires keys early, whatever persistence the servers have.
+node_report::hold_back hold_of(const voter_facts& node, bool restart_guard,
+                               std::chrono::nanoseconds guard, boot_clock::time_point now);
+
+/// A hold_of() result for a person ("restarted about 400 ms ago; held back 600 ms more by
+/// the restart guard (max_ttl 1000 ms)"); "" when the node votes.
+std::string describe_hold(const node_report::hold_back& hold, std::chrono::nanoseconds guard);
+
+/// Whether a node may vote at `now` (hold_of() says no rule holds it back). If not and
+/// `why` is given, why (describe_hold).
 bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
               boot_clock::time_point now, std::string* why = nullptr);
 

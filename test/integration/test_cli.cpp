@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -32,6 +33,14 @@ std::string slurp(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The lines of a process's stderr, without their newlines.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 // Every process a test starts, so that the fixture can kill what a failed test left.
@@ -219,6 +228,11 @@ BOOST_AUTO_TEST_CASE(a_wait_on_unusable_nodes_says_why_within_two_seconds) {
   BOOST_TEST(
       err.find("node 0 (127.0.0.1:" + std::to_string(fleet[0].port()) + ")") != std::string::npos,
       err);
+  // The count first, then each unusable node on its own line.
+  for (std::size_t i : {0, 1})
+    BOOST_TEST(err.find("\nredlock: node " + std::to_string(i) + " (127.0.0.1:" +
+                        std::to_string(fleet[i].port()) + "): ") != std::string::npos,
+               err);
   // Said once (the reasons stay the same), then the final error.
   const auto count = [&](std::string_view what) {
     std::size_t n = 0;
@@ -226,6 +240,47 @@ BOOST_AUTO_TEST_CASE(a_wait_on_unusable_nodes_says_why_within_two_seconds) {
     return n;
   };
   BOOST_TEST(count("still waiting") == 1u, err);
+}
+
+// Nodes the restart guard holds back are one fact, said once in one short line that counts
+// them and says how much longer the guard holds them (not a clause per node); then the
+// lock is taken and COMMAND runs.
+BOOST_AUTO_TEST_CASE(a_wait_on_fresh_nodes_says_the_restart_guard_once_in_one_short_line) {
+  // The fleet started just now: a guard of 3 s still holds every node back a second into
+  // the wait, when the tool first looks.
+  auto o = run({"run", "--ttl", "1000", "--max-ttl", "3000", "fresh", "--", "echo", "ran"});
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out == "ran\n", o.out);
+  const auto lines = lines_of(o.err);
+  BOOST_TEST_REQUIRE(lines.size() == 1u, o.err);
+  BOOST_TEST(lines[0].size() < 120u, lines[0]);
+  static const std::regex guard{R"(redlock: still waiting: 3 of 3 nodes started ([0-9.]+) s ago; )"
+                                R"(the restart guard holds them back ([0-9.]+) s more)"};
+  std::smatch m;
+  BOOST_TEST_REQUIRE(std::regex_match(lines[0], m, guard), lines[0]);
+  const double left = std::stod(m[2]);
+  BOOST_TEST((left > 0 && left <= 3.0), lines[0]);
+}
+
+// A node unusable for another reason than the guard's is not folded into the guard's
+// line: it has a line of its own, naming it and why. (With a node of a fresh fleet down,
+// the fencing counters cannot be set up: the wait ends, bounded, with exit 69.)
+BOOST_AUTO_TEST_CASE(a_node_unusable_for_another_reason_gets_its_own_line_beside_the_guards) {
+  fleet[0].kill();
+  auto o = run({"run", "--ttl", "1000", "--max-ttl", "3000", "--wait", "2000", "fresh", "--",
+                "echo", "ran"});
+  BOOST_TEST(o.code == 69, o.err);
+  BOOST_TEST(o.out.empty(), o.out);
+  const auto lines = lines_of(o.err);
+  // The guard's line, node 0's line, and the final error.
+  BOOST_TEST_REQUIRE(lines.size() == 3u, o.err);
+  BOOST_TEST(lines[0].size() < 120u, lines[0]);
+  BOOST_TEST(lines[0].starts_with("redlock: still waiting: 2 of 3 nodes started "), lines[0]);
+  BOOST_TEST(lines[0].find("; the restart guard holds them back ") != std::string::npos, lines[0]);
+  const std::string node0 = "redlock: node 0 (127.0.0.1:" + std::to_string(fleet[0].port()) + "): ";
+  BOOST_TEST(lines[1].size() < 120u, lines[1]);
+  BOOST_TEST(lines[1].starts_with(node0), lines[1]);
+  BOOST_TEST(lines[1].size() > node0.size(), lines[1]);  // and why
 }
 
 BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_one_line) {

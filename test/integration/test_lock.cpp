@@ -773,6 +773,11 @@ BOOST_AUTO_TEST_CASE(inspecting_no_resource_reads_the_servers_and_writes_nothing
     BOOST_TEST(n.round_trip.count() > 0);
     BOOST_TEST(!n.votes);
     BOOST_TEST(n.held_back.find("restart guard") != std::string::npos, n.held_back);
+    // The same as facts: the rule, and times that add up to the guard's 60 s.
+    BOOST_TEST((n.hold.by == redlock::node_report::hold_back::rule::restart));
+    BOOST_TEST((n.hold.since >= 0ms && n.hold.left > 0ms), n.held_back);
+    BOOST_TEST((n.hold.since + n.hold.left <= 60s && n.hold.since + n.hold.left >= 59998ms),
+               n.held_back);
   }
   for (std::size_t i = 0; i < fleet.size(); ++i)
     BOOST_TEST(fleet[i].command({"DBSIZE"}).integer <= 1);  // the fence marker at most

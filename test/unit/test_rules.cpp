@@ -537,6 +537,43 @@ BOOST_AUTO_TEST_CASE(the_guard_off_keeps_the_failover_and_clock_jump_hold_backs)
   BOOST_TEST(may_vote(voter_facts{.started_at = t0 - 300ms}, false, 1s, t0));
 }
 
+// The same verdicts as facts, for a program that sums nodes up (the CLI's one line for
+// every node the restart guard holds back): which rule, since when, for how much longer.
+BOOST_AUTO_TEST_CASE(a_hold_names_its_rule_and_its_times_and_reads_as_may_vote_says) {
+  using rule = node_report::hold_back::rule;
+  const auto restarted = detail::hold_of(voter_facts{.started_at = t0 - 400ms}, true, 1s, t0);
+  BOOST_TEST((restarted.by == rule::restart));
+  BOOST_TEST(restarted.since.count() == 400);
+  BOOST_TEST(restarted.left.count() == 600);
+  std::string why;
+  BOOST_TEST(!may_vote(voter_facts{.started_at = t0 - 400ms}, true, 1s, t0, &why));
+  BOOST_TEST(detail::describe_hold(restarted, 1s) == why);
+  BOOST_TEST(why ==
+             "restarted about 400 ms ago; held back 600 ms more by the restart guard "
+             "(max_ttl 1000 ms)");
+
+  const auto failover = detail::hold_of(voter_facts{.promoted_at = t0 - 300ms}, true, 1s, t0);
+  BOOST_TEST((failover.by == rule::failover));
+  BOOST_TEST(failover.left.count() == 700);
+  const auto jump = detail::hold_of(voter_facts{.clock_jump_at = t0 - 100ms}, false, 1s, t0);
+  BOOST_TEST((jump.by == rule::clock_jump));
+  BOOST_TEST(jump.since.count() == 100);
+  const auto replica = detail::hold_of(voter_facts{.replica = true}, true, 1s, t0);
+  BOOST_TEST((replica.by == rule::replica));
+  BOOST_TEST(replica.left.count() == 0);
+  const auto duplicate =
+      detail::hold_of(voter_facts{.duplicate = true, .duplicate_of = 2}, true, 1s, t0);
+  BOOST_TEST((duplicate.by == rule::duplicate));
+  BOOST_TEST(duplicate.duplicate_of == 2u);
+  // A restart and a failover at once: the restart guard is named (it is checked first).
+  const auto both = detail::hold_of(
+      voter_facts{.started_at = t0 - 200ms, .promoted_at = t0 - 100ms}, true, 1s, t0);
+  BOOST_TEST((both.by == rule::restart));
+  const auto votes = detail::hold_of(voter_facts{.started_at = t0 - 2s}, true, 1s, t0);
+  BOOST_TEST((votes.by == rule::none));
+  BOOST_TEST(detail::describe_hold(votes, 1s).empty());
+}
+
 BOOST_AUTO_TEST_CASE(independence_ignores_time_and_refuses_replicas_and_duplicates) {
   BOOST_TEST(detail::independent_master(voter_facts{.started_at = t0, .clock_jump_at = t0}));
   BOOST_TEST(!detail::independent_master(voter_facts{.replica = true}));

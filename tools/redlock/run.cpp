@@ -8,10 +8,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "redlock/redlock.hpp"
@@ -64,6 +69,61 @@ config run_config(const run_options& o) {
   config cfg = client_config(o.common);
   cfg.max_ttl = o.max_ttl;
   return cfg;
+}
+
+using hold_rule = node_report::hold_back::rule;
+
+// "0.4 s", "12 s", "5 min": a time a person reads at a glance.
+std::string approx(std::chrono::milliseconds d) {
+  if (d < std::chrono::seconds{10}) return fmt::format("{:.1f} s", d.count() / 1000.0);
+  if (d < std::chrono::minutes{2}) return fmt::format("{} s", (d.count() + 500) / 1000);
+  return fmt::format("{} min", (d.count() + 30000) / 60000);
+}
+
+// The times of several nodes: one when they read the same, else "0.4-1.2 s".
+std::string approx_range(std::chrono::milliseconds lo, std::chrono::milliseconds hi) {
+  const std::string a = approx(lo), b = approx(hi);
+  if (a == b) return a;
+  const auto unit = [](const std::string& t) { return t.substr(t.find(' ')); };
+  if (unit(a) == unit(b)) return a.substr(0, a.find(' ')) + "-" + b;
+  return a + " to " + b;
+}
+
+// The one line for every node the restart guard holds back: they restarted (or were
+// started) together as a rule, and one sentence says it for all of them.
+std::string guard_line(const std::vector<const node_report*>& held, std::size_t nodes) {
+  auto since = std::minmax_element(held.begin(), held.end(),
+                                   [](auto* a, auto* b) { return a->hold.since < b->hold.since; });
+  auto left = std::minmax_element(held.begin(), held.end(),
+                                  [](auto* a, auto* b) { return a->hold.left < b->hold.left; });
+  return fmt::format(
+      "still waiting: {} of {} nodes started {} ago; the restart guard holds {} back {} more",
+      held.size(), nodes, approx_range((*since.first)->hold.since, (*since.second)->hold.since),
+      held.size() == 1 ? "it" : "them",
+      approx_range((*left.first)->hold.left, (*left.second)->hold.left));
+}
+
+// Why one node that is not in the guard's line cannot be used, in a short line.
+std::string node_line(const node_report& n) {
+  std::string why;
+  if (!n.problem.empty())
+    why = n.problem;
+  else if (n.hold.by == hold_rule::failover)
+    why = fmt::format("a replica was promoted in it {} ago (a failover); held back {} more",
+                      approx(n.hold.since), approx(n.hold.left));
+  else if (n.hold.by == hold_rule::clock_jump)
+    why = fmt::format("its clock jumped {} ago; held back {} more", approx(n.hold.since),
+                      approx(n.hold.left));
+  else
+    why = n.held_back;
+  return fmt::format("node {} ({}): {}", n.node, n.address, why);
+}
+
+// A line's gist: its text without digits, so that "held back 0.9 s more" and "held back
+// 0.4 s more" are the same news.
+std::string gist(std::string text) {
+  std::erase_if(text, [](char ch) { return ch >= '0' && ch <= '9'; });
+  return text;
 }
 
 class runner {
@@ -211,10 +271,15 @@ class runner {
   }
 
   // While a wait lasts, says on stderr why it cannot be granted when too few nodes are
-  // usable (unreachable, refusing our credentials, held back by the restart guard): first
-  // after a second, then each time the reasons change. Waiting for a holder is silent.
+  // usable: first after a second, then when something changes. Nodes the restart guard
+  // holds back share one line, said once, and again only if a node restarts during the
+  // wait (a run id not seen before); every other unusable node (unreachable, refusing our
+  // credentials, a replica, failed over) has its own line, said again when its reason
+  // changes. Without a guard line, a first line gives the count. Waiting for a holder is
+  // silent.
   asio::awaitable<void> watch_nodes() {
-    std::string last;
+    std::set<std::string> guard_said;              // run ids of the nodes in a guard line
+    std::map<std::size_t, std::string> node_said;  // node -> gist of its last line
     for (auto pause = std::chrono::milliseconds{1000}; waiting_;
          pause = std::chrono::milliseconds{500}) {
       watch_timer_.expires_after(pause);
@@ -223,26 +288,35 @@ class runner {
       auto [ie, report] = co_await locks_.async_inspect("", asio::as_tuple(asio::use_awaitable));
       if (ie || !waiting_) co_return;
       std::size_t usable = 0;
-      std::string why;
+      std::vector<const node_report*> guarded;
+      std::vector<std::pair<std::size_t, std::string>> lines;  // node, its line if news
+      bool news_in_guard = false;
       for (const auto& n : report) {
         if (n.votes && n.problem.empty()) {
           ++usable;
-          continue;
+          node_said.erase(n.node);  // should it fail again, that is news
+        } else if (n.problem.empty() && n.hold.by == hold_rule::restart) {
+          guarded.push_back(&n);
+          node_said.erase(n.node);
+          news_in_guard = news_in_guard || !guard_said.contains(n.run_id);
+        } else if (std::string line = node_line(n);
+                   !node_said.contains(n.node) || node_said[n.node] != gist(line)) {
+          lines.emplace_back(n.node, std::move(line));
         }
-        why += fmt::format("; node {} ({}): {}", n.node, n.address,
-                           n.problem.empty() ? n.held_back : n.problem);
       }
       const std::size_t needed = redlock::majority(report.size());
       if (usable >= needed) continue;  // a majority can vote: waiting on a holder, if any
-      std::string text = fmt::format("still waiting: {} of {} nodes usable, {} needed{}", usable,
-                                     report.size(), needed, why);
-      // Said again when a reason changes, not when only its numbers do ("held back 900
-      // ms more" is the same reason as "held back 400 ms more").
-      std::string gist = text;
-      std::erase_if(gist, [](char ch) { return ch >= '0' && ch <= '9'; });
-      if (gist == last) continue;
-      say(text);
-      last = std::move(gist);
+      if (news_in_guard) {
+        say(guard_line(guarded, report.size()));
+        for (const auto* n : guarded) guard_said.insert(n->run_id);
+      } else if (guarded.empty() && !lines.empty()) {
+        say(fmt::format("still waiting: {} of {} nodes usable, {} needed", usable, report.size(),
+                        needed));
+      }
+      for (auto& [node, line] : lines) {
+        node_said[node] = gist(line);
+        say(line);
+      }
     }
   }
 
