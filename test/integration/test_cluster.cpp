@@ -1,6 +1,7 @@
 // A Redlock node that is a Redis Cluster: real clusters made by redis-cli --cluster create
 // on loopback, beside plain servers in one fleet.
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
@@ -737,6 +738,16 @@ BOOST_AUTO_TEST_CASE(
         // Fresh servers: a waiting lock waits the restart guard out.
         auto warm = co_await c.async_lock("warm", {.ttl = 2s, .wait = 5s}, asio::use_awaitable);
         co_await c.async_unlock(std::move(warm), asio::use_awaitable);
+        // A majority was past the guard; the last node started may not be yet (under load
+        // it started later), and the try below needs it: wait until every node votes.
+        asio::steady_timer pause{io};
+        for (bool all_vote = false; !all_vote;) {
+          const auto nodes = co_await c.async_inspect("warm", asio::use_awaitable);
+          all_vote = std::all_of(nodes.begin(), nodes.end(), [](const auto& n) { return n.votes; });
+          if (all_vote) break;
+          pause.expires_after(10ms);
+          co_await pause.async_wait(asio::use_awaitable);
+        }
         cluster[frozen].freeze();
         redlock::diagnostics diag;
         auto [ec, lk] = co_await c.async_try_lock(on_frozen, {.ttl = 500ms}, diag,
