@@ -188,8 +188,8 @@ struct lock_options {
   /// so writers do not starve. The lease expires, extends, renews (keeper, with_lock) and is
   /// lost as a lock is. A client holding a resource in one mode that asks for it in the
   /// other is refused (error::upgrade_refused): it would wait on itself. With `fenced`, a
-  /// reader's lock::fence() is the latest writer's token (equal among readers between two
-  /// writers, below every later writer's; 0 before any fenced writer). Not with `fair`, nor
+  /// reader's lock::fence() is at least every earlier writer's token and below every later
+  /// writer's (docs/safety.md, "The promise of a reader's fence"). Not with `fair`, nor
   /// in async_lock_all (invalid_argument). Default off.
   bool shared = false;
 };

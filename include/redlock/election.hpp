@@ -196,7 +196,14 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
   // The resignation must run even if lead was cancelled as the work ended.
   co_await asio::this_coro::reset_cancellation_state();
   auto [resign_ec] = co_await l.async_resign(asio::as_tuple(asio::use_awaitable));
-  (void)resign_ec;  // an unconfirmed release expires with its TTL; the work succeeded
+  if (resign_ec == error::lock_lost) {
+    // The work ended after the lock ran out: it did not run wholly as the leader.
+    diagnostics diag;
+    diag.message = "leadership of \"" + name + "\" ran out before the work ended";
+    throw error_with_diagnostics(resign_ec, diag);
+  }
+  // Any other outcome: the work ended while leading; an unconfirmed release expires with
+  // its TTL.
   if constexpr (!std::is_void_v<T>) co_return std::move(*outcome.value);
 }
 
@@ -205,7 +212,9 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
 /// Campaigns for `name` with `value` (async_campaign), then runs `work(leadership&)` (a
 /// coroutine returning `asio::awaitable<T>`) while leading, the leadership renewed in the
 /// background. The work ends: the leadership is resigned (handed to the next
-/// campaigner) and its result returned. Leadership lost (error::lock_lost) or the client
+/// campaigner) and its result returned, unless the leadership had run out by then (the
+/// process was paused past the lock's deadline): lead throws error_with_diagnostics
+/// (error::lock_lost) and drops the result. Leadership lost (error::lock_lost) or the client
 /// shut down (error::shut_down): the work is cancelled at once, before the lock's deadline,
 /// and when it has ended lead throws error_with_diagnostics with that code. The work
 /// throws: leadership is resigned in the background and the exception propagates.

@@ -101,7 +101,9 @@ class keeper {
 
   /// Stops renewing and hands the lock back, with its latest deadline (to unlock it, or
   /// to keep it without renewal). Completes with lock_lost (and an empty lock) if it was
-  /// lost. The keeper is empty afterwards.
+  /// lost, or if its deadline has passed by the time the stop runs on the strand, declared
+  /// lost or not (the process was paused, or its timer had not run yet): what may still be
+  /// ours on the nodes is then released in the background. The keeper is empty afterwards.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, lock))
                 CompletionToken = default_token_t>
   auto async_stop(CompletionToken&& token = default_token_t{}) {

@@ -76,8 +76,8 @@ class lock {
   std::string_view token() const noexcept { return d_ ? d_->token() : std::string_view{}; }
   /// The fencing token (lock_options::fenced): strictly greater than the token of every
   /// earlier holder of this resource. Zero for a lock taken without fencing. A reader's
-  /// (shared()) is the latest writer's instead: at least every earlier writer's, below
-  /// every later writer's, and shared with the readers beside it.
+  /// (shared()) is at least every earlier writer's and below every later writer's
+  /// (docs/safety.md, "The promise of a reader's fence"), not necessarily the latest's.
   std::uint64_t fence() const noexcept { return d_ ? d_->fence : 0; }
   /// The TTL the lock was last set or extended with.
   std::chrono::milliseconds ttl() const noexcept {

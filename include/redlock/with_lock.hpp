@@ -35,8 +35,8 @@ struct hold_options {
   /// keeper::fence(), strictly greater than every earlier holder's. Default off.
   bool fenced = false;
   /// Take a reader's lease (as lock_options::shared): the work runs beside other readers'
-  /// and never beside a writer's; with `fenced`, keeper::fence() is the latest writer's
-  /// token. Default off.
+  /// and never beside a writer's; with `fenced`, keeper::fence() is a reader's fence, as
+  /// lock::fence() says. Default off.
   bool shared = false;
   /// Renewal settings; renew.ttl zero means `ttl`.
   renew_options renew{};
@@ -175,7 +175,11 @@ auto run_with_lock(client& c, std::string resource, hold_options opts, diagnosti
 /// `asio::awaitable<T>`) while the lock is renewed in the background. With
 /// `opts.fenced`, the work reads the lock's fencing token from `keeper::fence()`.
 ///
-/// - The work ends normally: the lock is released and its result returned.
+/// - The work ends normally while the lock is valid: the lock is released and its result
+///   returned. The work ends after the lock's deadline (this process or its io thread was
+///   paused, or the work did not yield while the loss was due): with_lock throws
+///   error_with_diagnostics(error::lock_lost) and the result is dropped, since the work
+///   did not run wholly under the lock.
 /// - The lock is lost (a majority no longer holds it, or its deadline arrives without a
 ///   confirmed renewal): the work is cancelled at once, before the deadline passes (its
 ///   pending and next asynchronous operations complete with operation_aborted), and when

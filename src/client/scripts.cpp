@@ -140,7 +140,7 @@ const script batch_extend_script{.body = text_of(batch_extend_text),
 // SET NX GET: nil (false) joined, else who holds it: a writer's token, or "W" while a waiting
 // writer's mark keeps new readers out. Fenced as fence_acquire_script: {1, counter, marker}
 // joined, {0, holder} not; the counter is read, not raised (a reader mints no token: it is
-// handed the latest writer's).
+// handed one between the last granted writer's and the next's, docs/safety.md).
 const script reader_acquire_script{.body = R"lua(
 local fenced = #KEYS == 3
 local function refused(holder)

@@ -167,16 +167,23 @@ void renewal_scheduler::remove(const renewal_entry* e) {
   entries_.pop_back();
 }
 
-void renewal_scheduler::lose(renewal_entry& e, error_code why) {
-  if (e.lost) return;
-  if (s_.obs) {
+namespace {
+// Records the loss for the keeper's readers and the observer; final.
+void mark_lost(renewal_entry& e, error_code why) {
+  if (e.state->obs) {
     const loss_event l{.resource = e.lk.resource(), .by_keeper = true, .reason = why};
-    s_.obs->on_loss(l);
+    e.state->obs->on_loss(l);
   }
   e.lost = true;
   e.lost_why.store(why.value(), std::memory_order_relaxed);
   lock_access::lost(e.lk) = true;
   e.lost_flag.store(true, std::memory_order_release);
+}
+}  // namespace
+
+void renewal_scheduler::lose(renewal_entry& e, error_code why) {
+  if (e.lost) return;
+  mark_lost(e, why);
   remove(&e);
   auto waiters = std::move(e.waiters);
   e.waiters.clear();
@@ -265,6 +272,11 @@ void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler handler) {
     if (e->lost) return h.post(error_code{error::lock_lost});
     if (s.shut.load()) return h.post(error_code{error::shut_down});
     if (e->stopped) return h.post(error_code{error::cancelled});
+    if (boot_clock::now() >= lock_access::deadline(e->lk)) {
+      // Past its deadline it is lost, whether or not the scheduler's timer has run yet.
+      scheduler_of(s).lose(*e, error::lock_lost);
+      return h.post(error_code{error::lock_lost});
+    }
     const auto id = e->next_waiter_id++;
     auto slot = h.slot();
     if (slot.is_connected()) {
@@ -310,12 +322,19 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler handler) {
     auto& deadline = lock_access::deadline(e->lk);
     deadline =
         deadline_after_stop(deadline, e->in_flight, e->renew_start, e->ttl, s->cfg.drift_factor);
+    if (on_keeper_stop(was_lost, deadline, boot_clock::now()) == stop_verdict::handed_back)
+      return h.post(error_code{}, std::move(e->lk));
     if (was_lost) {
       // Nothing to release: it is not ours any more.
       if (!lock_access::token(e->lk).empty()) s->unhold(*lock_access::take(e->lk));
       return h.post(error_code{error::lock_lost}, lock{});
     }
-    h.post(error_code{}, std::move(e->lk));
+    // Its deadline passed before the keeper declared it lost (the timer had not run, or
+    // the whole process was paused): lost all the same. Our token may still be on some
+    // nodes: released in the background, which deletes only our own token.
+    mark_lost(*e, error::lock_lost);
+    e->lk = lock{};
+    h.post(error_code{error::lock_lost}, lock{});
   });
 }
 

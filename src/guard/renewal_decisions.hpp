@@ -87,4 +87,14 @@ inline boot_clock::time_point deadline_after_stop(boot_clock::time_point deadlin
   return std::min(deadline, validity_deadline(renew_start, ttl, factor));
 }
 
+/// What a keeper that stops at `now` reports: the lock handed back while it is valid; lost
+/// once it was declared lost, and also when its deadline has passed, declared or not (the
+/// work that ends now ran past the lock: a paused process, or a timer that had not fired).
+enum class stop_verdict : std::uint8_t { handed_back, lost };
+inline stop_verdict on_keeper_stop(bool declared_lost, boot_clock::time_point deadline,
+                                   boot_clock::time_point now) {
+  if (declared_lost || now >= deadline) return stop_verdict::lost;
+  return stop_verdict::handed_back;
+}
+
 }  // namespace redlock::detail

@@ -626,7 +626,7 @@ BOOST_AUTO_TEST_CASE(shared_runs_overlap_and_a_writer_runs_after_them_alone) {
   }
   const std::vector<std::string> expected{"reader", "reader", "reader", "reader", "writer"};
   BOOST_TEST(kinds == expected, boost::test_tools::per_element());
-  // Readers carry the latest writer's token (none yet: 0); the writer's is above them.
+  // Readers' tokens are below every later writer's (docs/safety.md, reader's fence).
   BOOST_TEST_REQUIRE(fences.size() == 5u);
   for (std::size_t i = 0; i < 4; ++i) BOOST_TEST(fences[i] < fences[4]);
 }

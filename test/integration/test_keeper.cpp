@@ -13,6 +13,7 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using boost::system::error_code;
+using redlock::test::error_of;
 using redlock::test::run_bounded;
 
 namespace {
@@ -42,17 +43,6 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
 asio::awaitable<void> until_cancelled() {
   asio::steady_timer t{co_await asio::this_coro::executor, asio::steady_timer::time_point::max()};
   co_await t.async_wait(asio::use_awaitable);
-}
-
-// Expects `a` to throw system_error with `code`.
-template <typename T>
-asio::awaitable<error_code> error_of(asio::awaitable<T> a) {
-  try {
-    co_await std::move(a);
-  } catch (const boost::system::system_error& e) {
-    co_return e.code();
-  }
-  co_return error_code{};
 }
 
 }  // namespace

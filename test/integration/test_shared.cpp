@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,6 +232,71 @@ BOOST_FIXTURE_TEST_CASE(a_readers_fence_is_the_latest_writers_and_below_the_next
     co_await a.async_unlock(std::move(rc), asio::use_awaitable);
     auto w2 = co_await w.async_lock("ledger", fenced_writer, asio::use_awaitable);
     BOOST_TEST(w2.fence() > fc);
+  }());
+}
+
+// The promise of docs/safety.md ("Shared locks", Fencing): a reader's fence is at least
+// the token of every writer granted before it and below that of every writer granted
+// after it, whatever attempts were refused or cancelled between. Those attempts raise the
+// counter where their SET succeeded, so the reader may see more than the last granted
+// writer's; the next writer, taking node 0 out of its majority, must still go above.
+BOOST_FIXTURE_TEST_CASE(
+    a_readers_fence_stays_between_granted_writers_past_refused_and_cancelled_attempts, fleet3) {
+  auto r = make_client(), w = make_client(), x = make_client();
+  const redlock::lock_options fenced_reader{
+      .ttl = 10s, .wait = 10s, .fenced = true, .shared = true};
+  const redlock::lock_options fenced_writer{.ttl = 10s, .wait = 10s, .fenced = true};
+  const std::string field = redlock::fence_field("gap", 0);
+  auto counter = [&](std::size_t i) {
+    const auto t = fleet[i].command({"HGET", "redlock:fence", field}).text;
+    return t.empty() ? std::uint64_t{0} : std::stoull(t);
+  };
+  // Nodes 1 and 2 held by a foreign owner: a writer's attempt wins node 0 alone.
+  auto hold_minority_free = [&](bool on) {
+    for (std::size_t i : {1u, 2u}) {
+      if (on) fleet[i].command({"SET", "gap", "someone-else", "PX", "20000"});
+      if (!on) fleet[i].command({"DEL", "gap"});
+    }
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto w1 = co_await w.async_lock("gap", fenced_writer, asio::use_awaitable);
+    const auto f1 = w1.fence();
+    co_await w.async_unlock(std::move(w1), asio::use_awaitable);
+
+    // A refused attempt, then a cancelled one, each raising node 0's counter.
+    hold_minority_free(true);
+    const auto before = counter(0);
+    auto [refused_ec, refused] =
+        co_await x.async_try_lock("gap", fenced_writer, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(refused_ec == error::contended, refused_ec.message());
+    BOOST_TEST(counter(0) > before);
+    const auto raised = counter(0);
+    asio::cancellation_signal sig;
+    std::optional<error_code> cancelled_ec;
+    x.async_lock("gap", fenced_writer,
+                 asio::bind_cancellation_slot(
+                     sig.slot(), [&](error_code ec, redlock::lock) { cancelled_ec = ec; }));
+    BOOST_TEST(co_await eventually([&] { return counter(0) > raised; }));
+    sig.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(co_await eventually([&] { return cancelled_ec.has_value(); }));
+    BOOST_TEST(*cancelled_ec == error::cancelled, cancelled_ec->message());
+    hold_minority_free(false);
+    BOOST_TEST(counter(0) > f1 + 1);  // the attempts raised it, none was granted
+
+    auto ra = co_await r.async_lock("gap", fenced_reader, asio::use_awaitable);
+    auto rb = co_await x.async_lock("gap", fenced_reader, asio::use_awaitable);
+    const auto high = std::max(ra.fence(), rb.fence());
+    BOOST_TEST(ra.fence() >= f1);
+    BOOST_TEST(rb.fence() >= f1);
+    co_await r.async_unlock(std::move(ra), asio::use_awaitable);
+    co_await x.async_unlock(std::move(rb), asio::use_awaitable);
+
+    // The next writer's majority leaves out node 0, the one the attempts raised.
+    fleet[0].freeze();
+    auto w2 = co_await w.async_lock("gap", fenced_writer, asio::use_awaitable);
+    BOOST_TEST(w2.fence() > high, w2.fence() << " after readers' " << high);
+    co_await w.async_unlock(std::move(w2), asio::use_awaitable);
+    fleet[0].thaw();
   }());
 }
 

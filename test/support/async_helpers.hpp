@@ -8,6 +8,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <functional>
@@ -40,6 +41,17 @@ T run_bounded(boost::asio::io_context& io, boost::asio::awaitable<T> a,
     io.run_for(std::chrono::milliseconds{5});
   }
   return fut.get();
+}
+
+/// Awaits `a` and answers the code of the system_error it throws (none: it returned).
+template <typename T>
+boost::asio::awaitable<boost::system::error_code> error_of(boost::asio::awaitable<T> a) {
+  try {
+    co_await std::move(a);
+  } catch (const boost::system::system_error& e) {
+    co_return e.code();
+  }
+  co_return boost::system::error_code{};
 }
 
 /// Runs `io` in slices of 5 ms until `done()` holds or `limit` passes; returns whether it

@@ -529,6 +529,17 @@ BOOST_AUTO_TEST_CASE(a_stopped_keeper_hands_back_no_more_than_its_renewal_in_fli
       (detail::deadline_after_stop(old_deadline, true, renewing, 20s, factor) == old_deadline));
 }
 
+BOOST_AUTO_TEST_CASE(a_keeper_stopped_past_its_deadline_reports_a_loss_it_never_declared) {
+  using detail::stop_verdict;
+  const auto deadline = t0 + 1s;
+  BOOST_TEST((detail::on_keeper_stop(false, deadline, t0) == stop_verdict::handed_back));
+  BOOST_TEST(
+      (detail::on_keeper_stop(false, deadline, deadline - 1ns) == stop_verdict::handed_back));
+  BOOST_TEST((detail::on_keeper_stop(false, deadline, deadline) == stop_verdict::lost));
+  BOOST_TEST((detail::on_keeper_stop(false, deadline, deadline + 2s) == stop_verdict::lost));
+  BOOST_TEST((detail::on_keeper_stop(true, deadline, t0) == stop_verdict::lost));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(fence_repairs)

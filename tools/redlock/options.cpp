@@ -191,8 +191,8 @@ direct child in its own process group while the lock is renewed in the backgroun
 releases the lock, and exits with COMMAND's status.
 
 COMMAND's environment gets REDLOCK_RESOURCE, REDLOCK_FENCE (fencing token: strictly
-increasing per resource; with --shared the latest writer's) and REDLOCK_VALIDITY_MS
-(validity left when it started). With --shared, COMMAND runs beside other --shared
+increasing per resource; with --shared at least every earlier writer's and below every
+later writer's) and REDLOCK_VALIDITY_MS (validity left when it started). With --shared, COMMAND runs beside other --shared
 holders of RESOURCE and never beside a run without it (a writer), which in turn keeps
 new readers out while it waits. With --permits N, COMMAND holds one of N permits of
 RESOURCE (at most N run at once), REDLOCK_PERMIT is its index (0 to N-1) and
