@@ -1,10 +1,13 @@
 // The `redlock` command-line contract, end to end: real processes, real nodes.
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <filesystem>
@@ -433,6 +436,90 @@ BOOST_AUTO_TEST_CASE(a_command_that_cannot_run_exits_126_or_127_and_releases) {
   auto o2 = run({"run", "--ttl", "500", "cmd", "--", "/etc/hostname"});
   BOOST_TEST(o2.code == 126, o2.err);
   for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(!fleet.has_key(i, "cmd"));
+}
+
+// An interactive COMMAND (one that reads the terminal, as psql or a y/N prompt does) runs
+// in the terminal's foreground: under a pseudo-terminal it reads its line and exits 0,
+// where a background process group would be stopped by SIGTTIN for ever.
+BOOST_AUTO_TEST_CASE(an_interactive_command_reads_the_terminal_and_exits_0) {
+  int master = -1;
+  const std::string env_nodes = "REDLOCK_NODES=" + nodes;
+  const pid_t p = ::forkpty(&master, nullptr, nullptr, nullptr);
+  BOOST_TEST_REQUIRE(p >= 0);
+  if (p == 0) {
+    ::putenv(const_cast<char*>(env_nodes.c_str()));
+    ::execl(REDLOCK_CLI_PATH, REDLOCK_CLI_PATH, "run", "--ttl", "2000", "tty", "--", "head", "-1",
+            static_cast<char*>(nullptr));
+    ::_exit(99);
+  }
+  started_pids.push_back(p);
+  const std::string line = "an answer\n";
+  BOOST_TEST_REQUIRE(::write(master, line.data(), line.size()) ==
+                     static_cast<ssize_t>(line.size()));
+  // Drain the terminal while it runs (its echo and head's output), so that nothing blocks.
+  std::string seen;
+  std::atomic<bool> stop{false};
+  std::thread drain{[&] {
+    char buf[256];
+    while (!stop) {
+      pollfd in{master, POLLIN, 0};
+      if (::poll(&in, 1, 50) <= 0) continue;
+      const ssize_t n = ::read(master, buf, sizeof buf);
+      if (n <= 0) break;  // EIO: every holder of the terminal's other end has gone
+      seen.append(buf, static_cast<std::size_t>(n));
+    }
+  }};
+  struct end_drain {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    int fd;
+    ~end_drain() {
+      stop = true;
+      t.join();
+      ::close(fd);
+    }
+  };
+  int code = -1;
+  {
+    end_drain ending{stop, drain, master};
+    code = wait_exit(p, 20s);
+  }
+  BOOST_TEST(code == 0, seen);
+  // The terminal echoes the line once, and head prints it once more.
+  const auto first = seen.find("an answer");
+  BOOST_TEST((first != std::string::npos && seen.find("an answer", first + 1) != std::string::npos),
+             seen);
+}
+
+// Whether process `pid` has ended: gone, or a zombie its new parent has not reaped yet.
+bool ended(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
+}
+
+// kill -9 of redlock (the OOM killer, a systemd stop) leaves nobody renewing the lock: its
+// COMMAND and what COMMAND started must end before the lock's keys can expire, so that
+// no second holder ever runs beside them.
+BOOST_AUTO_TEST_CASE(a_killed_redlock_takes_its_command_and_grandchildren_with_it) {
+  const std::string pids = file("pids");
+  const pid_t r = start_cli(
+      {"run", "--ttl", "4000", "orphan", "--", "sh", "-c",
+       "sleep 1000 & echo $$ $! > " + pids + ".tmp; mv " + pids + ".tmp " + pids + "; wait"},
+      dir, "orphan", {"REDLOCK_NODES=" + nodes});
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(pids, 20s));
+  pid_t command = 0, grandchild = 0;
+  std::istringstream{slurp(pids)} >> command >> grandchild;
+  BOOST_TEST_REQUIRE((command > 0 && grandchild > 0));
+  BOOST_TEST_REQUIRE(!ended(command));
+  ::kill(r, SIGKILL);
+  BOOST_TEST(wait_exit(r) == 128 + SIGKILL);
+  BOOST_TEST(redlock::test::wait_until([&] { return ended(command) && ended(grandchild); }, 10s));
+  // Both ended while the lock's keys still lived: nobody else could have held it meanwhile.
+  int still_held = 0;
+  for (std::size_t i = 0; i < fleet.size(); ++i) still_held += fleet.has_key(i, "orphan");
+  BOOST_TEST(still_held >= 2);
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_lock_terminates_the_command_and_exits_76) {

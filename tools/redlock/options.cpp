@@ -188,15 +188,16 @@ constexpr command_text commands[] = {
      "RESOURCE -- COMMAND [ARG...]", "run COMMAND while holding a lock on RESOURCE",
      R"(Takes a lock on RESOURCE across the nodes (a majority must agree), runs COMMAND as a
 direct child in its own process group while the lock is renewed in the background,
-releases the lock, and exits with COMMAND's status.
+releases the lock, and exits with COMMAND's status. At a terminal, COMMAND's group gets
+the terminal while it runs; if redlock itself is killed, COMMAND's group is killed too.
 
 COMMAND's environment gets REDLOCK_RESOURCE, REDLOCK_FENCE (fencing token: strictly
 increasing per resource; with --shared at least every earlier writer's and below every
-later writer's) and REDLOCK_VALIDITY_MS (validity left when it started). With --shared, COMMAND runs beside other --shared
-holders of RESOURCE and never beside a run without it (a writer), which in turn keeps
-new readers out while it waits. With --permits N, COMMAND holds one of N permits of
-RESOURCE (at most N run at once), REDLOCK_PERMIT is its index (0 to N-1) and
-REDLOCK_FENCE that permit's token.
+later writer's) and REDLOCK_VALIDITY_MS (validity left when it started). With --shared,
+COMMAND runs beside other --shared holders of RESOURCE and never beside a run without it
+(a writer), which in turn keeps new readers out while it waits. With --permits N,
+COMMAND holds one of N permits of RESOURCE (at most N run at once), REDLOCK_PERMIT is
+its index (0 to N-1) and REDLOCK_FENCE that permit's token.
 If the lock is lost while COMMAND runs, its process group gets SIGTERM at once and
 SIGKILL after --grace; SIGINT and SIGTERM sent to redlock are forwarded to it.
 

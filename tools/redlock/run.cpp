@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "commands.hpp"
 #include "redlock/redlock.hpp"
+#include "supervise.hpp"
 
 extern char** environ;
 
@@ -162,6 +164,8 @@ class runner {
     auto [ignored] = co_await exited_.async_wait(asio::as_tuple(asio::use_awaitable));
     (void)ignored;
     kill_timer_.cancel();
+    watchdog_.stand_down();
+    take_terminal_back(tty_);
     if (lost_) {
       keeper_.reset();
       co_await finish();
@@ -404,6 +408,8 @@ class runner {
     for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
 
+    tty_ = foreground_terminal();
+    const pid_t parent = ::getpid();
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
       say(std::string{"pipe: "} + std::strerror(errno));
@@ -416,6 +422,10 @@ class runner {
     }
     if (pid == 0) {
       ::setpgid(0, 0);
+      // Until the watchdog runs, COMMAND itself dies with redlock.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(exit_cannot_run);
+      give_terminal(tty_, ::getpid());
       // Default signal handling and an empty mask, as after a shell's fork.
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
@@ -430,12 +440,23 @@ class runner {
       ::_exit(exit_cannot_run);
     }
     ::setpgid(pid, pid);  // also here: no window in which a signal misses the group
+    give_terminal(tty_, pid);
+    if (!watchdog_.start(pid)) {
+      say(std::string{"cannot start the watchdog of COMMAND's process group: "} +
+          std::strerror(errno));
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      take_terminal_back(tty_);
+      return exit_software;
+    }
     ::close(pipe_fds[1]);
     int err = 0;
     const ssize_t n = ::read(pipe_fds[0], &err, sizeof err);
     ::close(pipe_fds[0]);
     if (n == static_cast<ssize_t>(sizeof err)) {
       ::waitpid(pid, nullptr, 0);
+      watchdog_.stand_down();
+      take_terminal_back(tty_);
       say(fmt::format("{}: {}", o_.command[0], std::strerror(err)));
       return err == ENOENT ? exit_not_found : exit_cannot_run;
     }
@@ -493,6 +514,8 @@ class runner {
   std::optional<keeper> keeper_;
   std::chrono::steady_clock::time_point locked_at_;  // for telling a --max-hold loss apart
   pid_t child_ = -1;
+  int tty_ = -1;       // the terminal COMMAND's group runs in the foreground of, or -1
+  watchdog watchdog_;  // kills COMMAND's group should redlock die first
   int child_code_ = 0;
   int interrupted_ = 0;
   bool lost_ = false;
