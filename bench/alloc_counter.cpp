@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Replacement global operator new/delete: plain malloc/free plus atomic counters. Live
 // bytes use malloc_usable_size on both sides, so unsized deletes balance exactly.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Heap accounting for the memory workload. The bench binary replaces the global
 // operator new and delete (alloc_counter.cpp) so that every allocation the library makes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // redlock-bench: what every workload shares (options, the nodes, how results are printed).
 // A workload is a function that measures one thing and emits one JSON line per

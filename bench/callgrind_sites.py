@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """Summarises a callgrind profile of redlock-bench per acquire+release cycle.
 
     callgrind_sites.py CALLGRIND_OUT CYCLES

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis-benchmark as the yardstick: the server's ceiling for the w1 command mix, and one
 // SET round trip from a C client. It runs as child processes, one per node at once,
 // owned by pid (the test fixture's child_process), with their output in a temp directory.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # bench_quick: runs `redlock-bench --quick` and checks that every line on stdout is a JSON
 # object with the fields of the output contract (docs/performance.md), and that the
 # safety counts (overlaps, fence violations, lost locks) are 0. Nothing about speed is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // claims: the save-once gate's cost. Each round claims fresh names (async_try_claim with
 // batches of 1, 16 and 128; and single async_claim calls from many coroutines, batched
 // by the client), then settles the won ones as done markers, in both claim modes (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The acquire+release cycle the lock workloads (w1, w2, w4, memory, fenced) share:
 // `concurrency` coroutines, each taking a distinct random resource with async_try_lock and

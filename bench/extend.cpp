@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // extend: many locks held by one client and renewed in the background by keepers
 // (batched compare-and-pexpire): renewals per second, script calls per renewal cycle on
 // each node, what the renewals cost the client and the servers, and that none is lost.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fenced: w2 and w1 with fencing tokens (lock_options::fenced), next to the unfenced
 // lines of the same run: what the token's second round (the write-back) costs, and a
 // check that tokens increase per resource.

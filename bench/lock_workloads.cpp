@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // w1 (throughput), w2 (latency), w3 (contention) and w4 (degraded): the lock as an
 // application uses it.
 

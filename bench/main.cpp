@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redlock-bench: runs named workloads against local Redis nodes it starts itself (or
 // --nodes) and prints one JSON object per workload and configuration on stdout, with a
 // summary for people on stderr. See docs/performance.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memory: heap allocations per acquire+release cycle, and the bytes a held lock costs in
 // this process and on each server.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // multi: multi-resource locks. Each cycle takes 4 fresh resources at once with
 // async_try_lock_all (one script call per node for the set) and releases the set; one
 // line with one worker (compare with w2) and one per --concurrency (compare with w1).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # w2 and w4 with the nodes a real network away: each redis-server in its own network
 # namespace behind a veth pair (redlock-netns, test/support/netns_fleet.hpp), at a
 # 10 ms round trip (docs/performance.md, "Over a network"). Needs root and ip.

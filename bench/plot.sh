@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Draws docs/perf/*.png from redlock-bench output with gnuplot (Debian: gnuplot-nox).
 #
 #   bench/plot.sh SUITE.jsonl SWEEP.jsonl OUTDIR

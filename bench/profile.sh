@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Profiles w1 under callgrind: instructions per acquire+release cycle and where they go
 # (docs/performance.md, "Profile"). Only the measured loop (run_cycles) is collected, so
 # node start-up and the client's connects before it are left out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // raw: the w1 command mix through the connection layer alone, next to the server's
 // ceiling; how much of w1's time the lock logic adds.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Below the lock: the library's connection layer driven directly, and redis-benchmark as
 // the server's ceiling. These are the yardsticks w1 and w2 are compared with.

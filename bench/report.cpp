@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Results: percentiles, JSON lines, and the nodes every workload runs against.
 
 #include <fmt/format.h>

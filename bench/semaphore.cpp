@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // sem4x16: a semaphore of 4 permits (async_lock_permit) and 16 contenders, each its own
 // client with its own connections, as separate processes would be: each takes a permit
 // (waiting, woken by releases), holds it --hold-ms, releases it, and again, for

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # w1 and w2 over TLS beside plain TCP, on the same three redis-servers (each listens on a
 # plain port and a TLS port), with certificates made by test/support/make_certs.sh.
 #   REPEAT=3 bash bench/tls.sh [BUILD_DIR] [extra redlock-bench options]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Fails when the README's C++ example and examples/hello.cpp have drifted apart.
 # Usage: cmake -DREADME=<README.md> -DEXAMPLE=<hello.cpp> -P check_readme_example.cmake
 #

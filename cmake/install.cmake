@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -37,6 +38,10 @@ endforeach()
 configure_file(cmake/redlock.pc.in ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/redlock.pc DESTINATION ${redlock_pc_dir})
 
+# The licence goes with every installed tree: as the package's copyright file (Debian's
+# machine-readable format) where a Debian package looks for it, and as it is.
+install(FILES cmake/copyright LICENSE_1_0.txt DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/redlock-asio)
+
 # A Debian package of what `cmake --install` puts in place (library, headers, CMake and
 # pkg-config files, the redlock tool): `cpack -G DEB` in the build directory writes
 # redlock-asio_<version>_<arch>.deb, installable with `apt install ./redlock-asio_*.deb`.
@@ -46,6 +51,7 @@ set(CPACK_PACKAGE_NAME redlock-asio)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "Redlock distributed lock for C++20 and Boost.Asio, with the redlock command-line tool")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE_1_0.txt)
 set(CPACK_PACKAGE_CONTACT "redlock-asio maintainers <maintainers@redlock-asio.invalid>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)

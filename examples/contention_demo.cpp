@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Several workers, in three independent clients, contend for one lock across the
 // nodes given on the command line, and print who holds it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A fencing token stops a holder that paused past its lock's validity from overwriting
 // the work of the next holder, in a real SQLite database.
 //

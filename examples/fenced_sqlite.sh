@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Starts three local redis-server nodes and runs examples/fenced_sqlite against them.
 # Build first (scripts/build.sh). The nodes are stopped on exit.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The README's example, compiled with the project so that it cannot go stale.
 #include <boost/asio.hpp>
 #include <iostream>

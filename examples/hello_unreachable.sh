@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # The README's example, pointed at a node that does not exist, must fail cleanly: say
 # why on stderr, exit non-zero, and return once its 5 s wait is over (it shuts its
 # client down on failure too) instead of hanging in io.run().

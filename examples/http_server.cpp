@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An HTTP/1.1 payment service that pays each order exactly once, however many copies of
 // the request arrive and however many of them arrive at once: Boost.Beast, one coroutine
 // per connection, and a Redlock client taking the order's lock with co_await.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Starts three local redis-server nodes and examples/http_server, fires concurrent
 # payment requests with many copies of each order id (curl, in parallel), and checks that
 # each order was paid exactly once: one 200 per id, 409 for every other copy, one journal

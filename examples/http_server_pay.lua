@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSL-1.0
 -- wrk script for examples/http_server: POST /orders/<id>/pay with ids cycling over
 -- `orders` values, so each order is paid once and every later copy is refused (409).
 -- Each wrk thread counts on its own: the threads send the same ids at about the same

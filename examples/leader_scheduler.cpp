@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A scheduler that runs on one process of many: each instance campaigns for the election
 // "scheduler"; the leader fires the periodic jobs, stamping each with its term (the fencing
 // token a store would check), and the others wait their turn. Stop the leader (Ctrl-C, or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Runs examples/leader_scheduler on three local nodes: two instances campaign, one leads
 # for three jobs and resigns, the other takes over with a higher term; an observer prints
 # each change. Fails unless both led, in turn, with rising terms, and the observer saw them.

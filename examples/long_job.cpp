@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A long job under a lock with a short TTL: the lock is renewed in the background for as
 // long as the job runs, and if the lock is lost (try freezing a majority of the nodes
 // with SIGSTOP while it runs: examples/long_job.sh does) the job is cancelled at once.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Runs examples/long_job against five local nodes and freezes three of them (SIGSTOP)
 # two seconds in: the job is cancelled before its lock's validity runs out, and exits 76.
 # Build first (scripts/build.sh). The nodes are thawed and stopped on exit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Save each distinct result exactly once, although the same result arrives from many
 // producers at nearly the same moment: the claim gate in front of a real database.
 //

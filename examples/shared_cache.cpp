@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A cache that readers serve from while a writer rebuilds it now and then: the readers
 // hold the cache's shared lock (a reader's lease each, all at once), the writer its
 // exclusive lock, so no reader ever sees a cache half rebuilt. Each reader and the writer

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Starts three local redis-server nodes and runs examples/shared_cache against them:
 # readers serve from a cache under readers' leases while a writer rebuilds it under the
 # exclusive lock. Exits with the example's status (1 if a reader saw the cache

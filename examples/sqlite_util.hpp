@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The bits of SQLite handling the examples share: an owning handle and a statement
 // runner that throws with SQLite's message.

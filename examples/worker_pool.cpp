@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A pool of workers sharing a resource that takes at most N users at once (a licence
 // server, a GPU, a rate-limited API): each worker is a client of its own, as a separate
 // process or machine would be, and takes one of N permits before each job.

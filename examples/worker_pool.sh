@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Starts three local redis-server nodes and runs examples/worker_pool against them: 8
 # workers, each a client of its own, share 3 permits for 4 jobs each. Exits with the
 # example's status (1 if a job failed or more than 3 ran at once). Build first

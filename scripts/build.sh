@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Configures and builds into ./build (CMake preset "default": optimised, with line tables
 # for backtraces and profiles, warnings as errors). Without arguments it builds everything
 # (the library, tests, bench, examples, tools); with target names only those and what

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Fails, naming the files and lines, when a C++ file tracked by git is not laid out as
 # .clang-format says (clang-format 14, Debian's `clang-format`; scripts/deps.sh installs
 # it). Run by CTest as `clang_format`; `git ls-files '*.cpp' '*.hpp' | xargs clang-format -i`

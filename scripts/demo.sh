@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # The project's demo. Installs dependencies and builds the one program it runs (the
 # `redlock` tool, CMake target redlock-cli; not the tests, bench or examples), starts five
 # local Redis nodes, and has four workers take turns appending to a shared ledger under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs the build and test dependencies on Debian 12 (run as root). Idempotent: skips
 # apt entirely when everything is already present.
 set -euo pipefail

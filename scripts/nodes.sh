@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Sourced by the demo and example scripts: start_nodes N starts N redis-server processes
 # on free loopback ports, without persistence, and waits until each answers PING; it
 # fills the array `nodes` with their URIs and `node_pids` with their pids. Everything is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs dependencies, builds, and runs the whole test suite (unit, integration and
 # fault tests against redis-server processes the tests start themselves, the spin model
 # checks, and a short fuzz run of the parsers when clang is installed); then builds the

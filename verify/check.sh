@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # One bounded spin check of verify/redlock.pml (or of the model named by MODEL, a file in
 # verify/: shared.pml).
 #

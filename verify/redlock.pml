@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSL-1.0 */
 /*
  * redlock.pml: a Promela model of redlock-asio's lock protocol, checked with spin.
  * docs/safety.md ("What was model-checked") says what it covers; verify/README.md

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSL-1.0 */
 /*
  * shared.pml: the shared (read-write) lock's exclusion rule, checked with spin.
  * verify/README.md says how to run it; docs/safety.md ("Shared locks") gives the

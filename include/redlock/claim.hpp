@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Claims: "do this once" gates at high rate. A claim is a try-lock that is cheap to take
 /// in bulk (one script call per node for a whole batch, a majority of nodes asked first)

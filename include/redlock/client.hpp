@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// The lock manager: Redlock over N independent Redis masters.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// What went wrong, for people and for programs: the diagnostics of a failed operation,
 /// and the exception that carries them.

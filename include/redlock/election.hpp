@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Leader election on a Redlock lock: campaign, lead while the lock is held, resign, and
 /// observe who leads (docs/api.md, "Leader election"; docs/safety.md for what it promises).

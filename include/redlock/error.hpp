@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Error codes of redlock-asio. Every asynchronous operation completes with a
 /// boost::system::error_code; the values below belong to the "redlock" category.

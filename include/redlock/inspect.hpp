@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// What client::async_inspect reports: each node as the client sees it, and what it holds
 /// for one resource. Read-only: an inspection writes nothing and takes no lock.

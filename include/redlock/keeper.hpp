@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Automatic renewal of a held lock, and the moment it is lost.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// A held lock, as returned by client::async_lock.
 

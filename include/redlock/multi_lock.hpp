@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// A lock on several resources at once, as returned by client::async_lock_all.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Observability: hooks a program installs on a client (config::observer) to see what its
 /// locks do, and a ready-made observer that keeps Prometheus metrics.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// redlock-asio: the Redlock distributed lock for Boost.Asio. Include this header.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// The names a call on several resources takes (async_lock_all, async_try_lock_all,
 /// async_try_claim): a std::vector<std::string>, or a braced list of anything a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Semaphores: at most N holders of a resource at once, each holding one of N permits.
 ///

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// with_diagnostics: a completion token adapter that turns an operation's error_code into
 /// an exception carrying its diagnostics, and the default token of every async_* function.

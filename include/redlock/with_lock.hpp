@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Run a coroutine under a lock: renewed while it runs, cancelled if the lock is lost,
 /// released on every exit path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The acquisition's attempts as a state machine: see acquire_fsm.hpp.
 
 #include "client/acquire_fsm.hpp"

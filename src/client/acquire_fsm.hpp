@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The attempts of one acquisition call (a single lock or a set) as a state machine with no
 // I/O: it takes events (a round decided, a release heard, the retry timer, cancellation,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What the drivers of acquisitions share, acquire_op (one resource, client.cpp) and
 // lock_all_op (a set, multi.cpp): why an attempt failed, the retry timer and the fenced

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The answer shape shared by the batch scripts (claim, settle, batch extend): one integer
 // per item sent, in the order sent. Both kinds read it with the same check, so that a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The checks of a lock call's arguments: see call_checks.hpp.
 
 #include "client/call_checks.hpp"

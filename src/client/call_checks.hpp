@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What is wrong with a lock call's arguments, decided before any I/O: pure functions of
 // the call and the client's config, tested in test_machines.

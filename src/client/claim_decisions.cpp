@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A claim or settle batch's decisions: see claim_decisions.hpp.
 
 #include "client/claim_decisions.hpp"

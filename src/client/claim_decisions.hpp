@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What a claim or settle batch decides, without I/O: which nodes its first round asks,
 // what each node's answer for a name counts as, whether a second round is worth it, what

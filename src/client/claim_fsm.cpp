@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A claim batch as a state machine: see claim_fsm.hpp.
 
 #include "client/claim_fsm.hpp"

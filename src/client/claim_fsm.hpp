@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A claim batch as a state machine with no I/O: it takes events (the first round planned,
 // a node asked for some names, a node's answer codes for them, a node's failure, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Claims: many try-locks in one round trip per node. A batch is one script call per
 // node; a majority of nodes is asked first and the others only for the resources that
 // the first answers left undecided (Redlock needs a majority, not every node). Single

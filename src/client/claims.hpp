@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The claim coalescer: single claim and settle calls queued on the strand and sent as
 // batches (see claims.cpp).

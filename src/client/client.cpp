@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock manager: acquire, release and extend as one operation object per call that
 // sends one request to every node and counts votes as replies are parsed. No coroutine,
 // timer or co_spawn per node: the connections' deadlines bound every request.

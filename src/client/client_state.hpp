@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // State shared by a client and its operations; lives on the client's strand.
 

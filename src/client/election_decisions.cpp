@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "client/election_decisions.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Leader election's decisions, pure functions of what the nodes answered (no I/O): how a
 // node's answer to election_read_script reads, who leads by a majority's agreement, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The election's two rounds as quorum operations: one request per node, answers read by
 // election_decisions, completion as soon as nothing more can change the outcome.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Leader election's rounds on the quorum engine: writing the leader's record beside its
 // lock key on every node, and reading both on every node for an observer. What the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // An extension on the quorum engine, for a single lock and for a set: extend_fsm's
 // actions carried out (the checks' refusal, the round, the lock's new state before the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An extension's decisions: see extend_decisions.hpp.
 
 #include "client/extend_decisions.hpp"

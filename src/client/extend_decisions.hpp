@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What an extension decides without I/O: whether it may be sent at all, and what a
 // node's answer counts as. The vote and the new deadline are the extension rule's

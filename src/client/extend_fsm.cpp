@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An extension as a state machine: see extend_fsm.hpp.
 
 #include "client/extend_fsm.hpp"

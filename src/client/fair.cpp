@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Fair mode: a line of waiters kept on each node, per resource.
 //
 // The line is two sorted sets: `redlock:line:R` orders waiters by their ticket (the wall

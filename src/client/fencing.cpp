@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Who may vote (restart guard, clock jumps, replicas, duplicates), the fencing scripts,
 // and the repair of fencing counters on nodes that lost them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // client::async_inspect: a read of every node on the quorum engine, one script call (the
 // server's INFO and, for a resource, its lock key and fencing counter) and then one
 // CONFIG GET per node. What each answer means and when the inspection is over is

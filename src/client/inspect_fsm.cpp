@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An inspection as a state machine: see inspect_fsm.hpp.
 
 #include "client/inspect_fsm.hpp"

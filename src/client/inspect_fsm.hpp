@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // An inspection as a state machine with no I/O. Every node is read twice: the inspect
 // script (the server's INFO and, for a resource, its key and counter), then, once that is

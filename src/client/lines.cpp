@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The waiting calls of one client, per key: see lines.hpp.
 
 #include "client/lines.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The calls of one client that wait for a release, per key, without I/O: the line of
 // single-resource calls (only its head polls the nodes; a release wakes it, and the next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redlock::lock, the value a lock call hands out: moves, validity, the release in the
 // background of a lock dropped while held, and the per-thread pool of lock_data.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A single lock's acquisition answer: see lock_answer.hpp.
 
 #include "client/lock_answer.hpp"

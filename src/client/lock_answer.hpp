@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // How a node answered a single lock's acquisition, read from its reply without a socket
 // and without judging the node (whether its marker names the server that answered, and

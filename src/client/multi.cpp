@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Multi-resource locks: a whole set of resources taken all or none. Each node runs one
 // script for the set that checks every key first and sets them all only if none is
 // held, so a node never keeps part of a set; the set is ours with a majority of such

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Two of the named parts a client's state is made of (client_state.hpp): the fleet of
 // nodes it votes with, and the locks it has handed out. (The third, the calls waiting for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A semaphore's sweep over its permits: see permit_sweep.hpp.
 
 #include "client/permit_sweep.hpp"

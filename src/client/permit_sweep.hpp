@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One sweep of a semaphore acquisition over its permits, as a state machine with no I/O:
 // which permit to try next, and what the sweep's tries add up to. The driver

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A release on the quorum engine, for a single lock (unlock_op, client.cpp) and for a set
 // (unlock_all_op, multi.cpp): the checks before anything is sent, the round to every

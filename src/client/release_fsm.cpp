@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A release as a state machine: see release_fsm.hpp.
 
 #include "client/release_fsm.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A release (async_unlock of one lock or of a set) as a state machine with no I/O: it
 // takes events (the round went out, a node answered or failed, cancellation) and answers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A fence repair's decisions: see repair_decisions.hpp.
 
 #include "client/repair_decisions.hpp"

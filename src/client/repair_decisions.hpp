@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What a fence repair reads without I/O: what a node's read says, the census of the
 // reads and their counters' maxima, to which nodes the maxima are written, and what a

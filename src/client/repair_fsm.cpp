@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A fence repair as a state machine: see repair_fsm.hpp.
 
 #include "client/repair_fsm.hpp"

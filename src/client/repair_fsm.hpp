@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A fence repair as a state machine with no I/O. The repair reads every node's marker and
 // counters, applies the read rule, and raises the unmarked nodes' counters to the maxima

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The typed builders of script calls: see script_calls.hpp.
 
 #include "client/script_calls.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One typed builder per script: each writes a call of its script (EVALSHA with the SHA, or
 // EVAL with the text for a call nobody reads the answer of) with the KEYS and ARGV the

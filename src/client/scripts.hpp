@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Every Lua script the client runs, in one place (their text and what each answers are in
 // scripts.cpp). all_scripts() lists each once: the handshake loads them all (SCRIPT LOAD),

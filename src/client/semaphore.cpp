@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Semaphores: one of N permits, each permit an ordinary single lock on its own key.
 //
 // Why N mutexes and not a counter: counting holders on each node and taking a majority

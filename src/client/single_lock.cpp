@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A single lock call's names, payloads and lock: see single_lock.hpp.
 
 #include "client/single_lock.hpp"

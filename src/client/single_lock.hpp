@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What a single lock call sends and hands out, apart from how its attempts are driven
 // (acquire_op in client.cpp): its names (the key, the fencing pair and field, the fair

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The lock kinds' merges of calls split per slot (split_form, on a node that is a Redis
 // Cluster): each reads its script's per-part answers and gives the reply the whole call

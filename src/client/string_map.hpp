@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Maps keyed by a Redis key that can be searched with a view of one (a lock's key)
 // without building a string.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Lock tokens: 20 random bytes from the kernel CSPRNG, hex-encoded, then "/" and the
 // client's owner label (config::owner) if it has one. getrandom is read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The engine hands a lock kind a node's answer in three hooks (classify a reply, a node
 // failed, tally after recording), none of which alone sees every answer exactly once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Cross-client wake-up: releases announce themselves by pub/sub, waiters listen.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A Redlock node that is a Redis Cluster: one pipelined connection per primary, each
 // request sent to the primary that owns its key's slot.

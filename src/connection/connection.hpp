@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One long-lived, pipelined connection to one Redis node.
 //

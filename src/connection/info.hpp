@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Reading a server's INFO text, apart from the connection: the parts that read it without
 // a socket (an inspection's machine) need no Asio.

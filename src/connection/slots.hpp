@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Redis Cluster's key space: 16384 hash slots, a key's slot from CRC16 of its hash tag,
 // and where a command's key sits inside an encoded request. Pure functions, no I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Leader election (include/redlock/election.hpp) on the lock, the keeper and the
 // election's two rounds (src/client/election_round.hpp). Every Asio template of it is
 // here: campaign, resignation, the record's refresher and the observer are coroutines on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Background renewal of held locks. One scheduler per client, on the client's strand,
 // with one timer for all its keepers: renewals that fall due close together go out as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The background renewal's decisions: see renewal_decisions.hpp.
 
 #include "guard/renewal_decisions.hpp"

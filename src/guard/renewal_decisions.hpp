@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What the background renewal decides without I/O: a kept lock's schedule (when its
 // renewal falls due, when it is lost by time), which locks a timer tick renews or gives

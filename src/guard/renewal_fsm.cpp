@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One batch renewal round as a state machine: see renewal_fsm.hpp.
 
 #include "guard/renewal_fsm.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One batch renewal round as a state machine with no I/O: it takes events (the round went
 // out, a node answered for every lock of the batch, a node failed, the client shut down)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The compiled parts of with_lock: the keeper it starts, and its words for a hold that
 // ended after the lock was taken.
 

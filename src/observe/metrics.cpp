@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The ready-made metrics observer: counters and latency histograms behind one mutex,
 // rendered in the Prometheus text exposition format (0.0.4).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // How every operation completes, as every Asio operation does: on the handler's
 // associated executor (the client's when it has none), with outstanding work counted on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Per-node storage sized to the fleet. An operation keeps a few values per node (its
 // requests, the round's votes, errors and texts); a client has at most max_nodes nodes

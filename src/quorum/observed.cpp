@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A round as observers read it: see observed.hpp.
 
 #include "quorum/observed.hpp"

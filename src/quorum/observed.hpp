@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What a round leaves for its readers after the vote: when each node replied, and each
 // node's answer as an observer event or the caller's diagnostics word it. Only the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The quorum engine's operation: one request per node and round, replies recorded into a
 // round (quorum/round.hpp) as they are parsed and classified by the lock kind, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One round of a quorum operation, without sockets: what each node answered (or why it
 // did not), the tally, and the text that describes it to a person. The operation that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The Redlock decision rules, pure and clock-free: every time is an argument, nothing
 // reads a socket or the clock, so that each rule is tested without a server

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // RESP codec: a command encoder and an incremental reply parser. Pure code, no I/O,
 // no exceptions out of the parser: every input, however hostile, yields a value or a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The per-thread pools of pool.hpp and buffer.hpp.
 
 #include "util/pool.hpp"

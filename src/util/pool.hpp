@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Per-thread recycling of the memory an operation needs: its own object, and the
 // handlers it posts to the strand (through pool_allocator). Blocks go back to the pool

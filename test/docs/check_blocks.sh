@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Compiles every C++ block of the given Markdown files, so that no example in the docs
 # can drift from the library. Usage: check_blocks.sh OUT_DIR -- CXX FLAGS... -- FILE.md...
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The names the C++ blocks of README.md and docs/ take for granted (a client called
 // `locks`, an io_context, a database, a job, ...), declared so that every block can be

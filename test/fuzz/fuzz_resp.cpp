@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // libFuzzer target for the RESP codec. Beyond "no crash, no UB, no leak" it checks what
 // the connection relies on: a reply parsed whole equals the same reply fed in arbitrary
 // chunks; every text view lies inside the reply's bytes; aggregates hold exactly their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // libFuzzer target for node URIs. Beyond "no crash, no UB": a refusal always says why
 // and never repeats the credentials; an accepted URI has a usable host and port, keeps
 // IPv6 hosts in brackets, and parses back to the same parts when written out again.

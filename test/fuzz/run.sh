@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Builds one libFuzzer target with clang and runs it from its seed corpus for a while.
 #   run.sh SOURCE_DIR BUILD_DIR TARGET SECONDS
 # TARGET is resp or uri. Exits 77 (CTest: skipped) when clang or libFuzzer is missing, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Configures the project in a scratch directory the way a user who names no build type
 # would, and checks that the library is then built optimised (Release): that archive is
 # what `cmake --install` ships. A build type given on the command line must be kept.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs the built library into a temporary prefix, then builds and runs a consumer
 # program twice: as a project using find_package(redlock CONFIG), and compiled by hand
 # with the flags `pkg-config --cflags --libs redlock` gives.
@@ -24,6 +25,8 @@ if [[ $from == deb ]]; then
   dpkg-deb --field "${debs[0]}" Package Depends
   dpkg -x "${debs[0]}" "$work/root"
   ln -s "$work/root/usr" "$work/prefix"
+  # The licence is where Debian looks for a package's copyright.
+  grep -q "^License: BSL-1.0" "$work/root/usr/share/doc/redlock-asio/copyright"
   # The tool is in the package and runs.
   "$work/prefix/bin/redlock" --help | grep -q "^usage: redlock"
 else

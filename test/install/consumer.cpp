@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Compiles against the installed headers and links the installed library; prints the
 // message of one error code so that the category really comes from the library.
 #include <boost/asio/io_context.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Least privilege: a Redis ACL user with exactly the commands and keys docs/deployment.md
 // lists can lock, extend, fence, claim and release; a user missing any one of them gets
 // an error that names it; and passwords, from the URI, a file or the environment, never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Asio's conventions in the public API, against real servers: calls without a token
 // (default_token_t: with_diagnostics(asio::deferred)), exceptions that carry their
 // diagnostics, diagnostics as data, and a release that owns the lock it releases.

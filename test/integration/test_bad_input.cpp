@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Bad input to the API and the CLI: every case gets a clear error before any network
 // traffic. "No traffic" is checked on a real redis-server: the connections it accepted
 // (INFO stats) and the lock commands it ran (INFO commandstats) do not move.

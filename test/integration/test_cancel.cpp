@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Per-operation cancellation against real servers (docs/api.md, "Cancel"): each
 // operation stops for the cancellation types it honours and ignores the others. Every
 // node is frozen while the operation is in flight, so only a cancellation can end it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Claims against real redis-server nodes: batch outcomes match the single-lock rules
 // (held, done, wrong types, frozen nodes), names not won are released everywhere, no key
 // is left without a TTL, duplicates and bad batches have fixed answers, and concurrent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The `redlock` command-line contract, end to end: real processes, real nodes.
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A Redlock node that is a Redis Cluster: real clusters made by redis-cli --cluster create
 // on loopback, beside plain servers in one fleet.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Asio's completion conventions, against real servers: a completion runs on the handler's
 // associated executor (the client's when it has none), and the operation keeps work
 // counted on that executor until the handler ran, so the handler's io_context does not

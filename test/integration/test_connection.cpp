@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One pipelined connection against a real redis-server: ordering, deadlines,
 // AUTH/SELECT from the URI, reconnects and NOSCRIPT reloads.
 

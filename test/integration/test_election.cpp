@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Leader election against real nodes: independent clients campaign for one name; never two
 // leaders valid at once, terms strictly rising (also with a frozen minority and a node
 // restarted empty), resignation hands over at once, a lost leadership cancels the work, and

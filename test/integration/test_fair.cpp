@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Fair mode: waiters queue in a line kept on the nodes and acquire in the order their
 // calls started, across clients; a try does not jump the line; a queued client that stops
 // holds the line up only until its place lapses; a waiter that gives up leaves the line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Network faults between the client and real redis-servers, injected by a TCP proxy
 // (test/support/fault_proxy.hpp): a reply cut half-way, a node that accepts and never
 // answers, a node slower than the lock's validity, a reset while releasing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Fencing tokens, the restart guard and clock-jump detection, against real nodes that
 // are frozen, killed, restarted empty, and run with a fast clock.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Servers that are broken or hostile in ways a real redis-server never is: malformed RESP,
 // absurd lengths, deep nesting, unexpected types, floods, nonsense in the handshake. The
 // promise: a clear protocol error, bounded memory, the connection reset (and re-made),

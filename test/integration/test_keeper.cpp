@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Holding locks for long work: renewal, loss as a final event that cancels the work,
 // release on every exit path, and many locks renewed in batches. Five real nodes.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock manager against five real redis-server processes.
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Multi-resource locks against real redis-server nodes: a set is taken, extended and
 // released together; a set blocked by one key takes nothing anywhere; single and multi
 // locks on one resource exclude each other; opposite orders neither deadlock nor

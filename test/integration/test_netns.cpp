@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock manager across a real network: five redis-server nodes, each in its own
 // network namespace behind a veth pair, 5 to 20 ms of round trip with jitter and 1 % loss
 // (netns_fleet.hpp: netem where the kernel has it, else a delay proxy in each namespace).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The observer: what it is told about attempts, calls, extensions, losses and nodes, and
 // the metrics observer's Prometheus text, against real nodes that are contended, emptied
 // behind the holder's back, frozen and restarted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Outcomes are the truth when they are reported: work under a lock (with_lock, lead, a
 // keeper) that ends after the lock ran out is reported lost, whichever completion token
 // asked, even when the keeper never had the chance to declare the loss. The holder's io

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Semaphores (async_lock_permit): at most N holders at once, proved with independent
 // clients (each its own connections) on real redis-server nodes, also while a minority
 // node is frozen or restarted empty; per-permit fencing tokens; wake-up by a release;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What real redis-servers answer when they cannot or will not take a lock: a replica
 // (READONLY), a full memory (OOM), an ACL user without the commands or keys (NOPERM), a
 // wrong or missing password, a flushed script cache, a key of another type, a restart in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Shared locks (lock_options::shared): readers hold a resource together, a writer alone;
 // a waiting writer keeps new readers out; a client asking for the other mode of what it
 // holds is refused; leases extend, renew and expire one by one. Independent clients on

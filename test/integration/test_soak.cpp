@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Soak: many clients in several processes contend for a few resources for minutes while
 // nodes are killed and restarted empty, or frozen, one at a time. Mutual exclusion is
 // checked by an overlap detector in shared memory; at the end every lock is released and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // rediss:// against real redis-servers listening with TLS, with certificates made by the
 // openssl command for each run (support/make_certs.sh): locks work end to end over TLS,
 // and a server certificate from an untrusted CA, an expired one, one for another host, a

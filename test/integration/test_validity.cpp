@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock's promise on the paths outside acquisition: while valid() says yes, no other
 // client can hold the resource. Extension (too short, failed, cancelled), renewal (TTL
 // above max_ttl, failed with a shorter TTL) and shutdown or destruction, each against

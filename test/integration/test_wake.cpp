@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Waking waiters across clients: a release announces itself by pub/sub on every node,
 // and the first waiter in another client's line tries at once instead of after its retry
 // delay; lost announcements fall back to that delay. Real redis-server processes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Running coroutines in tests: every run is bounded in time, and a run that does not
 // finish fails the test instead of hanging CI.

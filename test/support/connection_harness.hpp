@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Driving one connection of the connection layer directly: a sink that records each
 // request's outcome, and a fixture that runs the io_context until a condition holds or

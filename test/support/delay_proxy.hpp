@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A TCP forwarder that adds a network's latency in user space, for kernels without the
 // netem queueing discipline: every chunk of bytes read from one side is written to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A scripted server on a loopback port that speaks just enough RESP to pass for a Redis 7
 // master, then does what a test tells it: malformed RESP, absurd lengths, deep nesting,

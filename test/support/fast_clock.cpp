@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An LD_PRELOAD shim that makes a process's wall clock run REDLOCK_CLOCK_RATE times
 // as fast as the real one (default 2) from the moment it is first read: a node whose
 // clock misbehaves, for the clock-jump tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A client configuration for tests: short timeouts and retries, so that failures show in
 // milliseconds, and no restart guard (fresh test servers would otherwise not vote for a

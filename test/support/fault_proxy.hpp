@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A fault-injecting TCP proxy between a client under test and one real redis-server:
 // the server's answers can be delayed, stalled, cut after a number of bytes (mid-reply),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The common fixture of the integration tests: N real redis-server nodes, the io_context
 // the clients under test run on, and clients configured with fast_config for those nodes.

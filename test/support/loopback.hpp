@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Listening on a free loopback port, for the servers tests run in-process.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Makes the certificates of the TLS tests in directory $1, with the openssl command:
 #   ca.crt/key          the test CA
 #   other-ca.crt        a CA that signed nothing here (a client trusting only it refuses all)

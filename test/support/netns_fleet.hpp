@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Redis nodes a real network away: each redis-server runs in its own network namespace,
 // reached from ours over a veth pair, with latency, jitter and loss on the way. Where the

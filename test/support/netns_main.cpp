@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redlock-netns: runs a command against redis-server nodes in network namespaces, a real
 // network away (netns_fleet.hpp), and removes them when it ends. bench/netns.sh uses it.
 

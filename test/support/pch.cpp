@@ -1,1 +1,2 @@
+// SPDX-License-Identifier: BSL-1.0
 // Precompiled headers for the tests (see test/CMakeLists.txt).

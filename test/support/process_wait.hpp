@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Waiting for a child process to exit and for a file to appear, on the events themselves
 // (a pidfd and inotify), each with a time limit that fails the test. No polling sleeps.

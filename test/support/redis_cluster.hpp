@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A real Redis Cluster on loopback for integration tests: redis-server processes started
 // with --cluster-enabled yes, joined by `redis-cli --cluster create`, killed by pid with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Real redis-server processes for integration tests. Each server gets a free loopback
 // port and a private temp directory, runs without persistence, and is killed by pid when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Waiting, bounded, for a condition on state that nothing can signal to the test: another
 // process's keys on a server, a server's uptime, its client list. The condition is checked

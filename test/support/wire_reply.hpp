@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A reply as a connection hands it to an operation, parsed from its RESP bytes, for unit
 // tests that read answers without a server (test_kinds, test_release, test_repair_inspect).

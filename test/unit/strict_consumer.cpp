@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A program written the way the docs show, compiled (not run) by the CTest tests
 // public_headers_warning_free*: with -Wall -Wextra -Wpedantic -Wshadow -Wconversion
 // -Werror, once without and once with -O3, Boost included as a system header. It fills

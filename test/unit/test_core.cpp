@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Pure parts of the lock manager: URIs, error messages, and the Redlock arithmetic
 // (quorum, drift, validity, early decision) for N = 1..7, with explicit time points.
 #include <boost/test/unit_test.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Leader election's decisions without a server: how a node's answer and a record read,
 // when a majority agrees on a leader (and when a deposed leader's record does not count),
 // what an observer reports next, and the calls of the election's two scripts. Replies are

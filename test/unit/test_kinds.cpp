@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The other lock kinds' decisions, without a socket or a server: which nodes a claim batch
 // asks and what their answers make of each name, what a settle's answers mean, when an
 // extension may go out, what the background renewal does after each tick and round, what

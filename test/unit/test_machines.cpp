@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock kinds' state machines, fed events without a socket or a server: what an
 // acquisition does after each round, failure, wake, timer and cancellation.
 

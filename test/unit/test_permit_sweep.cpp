@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A semaphore's sweep over its permits (permit_sweep), fed try outcomes without a server:
 // the order of the tries, and what a sweep with no winner fails with.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The release and extension state machines, fed events without a socket or a server:
 // when a release completes and with what, when an extension completes, with which
 // deadline, and when it loses the lock; what cancellation and late answers do to each.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The background renewal's round and the claim batch as state machines, fed events
 // without a socket or a server: when a round is over, what each lock or name ends as,
 // when the nodes kept back are asked, what is undone, and what cancellation, shutdown and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The fence repair's and the inspection's state machines, fed events without a socket or a
 // server: when a repair may write and where, what a write's answer vouches for, when a
 // repair or an inspection ends, and that nothing changes once it has. Replies are parsed

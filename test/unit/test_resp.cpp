@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The RESP codec: every type, replies split at every byte, limits and malformed input.
 #include <boost/test/unit_test.hpp>
 #include <cstdint>

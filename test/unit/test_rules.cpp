@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The quorum engine's decision rules (src/quorum/rules.hpp) and its round record
 // (src/quorum/round.hpp), without a server: the one TTL check, why an acquisition failed,
 // when a grant is in time, when a fenced win may skip its write-back, what a release's

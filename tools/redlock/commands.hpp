@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The subcommands of the `redlock` tool; each returns the process exit code.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // `redlock status` and `redlock nodes`: read-only views of the fleet, through the
 // library's own client::async_inspect (every node read at once, TLS and credentials as
 // for a lock).

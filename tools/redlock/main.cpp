@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redlock: a distributed flock(1) across Redis masters (docs/cli.md).
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Command-line parsing for the `redlock` tool (Boost.Program_options): strict, with one
 // clear line per mistake, and the environment variables bound in one table.

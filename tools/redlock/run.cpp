@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // `redlock run`: take a fenced lock, run COMMAND as a direct child in its own process
 // group while the lock is renewed, terminate it if the lock is lost, release, and exit
 // with COMMAND's status.

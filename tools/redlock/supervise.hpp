@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What `redlock run` does around COMMAND's process group so that it behaves as flock(1)
 // would at a terminal, and never outlives its supervisor: the terminal handed to the

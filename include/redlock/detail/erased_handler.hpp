@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Internal to the library's initiating functions: a type-erased completion handler.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 /// Internal: hooks for the library's own tests and benchmark, not part of the API.
 
