@@ -106,10 +106,10 @@ class leadership {
   /// True once the leadership lock was lost; final.
   bool lost() const noexcept;
 
-  /// Completes with error::lock_lost when leadership is lost (at once if it already is),
-  /// error::shut_down when the client is shut down, error::cancelled when the operation
-  /// is cancelled or the leadership resigns first. Honours the cancellation types of
-  /// keeper::async_wait_lost.
+  /// Completes with error::leadership_lost when leadership is lost (at once if it already
+  /// is; it compares equal to condition::lock_lost), error::shut_down when the client is
+  /// shut down, error::cancelled when the operation is cancelled or the leadership resigns
+  /// first. Honours the cancellation types of keeper::async_wait_lost.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                 CompletionToken = default_token_t>
   auto async_wait_lost(CompletionToken&& token = default_token_t{}) {
@@ -184,7 +184,7 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
     // Lost (or lead cancelled): the work was cancelled and has ended; dropping the
     // leadership releases whatever may still be ours.
     const auto [ec] = std::get<1>(raced);
-    const boost::system::error_code why = ec == error::lock_lost || ec == error::shut_down
+    const boost::system::error_code why = ec == error::leadership_lost || ec == error::shut_down
                                               ? ec
                                               : boost::system::error_code{error::cancelled};
     diagnostics diag;
@@ -205,7 +205,8 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
 /// Campaigns for `name` with `value` (async_campaign), then runs `work(leadership&)` (a
 /// coroutine returning `asio::awaitable<T>`) while leading, the leadership renewed in the
 /// background. The work ends: the leadership is resigned (handed to the next
-/// campaigner) and its result returned. Leadership lost (error::lock_lost) or the client
+/// campaigner) and its result returned. Leadership lost (error::leadership_lost, equal to
+/// condition::lock_lost) or the client
 /// shut down (error::shut_down): the work is cancelled at once, before the lock's deadline,
 /// and when it has ended lead throws error_with_diagnostics with that code. The work
 /// throws: leadership is resigned in the background and the exception propagates.

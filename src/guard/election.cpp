@@ -232,6 +232,15 @@ asio::awaitable<error_code> resign(std::shared_ptr<leader_state> st) {
   co_return ec;
 }
 
+// The keeper's wait, its loss named as a leadership's: leadership_lost, which compares
+// equal to condition::lock_lost as the keeper's lock_lost does. Every cancellation type
+// the keeper honours reaches it.
+asio::awaitable<error_code> wait_lost(std::shared_ptr<leader_state> st) {
+  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+  auto [ec] = co_await st->k.async_wait_lost(tupled);
+  co_return ec == error::lock_lost ? error_code{error::leadership_lost} : ec;
+}
+
 leader_info info_of(const observer_state& st) {
   if (st.last.leading) return {true, st.last.term, st.last.value};
   return {false, st.highest, {}};
@@ -299,7 +308,7 @@ void start_resign(std::shared_ptr<leader_state> st, void_handler h) {
 
 void leadership_wait_lost(const std::shared_ptr<leader_state>& st, void_handler h) {
   if (!st) return take_handler(std::move(h), nullptr).post(error_code{error::cancelled});
-  st->k.async_wait_lost(std::move(h));
+  spawn_for(st->s, wait_lost(st), std::move(h));
 }
 
 std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,

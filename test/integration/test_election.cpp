@@ -170,8 +170,24 @@ BOOST_AUTO_TEST_CASE(losing_leadership_cancels_the_work) {
       ec = e.code();
     }
     BOOST_TEST(work_cancelled);
-    BOOST_TEST((ec == redlock::error::lock_lost));
+    BOOST_TEST((ec == redlock::error::leadership_lost));
+    BOOST_TEST((ec == redlock::condition::lock_lost));
     BOOST_TEST(term > 0u);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_leadership_that_loses_its_lock_reports_leadership_lost) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto l = co_await redlock::async_campaign(c, "elect:wait-lost", "me", {.ttl = 600ms});
+    co_await delete_once_held("elect:wait-lost", 2);
+    auto [ec] = co_await l.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((ec == redlock::error::leadership_lost));
+    BOOST_TEST((ec == redlock::condition::lock_lost));
+    BOOST_TEST(l.lost());
+    // Already lost: a second wait says so at once, with the same code.
+    auto [again] = co_await l.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((again == redlock::error::leadership_lost));
   }());
 }
 
@@ -397,7 +413,7 @@ BOOST_AUTO_TEST_CASE(a_leader_cut_off_from_a_majority_has_its_work_cancelled_bef
     fleet[0].thaw();
     fleet[1].thaw();
     BOOST_TEST(cancelled_in_time);
-    BOOST_TEST((ec == redlock::error::lock_lost));
+    BOOST_TEST((ec == redlock::condition::lock_lost));
   }());
 }
 
