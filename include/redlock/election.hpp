@@ -121,7 +121,9 @@ class leadership {
   }
 
   /// Steps down: stops renewing and releases the lock (compare-and-delete on every node,
-  /// announced to waiting campaigners), so that another campaigner can win at once.
+  /// announced to waiting campaigners), so that another campaigner can win at once; the
+  /// leader's record beside the lock key goes in the same script where it names this
+  /// leader.
   /// Completes as client::async_unlock does (success, not_held, no_quorum), with
   /// lock_lost when leadership had already been lost, no_lock for an empty leadership.
   /// The leadership is empty afterwards. Not cancellable (the release is already out).

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "client/election_decisions.hpp"
+#include "redlock/client.hpp"
 #include "redlock/detail/erased_handler.hpp"
 #include "redlock/error.hpp"
 
@@ -44,6 +45,12 @@ void start_election_write(std::shared_ptr<client_state> s, std::string lock_key,
                           std::string record_key, std::string token, std::uint64_t term,
                           std::string value, std::chrono::milliseconds record_ttl,
                           election_round_handler h);
+/// Resigns: releases `lk` (the leadership's lock, stopped renewing) as async_unlock does,
+/// deleting the leader's record at `record_key` with it on every node where the record
+/// names the lock's token. Completes as async_unlock (success, not_held, no_quorum,
+/// no_lock, shut_down); not cancellable.
+void start_election_resign(std::shared_ptr<client_state> s, lock lk, std::string record_key,
+                           void_handler h);
 /// Reads every node's lock key and record. Completes once a leader is agreed by a
 /// majority or every node answered or failed. Errors: shut_down, cancelled (any type).
 void start_election_read(std::shared_ptr<client_state> s, std::string lock_key,

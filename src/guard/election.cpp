@@ -228,7 +228,8 @@ asio::awaitable<error_code> resign(std::shared_ptr<leader_state> st) {
   auto [stop_ec, held] = co_await st->k.async_stop(tupled);
   if (stop_ec) co_return stop_ec;  // lock_lost: nothing left to release
   auto [ec] = co_await asio::async_initiate<decltype(tupled), void(error_code)>(
-      [&](auto h) { start_unlock(st->s, std::move(held), nullptr, std::move(h)); }, tupled);
+      [&](auto h) { start_election_resign(st->s, std::move(held), st->record_key, std::move(h)); },
+      tupled);
   co_return ec;
 }
 

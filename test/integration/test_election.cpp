@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "async_helpers.hpp"
+#include "client/scripts.hpp"
 #include "fleet_fixture.hpp"
 #include "redis_cluster.hpp"
 #include "redlock/redlock.hpp"
@@ -142,6 +143,50 @@ BOOST_AUTO_TEST_CASE(resigning_hands_leadership_to_a_waiting_campaigner_at_once)
     BOOST_TEST((boot_clock::now() - resigned < 5s));
     BOOST_TEST(b_term > first.term());
   }());
+}
+
+BOOST_AUTO_TEST_CASE(resigning_removes_the_leaders_record_on_every_node) {
+  auto a = make_client();
+  const std::string record = "redlock:election:elect:gone";
+  auto on_every_node = [&](const std::string& key) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (!fleet.has_key(i, key)) return false;
+    return true;
+  };
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    // A TTL far beyond the test: only the resignation can remove the record.
+    auto l = co_await redlock::async_campaign(a, "elect:gone", "a", {.ttl = 60s});
+    const bool written = co_await redlock::test::eventually([&] { return on_every_node(record); });
+    BOOST_TEST_REQUIRE(written, "the record never reached every node");
+    co_await l.async_resign();
+    // A resignation completes at a majority: wait for the last node's answer too.
+    co_await answered_everywhere(a);
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      BOOST_TEST(!fleet.has_key(i, record), "node " << i << " kept the record");
+      BOOST_TEST(!fleet.has_key(i, "elect:gone"), "node " << i << " kept the lock");
+    }
+  }());
+}
+
+// The resignation's script deletes a record only where it names the resigning token: a
+// successor's record (written where the old leader's lock had already gone) stays.
+BOOST_AUTO_TEST_CASE(a_late_resignation_leaves_a_successors_record) {
+  const std::string record = "redlock:election:elect:late";
+  const auto& body = redlock::detail::election_resign_script.body;
+  fleet[0].command({"SET", "elect:late", "tok-b", "PX", "60000"});
+  fleet[0].command({"SET", record, "8 tok-b b", "PX", "60000"});
+  const auto stale =
+      fleet[0].command({"EVAL", std::string{body}, "2", "elect:late", record, "tok-a"});
+  BOOST_TEST(stale.integer == 0);
+  BOOST_TEST(fleet.has_key(0, record));
+  BOOST_TEST(fleet.has_key(0, "elect:late"));
+  // Its own record goes even where its lock key has already expired.
+  fleet[0].command({"DEL", "elect:late"});
+  fleet[0].command({"SET", record, "7 tok-a ", "PX", "60000"});
+  const auto own =
+      fleet[0].command({"EVAL", std::string{body}, "2", "elect:late", record, "tok-a"});
+  BOOST_TEST(own.integer == 0);
+  BOOST_TEST(!fleet.has_key(0, record));
 }
 
 BOOST_AUTO_TEST_CASE(losing_leadership_cancels_the_work) {

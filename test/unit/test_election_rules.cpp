@@ -157,4 +157,20 @@ BOOST_AUTO_TEST_CASE(the_read_call_declares_the_lock_and_the_record_key) {
   BOOST_TEST(args_of(out) == want, boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(the_resign_call_declares_the_lock_and_the_record_key) {
+  std::string out;
+  detail::write_election_resign(out, "lock:e", "redlock:election:e", "tok", detail::send_as::sha);
+  const std::vector<std::string> want{"EVALSHA",
+                                      std::string{detail::election_resign_script.sha},
+                                      "2",
+                                      "lock:e",
+                                      "redlock:election:e",
+                                      "tok"};
+  BOOST_TEST(args_of(out) == want, boost::test_tools::per_element());
+  std::string text;
+  detail::write_election_resign(text, "lock:e", "redlock:election:e", "tok", detail::send_as::text);
+  BOOST_TEST(args_of(text)[0] == "EVAL");
+  BOOST_TEST(args_of(text)[1] == detail::election_resign_script.body);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
