@@ -35,7 +35,9 @@ struct campaign_options {
   std::chrono::milliseconds ttl = std::chrono::seconds{10};
   /// How long to wait for leadership. Default: until cancelled.
   std::chrono::milliseconds wait = wait_forever;
-  /// Renewal settings (renew.ttl zero means `ttl`).
+  /// Renewal settings (renew.ttl zero means `ttl`). A renew.ttl above `ttl` needs
+  /// config::max_ttl set (and at least renew.ttl): the restart guard, which otherwise lasts
+  /// `ttl`, must cover every TTL the leader sets; else the campaign fails with invalid_ttl.
   renew_options renew{};
 };
 
@@ -151,7 +153,8 @@ class leadership {
 ///
 /// Errors: as client::async_lock (wait_timeout after `opts.wait`, no_quorum, cancelled,
 /// shut_down, invalid_resource, invalid_ttl, ...), invalid_argument for a value over
-/// 64 KiB or renewal options a keeper refuses. On failure or cancellation nothing is held.
+/// 64 KiB or renewal options a keeper refuses, invalid_ttl for a renewal TTL it refuses
+/// (checked before anything is sent). On failure or cancellation nothing is held.
 /// Honours terminal and partial cancellation while it waits for the lock (as async_lock);
 /// once the lock is won the campaign completes (a cancellation then is ignored). `c` must
 /// outlive the operation.

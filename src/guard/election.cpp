@@ -25,6 +25,7 @@
 
 #include "client/client_state.hpp"
 #include "client/election_round.hpp"
+#include "quorum/rules.hpp"
 
 namespace redlock {
 namespace detail {
@@ -175,6 +176,15 @@ asio::awaitable<leadership> campaign(client& c, std::string name, std::string va
   if (value.size() > max_resource_bytes) {
     if (diag) diag->message = "campaign: the value is over 64 KiB";
     fail(error::invalid_argument, "campaign: the value is over 64 KiB");
+  }
+  // A renewal TTL the keeper would refuse is refused before anything is taken (one above
+  // the lock's TTL, with max_ttl unset, would outlive the restart guard).
+  const auto renew_ttl = o.renew.ttl.count() > 0 ? o.renew.ttl : o.ttl;
+  if (auto why = check_renewal_ttl(renew_ttl, o.ttl, election_access::state(c)->cfg);
+      !why.empty()) {
+    why = "campaign: renewal: " + why;
+    if (diag) diag->message = why;
+    fail(error::invalid_ttl, why.c_str());
   }
   // Waiting for the lock honours partial cancellation too, as async_lock does.
   co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation());

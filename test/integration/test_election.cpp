@@ -368,6 +368,39 @@ BOOST_AUTO_TEST_CASE(an_observer_hears_a_new_leader_long_before_its_poll_interva
       30s);
 }
 
+// A campaign whose renewals would set a longer TTL than it was won with, with max_ttl
+// unset: the restart guard (then the lock's own TTL) would be shorter than the TTL the
+// leader holds on the nodes. Refused before anything is taken; with max_ttl covering it, it
+// leads.
+BOOST_AUTO_TEST_CASE(a_campaign_renewing_past_its_ttl_needs_max_ttl) {
+  auto a = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::campaign_options longer{.ttl = 1s};
+    longer.renew.ttl = 5s;
+    auto [ec, l] = co_await redlock::async_campaign(a, "elect:guard", "a", longer,
+                                                    asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((ec == redlock::error::invalid_ttl));
+    BOOST_TEST(!l.valid());
+    co_await answered_everywhere(a);
+    BOOST_TEST(copies("elect:guard") == 0);
+    // A keeper refuses the same renewal of a lock taken by hand.
+    auto lk = co_await a.async_lock("elect:guard", {.ttl = 1s}, asio::use_awaitable);
+    BOOST_CHECK_EXCEPTION(redlock::keeper(a, std::move(lk), {.ttl = 5s}),
+                          boost::system::system_error,
+                          [](const auto& e) { return e.code() == redlock::error::invalid_ttl; });
+  }());
+  redlock::config cfg = config();
+  cfg.max_ttl = 5s;
+  auto b = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    redlock::campaign_options longer{.ttl = 1s};
+    longer.renew.ttl = 5s;
+    auto l = co_await redlock::async_campaign(b, "elect:guard", "b", longer);
+    BOOST_TEST(l.valid());
+    co_await l.async_resign();
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(cancelling_a_campaign_leaves_nothing_held) {
   auto a = make_client();
   auto b = make_client();
