@@ -237,13 +237,17 @@ auto async_lead(client& c, std::string name, std::string value, campaign_options
 
 /// Follows who leads election `name`, for clients that do not campaign: each
 /// async_next() completes with the next change. A leader is reported once a majority of
-/// the nodes hold its token in the election's lock key and its record beside it; "no
-/// leader" (leading false) once a majority answer and agree on none. Terms never go back:
-/// a leader with a term below one already reported is not reported (a stale read). Reads
-/// every poll_interval while nothing changes, and at once when a release is announced.
+/// the nodes hold its token in the election's lock key and its record beside it, and each
+/// term at most once: a leader whose term is not above every term already reported is not
+/// reported (a stale read, or the same leader again after a gap). "No leader" (leading
+/// false) is reported first if a majority answer and agree on none, and after a leader
+/// once a majority answer without that leader's token in the lock key (it can lead no
+/// more); a read that only misses the leader's record, or too few answers, is no news.
+/// Reads every poll_interval while nothing changes, and at once when a release is
+/// announced.
 ///
-/// Runs on the client's strand; one async_next at a time. Movable, not copyable. The
-/// client must outlive it.
+/// Runs on the client's strand; one async_next at a time (last() from any thread).
+/// Movable, not copyable. The client must outlive it.
 class election_observer {
  public:
   election_observer() = default;
@@ -258,8 +262,9 @@ class election_observer {
   election_observer& operator=(const election_observer&) = delete;
   ~election_observer();
 
-  /// The last report (leading false, term 0 before the first). Not while an async_next
-  /// runs: that updates it on the client's strand.
+  /// The last report (leading false, term 0 before the first): what the latest completed
+  /// async_next said, published before that completion. Any thread, also while an
+  /// async_next runs (a copy taken under a lock).
   leader_info last() const;
 
   /// Completes with (error_code, leader_info) at the next change (the first call: with

@@ -77,7 +77,7 @@ class election_round_op final
     const std::size_t n = s_->size();
     if (read_) {
       out.leader = decide_leader(views_, n);
-      out.readable = out.leader.leading || round_.yes >= n / 2 + 1;
+      out.nodes = views_;
     } else {
       out.written = round_.yes;
     }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "client/election_decisions.hpp"
 #include "redlock/client.hpp"
@@ -24,10 +25,10 @@ struct client_state;
 struct election_round_result {
   /// A write: the nodes that wrote the record (their lock key held the leader's token).
   std::size_t written = 0;
-  /// A read: who leads, by decide_leader; `readable` when a majority of the nodes answered
-  /// (or a leader was agreed), so that "no leader" is a finding, not a lack of answers.
+  /// A read: who leads, by decide_leader, and each node's answer (for leader_news: "no
+  /// leader" is a finding only where enough nodes answered).
   leader_view leader;
-  bool readable = false;
+  std::vector<election_node_view> nodes;
 };
 using election_round_handler =
     erased_handler<void(boost::system::error_code, election_round_result)>;

@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <unordered_map>
 #include <vector>
@@ -58,12 +59,13 @@ struct observer_state {
   std::shared_ptr<client_state> s;
   std::string lock_key, record_key;
   observe_options opts;
-  bool reported = false;  // a change was reported: `last` is it
-  leader_view last;
-  std::uint64_t highest = 0;  // the highest term reported
-  boot_timer timer;           // between reads (on the strand)
-  bool closed = false;        // the observer was destroyed (on the strand)
-  bool woken = false;         // a release or a new record was announced since the last read
+  observer_memory memory;  // what it reported (on the strand)
+  // The last report as election_observer::last() reads it, from any thread.
+  mutable std::mutex published_mutex;
+  leader_info published;
+  boot_timer timer;     // between reads (on the strand)
+  bool closed = false;  // the observer was destroyed (on the strand)
+  bool woken = false;   // a release or a new record was announced since the last read
   // Its entries in client_state::release_listeners (lock key, record key), once listening.
   std::vector<std::unordered_multimap<std::string, std::function<void()>>::iterator> listening;
 };
@@ -252,9 +254,21 @@ asio::awaitable<error_code> wait_lost(std::shared_ptr<leader_state> st) {
   co_return ec == error::lock_lost ? error_code{error::leadership_lost} : ec;
 }
 
-leader_info info_of(const observer_state& st) {
-  if (st.last.leading) return {true, st.last.term, st.last.value};
-  return {false, st.highest, {}};
+leader_info info_of(const observer_memory& m) {
+  if (m.last.leading) return {true, m.last.term, m.last.value};
+  return {false, m.highest, {}};
+}
+
+// Remembers a report and publishes it for last(), before its async_next completes.
+leader_info report(observer_state& st, leader_view seen) {
+  observer_memory& m = st.memory;
+  m.reported = true;
+  m.last = std::move(seen);
+  if (m.last.leading) m.highest = std::max(m.highest, m.last.term);
+  leader_info out = info_of(m);
+  std::lock_guard<std::mutex> g{st.published_mutex};
+  st.published = out;
+  return out;
 }
 
 // Starts hearing the releases of the election's lock key (a resignation) and the
@@ -289,12 +303,8 @@ asio::awaitable<leader_info> observe_next(std::shared_ptr<observer_state> st) {
     if (st->closed) fail(error::cancelled);
     auto [ec, found] = co_await read_election(*st, tupled);
     if (ec) fail(ec);
-    if (leader_news(st->reported, st->last, st->highest, found.leader, found.readable)) {
-      st->reported = true;
-      st->last = std::move(found.leader);
-      if (st->last.leading) st->highest = std::max(st->highest, st->last.term);
-      co_return info_of(*st);
-    }
+    if (leader_news(st->memory, found.leader, found.nodes, st->s->size()))
+      co_return report(*st, std::move(found.leader));
     if (std::exchange(st->woken, false)) continue;  // announced during the read
     st->timer.expires_after(st->opts.poll_interval);
     auto [wait_ec] = co_await st->timer.async_wait(tupled);
@@ -416,7 +426,9 @@ void election_observer::close() noexcept {
 }
 
 leader_info election_observer::last() const {
-  return st_ ? detail::info_of(*st_) : leader_info{};
+  if (!st_) return {};
+  std::lock_guard<std::mutex> g{st_->published_mutex};
+  return st_->published;
 }
 
 }  // namespace redlock
