@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
           }
         } catch (const boost::system::system_error& e) {
           fmt::print("{}: {}\n", name, e.what());
-          exit_code = e.code() == redlock::error::lock_lost ? 76 : 1;
+          exit_code = e.code() == redlock::condition::lock_lost ? 76 : 1;
         }
         co_await locks.async_shutdown(asio::use_awaitable);
       },

@@ -85,6 +85,9 @@ class category_impl final : public boost::system::error_category {
       case error::upgrade_refused:
         return "refused: this client already holds the resource in the other mode (shared or "
                "exclusive) and would wait on itself; release it first";
+      case error::leadership_lost:
+        return "the leadership was lost: its lock's validity ran out or a majority no longer "
+               "holds it (another campaigner may lead now)";
     }
     return "unknown redlock error";
   }
@@ -98,6 +101,9 @@ class category_impl final : public boost::system::error_category {
       return boost::system::errc::make_error_condition(boost::system::errc::invalid_argument);
     if (static_cast<error>(ev) == error::node_timeout)
       return boost::system::errc::make_error_condition(boost::system::errc::timed_out);
+    // A lost leadership is a lost lock: ec == condition::lock_lost holds for both.
+    if (static_cast<error>(ev) == error::leadership_lost)
+      return make_error_condition(condition::lock_lost);
     return {ev, *this};
   }
 };

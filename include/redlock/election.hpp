@@ -36,7 +36,9 @@ struct campaign_options {
   std::chrono::milliseconds ttl = std::chrono::seconds{10};
   /// How long to wait for leadership. Default: until cancelled.
   std::chrono::milliseconds wait = wait_forever;
-  /// Renewal settings (renew.ttl zero means `ttl`).
+  /// Renewal settings (renew.ttl zero means `ttl`). A renew.ttl above `ttl` needs
+  /// config::max_ttl set (and at least renew.ttl): the restart guard, which otherwise lasts
+  /// `ttl`, must cover every TTL the leader sets; else the campaign fails with invalid_ttl.
   renew_options renew{};
 };
 
@@ -107,10 +109,10 @@ class leadership {
   /// True once the leadership lock was lost; final.
   bool lost() const noexcept;
 
-  /// Completes with error::lock_lost when leadership is lost (at once if it already is),
-  /// error::shut_down when the client is shut down, error::cancelled when the operation
-  /// is cancelled or the leadership resigns first. Honours the cancellation types of
-  /// keeper::async_wait_lost.
+  /// Completes with error::leadership_lost when leadership is lost (at once if it already
+  /// is; it compares equal to condition::lock_lost), error::shut_down when the client is
+  /// shut down, error::cancelled when the operation is cancelled or the leadership resigns
+  /// first. Honours the cancellation types of keeper::async_wait_lost.
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                 CompletionToken = default_token_t>
   auto async_wait_lost(CompletionToken&& token = default_token_t{}) {
@@ -122,7 +124,9 @@ class leadership {
   }
 
   /// Steps down: stops renewing and releases the lock (compare-and-delete on every node,
-  /// announced to waiting campaigners), so that another campaigner can win at once.
+  /// announced to waiting campaigners), so that another campaigner can win at once; the
+  /// leader's record beside the lock key goes in the same script where it names this
+  /// leader.
   /// Completes as client::async_unlock does (success, not_held, no_quorum), with
   /// lock_lost when leadership had already been lost, no_lock for an empty leadership.
   /// The leadership is empty afterwards. Not cancellable (the release is already out).
@@ -150,7 +154,8 @@ class leadership {
 ///
 /// Errors: as client::async_lock (wait_timeout after `opts.wait`, no_quorum, cancelled,
 /// shut_down, invalid_resource, invalid_ttl, ...), invalid_argument for a value over
-/// 64 KiB or renewal options a keeper refuses. On failure or cancellation nothing is held.
+/// 64 KiB or renewal options a keeper refuses, invalid_ttl for a renewal TTL it refuses
+/// (checked before anything is sent). On failure or cancellation nothing is held.
 /// Honours terminal and partial cancellation while it waits for the lock (as async_lock);
 /// once the lock is won the campaign completes (a cancellation then is ignored). `c` must
 /// outlive the operation.
@@ -185,7 +190,7 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
     // Lost (or lead cancelled): the work was cancelled and has ended; dropping the
     // leadership releases whatever may still be ours.
     const auto [ec] = std::get<1>(raced);
-    const boost::system::error_code why = ec == error::lock_lost || ec == error::shut_down
+    const boost::system::error_code why = ec == error::leadership_lost || ec == error::shut_down
                                               ? ec
                                               : boost::system::error_code{error::cancelled};
     diagnostics diag;
@@ -201,7 +206,7 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
     // The work ended after the lock ran out: it did not run wholly as the leader.
     diagnostics diag;
     diag.message = "leadership of \"" + name + "\" ran out before the work ended";
-    throw error_with_diagnostics(resign_ec, diag);
+    throw error_with_diagnostics(error::leadership_lost, diag);
   }
   // Any other outcome: the work ended while leading; an unconfirmed release expires with
   // its TTL.
@@ -215,7 +220,8 @@ auto run_lead(client& c, std::string name, std::string value, campaign_options o
 /// background. The work ends: the leadership is resigned (handed to the next
 /// campaigner) and its result returned, unless the leadership had run out by then (the
 /// process was paused past the lock's deadline): lead throws error_with_diagnostics
-/// (error::lock_lost) and drops the result. Leadership lost (error::lock_lost) or the client
+/// (error::leadership_lost) and drops the result. Leadership lost (error::leadership_lost,
+/// equal to condition::lock_lost) or the client
 /// shut down (error::shut_down): the work is cancelled at once, before the lock's deadline,
 /// and when it has ended lead throws error_with_diagnostics with that code. The work
 /// throws: leadership is resigned in the background and the exception propagates.
@@ -241,13 +247,17 @@ auto async_lead(client& c, std::string name, std::string value, campaign_options
 
 /// Follows who leads election `name`, for clients that do not campaign: each
 /// async_next() completes with the next change. A leader is reported once a majority of
-/// the nodes hold its token in the election's lock key and its record beside it; "no
-/// leader" (leading false) once a majority answer and agree on none. Terms never go back:
-/// a leader with a term below one already reported is not reported (a stale read). Reads
-/// every poll_interval while nothing changes, and at once when a release is announced.
+/// the nodes hold its token in the election's lock key and its record beside it, and each
+/// term at most once: a leader whose term is not above every term already reported is not
+/// reported (a stale read, or the same leader again after a gap). "No leader" (leading
+/// false) is reported first if a majority answer and agree on none, and after a leader
+/// once a majority answer without that leader's token in the lock key (it can lead no
+/// more); a read that only misses the leader's record, or too few answers, is no news.
+/// Reads every poll_interval while nothing changes, and at once when a release is
+/// announced.
 ///
-/// Runs on the client's strand; one async_next at a time. Movable, not copyable. The
-/// client must outlive it.
+/// Runs on the client's strand; one async_next at a time (last() from any thread).
+/// Movable, not copyable. The client must outlive it.
 class election_observer {
  public:
   election_observer() = default;
@@ -262,8 +272,9 @@ class election_observer {
   election_observer& operator=(const election_observer&) = delete;
   ~election_observer();
 
-  /// The last report (leading false, term 0 before the first). Not while an async_next
-  /// runs: that updates it on the client's strand.
+  /// The last report (leading false, term 0 before the first): what the latest completed
+  /// async_next said, published before that completion. Any thread, also while an
+  /// async_next runs (a copy taken under a lock).
   leader_info last() const;
 
   /// Completes with (error_code, leader_info) at the next change (the first call: with

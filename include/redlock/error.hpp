@@ -55,6 +55,18 @@ enum class error {
   /// lock asked while it holds a reader's lease, or a lease while it holds the writer's):
   /// it would wait on itself, so it is refused (lock_options::shared)
   upgrade_refused,
+  /// a leadership (election.hpp) lost its lock: another campaigner may lead now. Compares
+  /// equal to condition::lock_lost, as error::lock_lost does
+  leadership_lost,
+};
+
+/// Conditions: codes that mean the same thing to a caller, whichever operation sent them.
+/// `ec == redlock::condition::lock_lost` is true for error::lock_lost and for
+/// error::leadership_lost (a lost lock under another name); `ec == error::lock_lost` stays
+/// an exact comparison. (Cancellation and argument errors compare equal to
+/// boost::system::errc::operation_canceled and errc::invalid_argument instead.)
+enum class condition {
+  lock_lost = static_cast<int>(error::lock_lost),  ///< the lock (or the leadership) was lost
 };
 
 /// True for every argument error: invalid_argument and the codes that say which argument
@@ -68,7 +80,14 @@ inline boost::system::error_code make_error_code(error e) noexcept {
   return {static_cast<int>(e), category()};
 }
 
+/// A condition of the "redlock" category: the value of the error it names.
+inline boost::system::error_condition make_error_condition(condition c) noexcept {
+  return {static_cast<int>(c), category()};
+}
+
 }  // namespace redlock
 
 template <>
 struct boost::system::is_error_code_enum<redlock::error> : std::true_type {};
+template <>
+struct boost::system::is_error_condition_enum<redlock::condition> : std::true_type {};

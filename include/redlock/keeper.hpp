@@ -26,7 +26,8 @@ void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h);
 
 /// How a keeper renews its lock.
 struct renew_options {
-  /// TTL set by each renewal; zero (the default) means the lock's own ttl().
+  /// TTL set by each renewal; zero (the default) means the lock's own ttl(). Above the
+  /// lock's ttl() only with config::max_ttl set (the restart guard must cover it).
   std::chrono::milliseconds ttl{0};
   /// Renew once this fraction of the TTL has passed since the last successful renewal
   /// started. In (0, 0.9]; default 1/3, so two renewals can fail before the lock is lost.

@@ -620,30 +620,17 @@ namespace {
 
 // ---- release -----------------------------------------------------------------------
 
-class unlock_op final : public release_op_base {
+class unlock_op final : public lock_release_op {
  public:
-  using release_op_base::release_op_base;
+  using lock_release_op::lock_release_op;
 
   void start(lock& lk) {
-    verb_ = "unlock";
-    if (diag_) subject_ = lk.resource();
-    if (!may_release(!lock_access::token(lk).empty(), lk.owns())) return;
-    // The lock object is emptied now: its destructor must not release it again.
-    data_ = lock_access::take(lk);
-    s_->unhold(*data_);
-    key_ = data_->key();
-    token_ = data_->token();
+    if (!take(lk, "unlock")) return;
     write_release(payload_, key_, token_, send_as::sha);
-    send(payload_, release_script);
-    // The release is queued first on every connection: a local waiter woken now sends
-    // its SET after it.
-    s_->wake_waiter(key_, token_);
-    sent();
+    release(payload_, release_script);
   }
 
  private:
-  vote answer(std::size_t, const resp::reply& r) override { return release_answer(r); }
-
   // The release goes on in the background, kept across reconnects: a node that was
   // down, frozen or reconnecting still holds the key, and a renewal queued to it before
   // could otherwise keep it alive.
@@ -653,8 +640,6 @@ class unlock_op final : public release_op_base {
     s_->release_detached(key_, token_, &only);
   }
 
-  lock_ptr data_;  // the released lock's, freed with the op
-  std::string_view key_, token_;
   buffer payload_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace redlock::detail {
@@ -58,12 +59,23 @@ leader_view decide_leader(std::span<const election_node_view> nodes, std::size_t
   return {};
 }
 
-bool leader_news(bool reported, const leader_view& last, std::uint64_t highest,
-                 const leader_view& seen, bool readable) {
-  if (!readable) return false;
-  if (!seen.leading) return !reported || last.leading;
-  if (seen.term < highest) return false;
-  return !reported || !last.leading || last.term != seen.term;
+std::size_t answered_without(std::span<const election_node_view> nodes, std::string_view token) {
+  std::size_t without = 0;
+  for (const election_node_view& v : nodes)
+    if (v.answered && v.lock_token != token) ++without;
+  return without;
+}
+
+bool leader_news(const observer_memory& m, const leader_view& seen,
+                 std::span<const election_node_view> nodes, std::size_t n) {
+  const std::size_t quorum = n / 2 + 1;
+  if (seen.leading) return seen.term > m.highest;
+  if (!m.reported) {
+    const auto answered =
+        std::count_if(nodes.begin(), nodes.end(), [](const auto& v) { return v.answered; });
+    return static_cast<std::size_t>(answered) >= quorum;
+  }
+  return m.last.leading && answered_without(nodes, m.last.token) >= quorum;
 }
 
 }  // namespace redlock::detail

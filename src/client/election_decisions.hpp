@@ -63,13 +63,27 @@ inline bool election_read_decided(const leader_view& so_far, std::size_t answere
   return so_far.leading || answered >= n;
 }
 
-/// What an observer reports next, given the last report (`last`, `reported` false before
-/// the first) and the nodes' view now (`seen`): true if `seen` is news. A leader is news
-/// when none was reported last or its term differs, and only if its term is at least the
-/// highest reported (`highest`): terms never go back. "No leader" is news after a leader
-/// (or as the first report). A read too few nodes answered is never news (`readable`
-/// false): the observer reads again.
-bool leader_news(bool reported, const leader_view& last, std::uint64_t highest,
-                 const leader_view& seen, bool readable);
+/// What an observer has reported so far.
+struct observer_memory {
+  bool reported = false;      ///< a report was made: `last` is it
+  leader_view last;           ///< the last report
+  std::uint64_t highest = 0;  ///< the highest term reported as leading (0 before any)
+};
+
+/// How many of `nodes` answered without `token` in the lock key: where the leader holding
+/// `token` no longer holds its lock.
+std::size_t answered_without(std::span<const election_node_view> nodes, std::string_view token);
+
+/// Whether a read is news to an observer that remembers `m`, given the nodes' answers
+/// (`nodes`, of `n` nodes) and who leads by them (`seen`, decide_leader's). One report per
+/// term:
+/// - a leader is news only with a term above every term reported as leading (`highest`):
+///   a stale read is not, nor the same leader back after a gap;
+/// - "no leader" is news as the first report once a majority of the nodes answered, and
+///   after a leader only once a majority answered without that leader's token in the lock
+///   key, so that it can lead no more. Fewer (its record short of a majority for a while, a
+///   node that did not answer still holding its token): no news, the observer reads again.
+bool leader_news(const observer_memory& m, const leader_view& seen,
+                 std::span<const election_node_view> nodes, std::size_t n);
 
 }  // namespace redlock::detail

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
+#include "client/release.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "quorum/operation.hpp"
@@ -77,7 +78,7 @@ class election_round_op final
     const std::size_t n = s_->size();
     if (read_) {
       out.leader = decide_leader(views_, n);
-      out.readable = out.leader.leading || round_.yes >= n / 2 + 1;
+      out.nodes = views_;
     } else {
       out.written = round_.yes;
     }
@@ -88,6 +89,33 @@ class election_round_op final
   bool sent_all_ = false;
   std::string payload_;
   std::vector<election_node_view> views_;
+};
+
+// A leader's resignation: the lock's release (every node, whatever its standing; late
+// nodes in the background), with a script that also deletes the leader's record beside the
+// lock key (election_resign_script).
+class resign_op final : public lock_release_op {
+ public:
+  using lock_release_op::lock_release_op;
+
+  void start(lock& lk, std::string record_key) {
+    if (!take(lk, "resign")) return;
+    record_key_ = std::move(record_key);
+    std::string payload;
+    write_election_resign(payload, key_, record_key_, token_, send_as::sha);
+    release(payload, election_resign_script);
+  }
+
+ private:
+  // As a lock's release: a node that may not have run it gets it in the background, kept
+  // across reconnects (as text: nobody reads the reply, so NOSCRIPT must not lose it).
+  void on_unsent(std::size_t i) override {
+    std::string payload;
+    write_election_resign(payload, key_, record_key_, token_, send_as::text);
+    s_->nodes[i]->submit_detached(std::move(payload));
+  }
+
+  std::string record_key_;
 };
 
 void launch_round(std::shared_ptr<client_state> s, bool read, std::string payload,
@@ -116,6 +144,17 @@ void start_election_write(std::shared_ptr<client_state> s, std::string lock_key,
   std::string payload;
   write_election_record(payload, lock_key, record_key, token, term, value, record_ttl);
   launch_round(std::move(s), false, std::move(payload), std::move(h));
+}
+
+void start_election_resign(std::shared_ptr<client_state> s, lock lk, std::string record_key,
+                           void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  const auto& strand = s->strand;  // kept alive by the op
+  // The operation owns the lock until it starts on the strand.
+  launch_op(new resign_op(std::move(s), nullptr, std::move(h)), strand,
+            [lk = std::move(lk), key = std::move(record_key)](resign_op& op) mutable {
+              op.start(lk, std::move(key));
+            });
 }
 
 void start_election_read(std::shared_ptr<client_state> s, std::string lock_key,

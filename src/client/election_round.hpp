@@ -11,8 +11,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "client/election_decisions.hpp"
+#include "redlock/client.hpp"
 #include "redlock/detail/erased_handler.hpp"
 #include "redlock/error.hpp"
 
@@ -24,10 +26,10 @@ struct client_state;
 struct election_round_result {
   /// A write: the nodes that wrote the record (their lock key held the leader's token).
   std::size_t written = 0;
-  /// A read: who leads, by decide_leader; `readable` when a majority of the nodes answered
-  /// (or a leader was agreed), so that "no leader" is a finding, not a lack of answers.
+  /// A read: who leads, by decide_leader, and each node's answer (for leader_news: "no
+  /// leader" is a finding only where enough nodes answered).
   leader_view leader;
-  bool readable = false;
+  std::vector<election_node_view> nodes;
 };
 using election_round_handler =
     erased_handler<void(boost::system::error_code, election_round_result)>;
@@ -45,6 +47,12 @@ void start_election_write(std::shared_ptr<client_state> s, std::string lock_key,
                           std::string record_key, std::string token, std::uint64_t term,
                           std::string value, std::chrono::milliseconds record_ttl,
                           election_round_handler h);
+/// Resigns: releases `lk` (the leadership's lock, stopped renewing) as async_unlock does,
+/// deleting the leader's record at `record_key` with it on every node where the record
+/// names the lock's token. Completes as async_unlock (success, not_held, no_quorum,
+/// no_lock, shut_down); not cancellable.
+void start_election_resign(std::shared_ptr<client_state> s, lock lk, std::string record_key,
+                           void_handler h);
 /// Reads every node's lock key and record. Completes once a leader is agreed by a
 /// majority or every node answered or failed. Errors: shut_down, cancelled (any type).
 void start_election_read(std::shared_ptr<client_state> s, std::string lock_key,

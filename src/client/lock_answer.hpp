@@ -4,6 +4,8 @@
 // and without judging the node (whether its marker names the server that answered, and
 // whether it may vote, are the operation's to ask). Tested in test_machines.
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -66,6 +68,28 @@ inline lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair
     default:
       return {};
   }
+}
+
+/// A set's acquisition answered "held" ({0, k, holder}: multi_acquire_script stops at the
+/// first key held): the 1-based index k of that key when a readers' record holds it
+/// ("R|..."), so that a set waiting for it can leave a writer's mark there; 0 when a
+/// writer's token holds it, or for any other answer.
+inline std::size_t set_blocked_by_readers(const resp::reply& r, std::size_t keys) {
+  if (r.size() < 4 || r[0].kind != resp::type::array || r[1].kind != resp::type::integer ||
+      r[1].integer != 0 || r[2].kind != resp::type::integer || !r[3].is_string())
+    return 0;
+  const std::int64_t k = r[2].integer;
+  if (k < 1 || static_cast<std::size_t>(k) > keys || !r[3].text.starts_with("R|")) return 0;
+  return static_cast<std::size_t>(k);
+}
+
+/// How long a waiting writer's mark keeps new readers out (writer_wait_script): until its
+/// next attempt, with room for the retry's jitter and a slow node, so that a writer that
+/// gave up keeps readers out no longer than that.
+template <typename Config>
+std::chrono::milliseconds writer_mark_lasts(const Config& cfg) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(4 * cfg.retry_delay +
+                                                               cfg.node_timeout);
 }
 
 /// Whether a node that was sent an acquisition may hold our token now, so that a failed

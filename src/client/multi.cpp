@@ -23,6 +23,7 @@
 #include "client/call_checks.hpp"
 #include "client/claims.hpp"
 #include "client/extend.hpp"
+#include "client/lock_answer.hpp"
 #include "client/release.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
@@ -71,6 +72,21 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 // ---- acquire -----------------------------------------------------------------------
+
+// A set that waits, refused by readers: as a single writer does, it marks the key the
+// readers hold (`blocked`: per node, its 1-based index, 0 for none; cleared here) on each
+// node that said so, so that new readers are refused until its next attempt
+// (writer_wait_script); without the mark a stream of readers could starve it.
+void mark_waiting(client_state& s, const std::vector<std::string>& keys,
+                  std::array<std::size_t, max_nodes>& blocked) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const std::size_t k = std::exchange(blocked[i], 0);
+    if (k == 0) continue;
+    std::string payload;
+    write_writer_wait(payload, keys[k - 1], writer_mark_lasts(s.cfg));
+    s.nodes[i]->submit_detached(std::move(payload));
+  }
+}
 
 class lock_all_op final : public quorum_op<client_state, void(error_code, multi_lock)>,
                           public acquisition,
@@ -208,6 +224,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       }
       case 0:
         round_.texts[i] = fmt::format("\"{}\" held by another owner", blocker(r));
+        readers_block_[i] = set_blocked_by_readers(r, resources_.size());
         return vote::held;
       default:
         return vote::failed;
@@ -301,6 +318,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     const auto now = boot_clock::now();
     const acquire_action next = fsm_.attempt_failed(reason, now);
     if (next.what == acquire_action::kind::complete) return complete(next.ec, multi_lock{});
+    mark_waiting(*s_, keys_, readers_block_);
     if (next.what == acquire_action::kind::wait) return retry_after(next);
     if (reason == error::contended && !waiting_) {
       // Held by others: a release of any of the keys wakes the set (the delay stays the
@@ -369,6 +387,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   std::vector<std::uint64_t> counters_;
   std::vector<std::uint64_t> fences_;
   std::array<bool, max_nodes> marked_{};
+  // This attempt: per node, the 1-based index of the key a readers' record held (0: none).
+  std::array<std::size_t, max_nodes> readers_block_{};
 };
 
 // ---- release -----------------------------------------------------------------------

@@ -53,4 +53,42 @@ class release_op_base : public voted_op {
   release_fsm fsm_;
 };
 
+/// The release of one lock (async_unlock; a leadership's resignation, which deletes the
+/// leader's record with it): the lock's data taken out of the lock object, one payload to
+/// every node, then the local waiters woken. The kind writes the payload and says how a
+/// node that may not have run it gets it in the background (on_unsent).
+class lock_release_op : public release_op_base {
+ public:
+  using release_op_base::release_op_base;
+
+ protected:
+  /// Takes `lk` over for a release named `verb`: false (and completed) if it may not go out.
+  bool take(lock& lk, const char* verb) {
+    verb_ = verb;
+    if (diag_) subject_ = lk.resource();
+    if (!may_release(!lock_access::token(lk).empty(), lk.owns())) return false;
+    // The lock object is emptied now: its destructor must not release it again.
+    data_ = lock_access::take(lk);
+    s_->unhold(*data_);
+    key_ = data_->key();
+    token_ = data_->token();
+    return true;
+  }
+
+  /// Sends `payload` (a call of `lua`) to every node. The release is queued first on every
+  /// connection: a local waiter woken now sends its SET after it.
+  void release(std::string_view payload, const script& lua) {
+    send(payload, lua);
+    s_->wake_waiter(key_, token_);
+    sent();
+  }
+
+  std::string_view key_, token_;  // the released lock's
+
+ private:
+  vote answer(std::size_t, const resp::reply& r) override { return release_answer(r); }
+
+  lock_ptr data_;  // the released lock's, freed with the op
+};
+
 }  // namespace redlock::detail

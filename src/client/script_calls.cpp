@@ -68,6 +68,16 @@ void write_election_read(std::string& out, std::string_view lock_key, std::strin
   resp::append_command(out, "EVALSHA", election_read_script.sha, "2", lock_key, record_key);
 }
 
+void write_election_resign(std::string& out, std::string_view lock_key, std::string_view record_key,
+                           std::string_view token, send_as how) {
+  if (how == send_as::sha)
+    resp::append_command(out, "EVALSHA", election_resign_script.sha, "2", lock_key, record_key,
+                         token);
+  else
+    resp::append_command(out, "EVAL", election_resign_script.body, "2", lock_key, record_key,
+                         token);
+}
+
 void write_extend(std::string& out, std::string_view key, std::string_view token,
                   std::chrono::milliseconds ttl) {
   resp::append_command(out, "EVALSHA", extend_script.sha, "1", key, token, millis(ttl));

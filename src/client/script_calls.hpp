@@ -92,6 +92,10 @@ void write_election_record(std::string& out, std::string_view lock_key, std::str
                            std::chrono::milliseconds record_ttl);
 /// election_read_script: a node's lock key and record. KEYS: the lock key, the record key.
 void write_election_read(std::string& out, std::string_view lock_key, std::string_view record_key);
+/// election_resign_script: `lock_key` deleted where it holds `token`, and the record beside it
+/// where the record names `token`. KEYS: the lock key, the record key; ARGV: token.
+void write_election_resign(std::string& out, std::string_view lock_key, std::string_view record_key,
+                           std::string_view token, send_as how);
 
 /// multi_acquire_script: every key of a set, or none. Fenced (`pairs` and `fields` not
 /// empty): each key followed by its counters' pair in KEYS, each field after the TTL.

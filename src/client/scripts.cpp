@@ -586,6 +586,25 @@ return {redis.call("GET",KEYS[1]),redis.call("GET",KEYS[2])}
 )lua",
                                   .sha = "b95186925b1ac298aaac0f74dadce1e666a200f7"};
 
+// A leader's resignation: compare-and-delete of the lock key, and of the record beside it
+// where the record names the leader's token (a successor's record stays), so that the record
+// does not outlive the leadership. KEYS: the lock key, the record key; ARGV: token. 1 the lock
+// was ours and is deleted, 0 not ours (its record, if still there, goes all the same). The
+// release is announced as release_script's is (channel named like the lock key, pcall).
+const script election_resign_script{.body = R"lua(
+local rec = redis.call("GET",KEYS[2])
+if rec and string.match(rec,"^%d+ (%S+)") == ARGV[1] then
+  redis.call("DEL",KEYS[2])
+end
+if redis.call("GET",KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call("DEL",KEYS[1])
+redis.pcall("PUBLISH",KEYS[1],ARGV[1])
+return 1
+)lua",
+                                    .sha = "b455edbdd32fa1b08e2791e57eefadcbe4099137"};
+
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
       &release_script,         &quiet_release_script, &reader_acquire_script,
@@ -595,7 +614,7 @@ std::span<const script* const> all_scripts() {
       &line_leave_script,      &multi_acquire_script, &multi_raise_script,
       &multi_extend_script,    &multi_release_script, &quiet_multi_release_script,
       &claim_script,           &settle_script,        &inspect_script,
-      &election_record_script, &election_read_script,
+      &election_record_script, &election_read_script, &election_resign_script,
   };
   return all;
 }

@@ -54,6 +54,7 @@ extern const script inspect_script;
 // Leader election
 extern const script election_record_script;
 extern const script election_read_script;
+extern const script election_resign_script;
 
 /// Every script above, once.
 std::span<const script* const> all_scripts();

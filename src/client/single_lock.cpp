@@ -59,11 +59,8 @@ void single_lock_call::undo(client_state& s, const round& r) const {
 
 void single_lock_call::mark_waiting(client_state& s,
                                     const std::array<bool, max_nodes>& readers) const {
-  // Until the next attempt, with room for its jitter and a slow node: a writer that gave
-  // up keeps readers out no longer than that.
-  const auto lasts = 4 * s.cfg.retry_delay + s.cfg.node_timeout;
   std::string payload;
-  write_writer_wait(payload, key_, lasts);
+  write_writer_wait(payload, key_, writer_mark_lasts(s.cfg));
   for (std::size_t i = 0; i < s.size(); ++i)
     if (readers[i]) s.nodes[i]->submit_detached(payload);
 }

@@ -20,12 +20,14 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <unordered_map>
 #include <vector>
 
 #include "client/client_state.hpp"
 #include "client/election_round.hpp"
+#include "quorum/rules.hpp"
 
 namespace redlock {
 namespace detail {
@@ -58,12 +60,13 @@ struct observer_state {
   std::shared_ptr<client_state> s;
   std::string lock_key, record_key;
   observe_options opts;
-  bool reported = false;  // a change was reported: `last` is it
-  leader_view last;
-  std::uint64_t highest = 0;  // the highest term reported
-  boot_timer timer;           // between reads (on the strand)
-  bool closed = false;        // the observer was destroyed (on the strand)
-  bool woken = false;         // a release or a new record was announced since the last read
+  observer_memory memory;  // what it reported (on the strand)
+  // The last report as election_observer::last() reads it, from any thread.
+  mutable std::mutex published_mutex;
+  leader_info published;
+  boot_timer timer;     // between reads (on the strand)
+  bool closed = false;  // the observer was destroyed (on the strand)
+  bool woken = false;   // a release or a new record was announced since the last read
   // Its entries in client_state::release_listeners (lock key, record key), once listening.
   std::vector<std::unordered_multimap<std::string, std::function<void()>>::iterator> listening;
 };
@@ -177,6 +180,15 @@ asio::awaitable<leadership> campaign(client& c, std::string name, std::string va
     if (diag) diag->message = "campaign: the value is over 64 KiB";
     fail(error::invalid_argument, "campaign: the value is over 64 KiB");
   }
+  // A renewal TTL the keeper would refuse is refused before anything is taken (one above
+  // the lock's TTL, with max_ttl unset, would outlive the restart guard).
+  const auto renew_ttl = o.renew.ttl.count() > 0 ? o.renew.ttl : o.ttl;
+  if (auto why = check_renewal_ttl(renew_ttl, o.ttl, election_access::state(c)->cfg);
+      !why.empty()) {
+    why = "campaign: renewal: " + why;
+    if (diag) diag->message = why;
+    fail(error::invalid_ttl, why.c_str());
+  }
   // Waiting for the lock honours partial cancellation too, as async_lock does.
   co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation());
   lock_options acquire;  // not braced inside co_await (GCC 12)
@@ -229,13 +241,35 @@ asio::awaitable<error_code> resign(std::shared_ptr<leader_state> st) {
   auto [stop_ec, held] = co_await st->k.async_stop(tupled);
   if (stop_ec) co_return stop_ec;  // lock_lost: nothing left to release
   auto [ec] = co_await asio::async_initiate<decltype(tupled), void(error_code)>(
-      [&](auto h) { start_unlock(st->s, std::move(held), nullptr, std::move(h)); }, tupled);
+      [&](auto h) { start_election_resign(st->s, std::move(held), st->record_key, std::move(h)); },
+      tupled);
   co_return ec;
 }
 
-leader_info info_of(const observer_state& st) {
-  if (st.last.leading) return {true, st.last.term, st.last.value};
-  return {false, st.highest, {}};
+// The keeper's wait, its loss named as a leadership's: leadership_lost, which compares
+// equal to condition::lock_lost as the keeper's lock_lost does. Every cancellation type
+// the keeper honours reaches it.
+asio::awaitable<error_code> wait_lost(std::shared_ptr<leader_state> st) {
+  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+  auto [ec] = co_await st->k.async_wait_lost(tupled);
+  co_return ec == error::lock_lost ? error_code{error::leadership_lost} : ec;
+}
+
+leader_info info_of(const observer_memory& m) {
+  if (m.last.leading) return {true, m.last.term, m.last.value};
+  return {false, m.highest, {}};
+}
+
+// Remembers a report and publishes it for last(), before its async_next completes.
+leader_info report(observer_state& st, leader_view seen) {
+  observer_memory& m = st.memory;
+  m.reported = true;
+  m.last = std::move(seen);
+  if (m.last.leading) m.highest = std::max(m.highest, m.last.term);
+  leader_info out = info_of(m);
+  std::lock_guard<std::mutex> g{st.published_mutex};
+  st.published = out;
+  return out;
 }
 
 // Starts hearing the releases of the election's lock key (a resignation) and the
@@ -270,12 +304,8 @@ asio::awaitable<leader_info> observe_next(std::shared_ptr<observer_state> st) {
     if (st->closed) fail(error::cancelled);
     auto [ec, found] = co_await read_election(*st, tupled);
     if (ec) fail(ec);
-    if (leader_news(st->reported, st->last, st->highest, found.leader, found.readable)) {
-      st->reported = true;
-      st->last = std::move(found.leader);
-      if (st->last.leading) st->highest = std::max(st->highest, st->last.term);
-      co_return info_of(*st);
-    }
+    if (leader_news(st->memory, found.leader, found.nodes, st->s->size()))
+      co_return report(*st, std::move(found.leader));
     if (std::exchange(st->woken, false)) continue;  // announced during the read
     st->timer.expires_after(st->opts.poll_interval);
     auto [wait_ec] = co_await st->timer.async_wait(tupled);
@@ -300,7 +330,7 @@ void start_resign(std::shared_ptr<leader_state> st, void_handler h) {
 
 void leadership_wait_lost(const std::shared_ptr<leader_state>& st, void_handler h) {
   if (!st) return take_handler(std::move(h), nullptr).post(error_code{error::cancelled});
-  st->k.async_wait_lost(std::move(h));
+  spawn_for(st->s, wait_lost(st), std::move(h));
 }
 
 std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,
@@ -397,7 +427,9 @@ void election_observer::close() noexcept {
 }
 
 leader_info election_observer::last() const {
-  return st_ ? detail::info_of(*st_) : leader_info{};
+  if (!st_) return {};
+  std::lock_guard<std::mutex> g{st_->published_mutex};
+  return st_->published;
 }
 
 }  // namespace redlock

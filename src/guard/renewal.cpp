@@ -360,7 +360,7 @@ keeper::keeper(client& c, lock&& lk, renew_options opts) {
   auto e = std::make_shared<detail::renewal_entry>();
   e->state = state;
   e->ttl = opts.ttl.count() > 0 ? opts.ttl : lk.ttl();
-  if (const auto why = detail::check_ttl(e->ttl, state->cfg); !why.empty())
+  if (const auto why = detail::check_renewal_ttl(e->ttl, lk.ttl(), state->cfg); !why.empty())
     throw boost::system::system_error(error::invalid_ttl, "keeper: renewal: " + why);
   static_cast<detail::renewal_times&>(*e) = detail::plan_renewals(
       lk.deadline(), lk.ttl(), e->ttl, opts.fraction, detail::loss_margin(e->ttl, opts.loss_margin),

@@ -25,6 +25,17 @@ std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg) {
   return {};
 }
 
+std::string check_renewal_ttl(std::chrono::milliseconds renew, std::chrono::milliseconds lock_ttl,
+                              const config& cfg) {
+  if (auto why = check_ttl(renew, cfg); !why.empty()) return why;
+  if (cfg.max_ttl.count() == 0 && renew > lock_ttl)
+    return fmt::format(
+        "the renewal TTL ({} ms) exceeds the lock's TTL ({} ms) while max_ttl is unset: the "
+        "restart guard, which then lasts the lock's TTL, would not cover it (set max_ttl)",
+        renew.count(), lock_ttl.count());
+  return {};
+}
+
 namespace {
 
 using rule = node_report::hold_back::rule;

@@ -76,6 +76,14 @@ inline constexpr std::chrono::milliseconds longest_ttl{std::chrono::hours{24}};
 /// that is set (a key must not outlive the time the restart guard holds a restarted node back).
 /// Returns "" when `ttl` is acceptable, else why not, for a person.
 std::string check_ttl(std::chrono::milliseconds ttl, const config& cfg);
+/// A keeper's renewal TTL (`renew`) for a lock taken with `lock_ttl`: check_ttl's rules,
+/// and, while config::max_ttl is unset, at most `lock_ttl`. The restart guard then lasts
+/// each acquisition's own TTL (guard_period): a key renewed for longer than the TTL it was
+/// taken with would outlive the hold-back that the next acquisition of that TTL gives a
+/// restarted node, which could then forget a lock that is still valid and vote for another
+/// holder. Set max_ttl to renew for longer. Returns "" when acceptable, else why not.
+std::string check_renewal_ttl(std::chrono::milliseconds renew, std::chrono::milliseconds lock_ttl,
+                              const config& cfg);
 /// The least validity a TTL must leave after the drift allowance (check_ttl).
 inline constexpr std::chrono::milliseconds min_validity{1};
 

@@ -59,11 +59,11 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
   }
 
   // Runs `io` until `fut` is ready, and expects it to hold lock_lost.
-  void expect_lost(std::future<int>& fut) {
+  void expect_lost(std::future<int>& fut, redlock::error code = redlock::error::lock_lost) {
     BOOST_TEST_REQUIRE(redlock::test::run_until(
         io, [&] { return fut.wait_for(0s) == std::future_status::ready; }, 30s));
     BOOST_CHECK_EXCEPTION(fut.get(), boost::system::system_error,
-                          [](const auto& e) { return e.code() == redlock::error::lock_lost; });
+                          [code](const auto& e) { return e.code() == code; });
   }
 
   // Runs `io` until `done` is set.
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(lead_awaited_reports_work_that_outlived_its_leadership_as_l
   const auto ec =
       run_bounded(io, error_of(redlock::lead(holder, "past:lead", "a", campaign,
                                              paused_work<redlock::leadership>("past:lead"))));
-  BOOST_TEST(ec == redlock::error::lock_lost, ec.message());
+  BOOST_TEST(ec == redlock::error::leadership_lost, ec.message());
 }
 
 BOOST_AUTO_TEST_CASE(async_lead_reports_the_loss_to_a_callback_a_future_and_deferred) {
@@ -189,12 +189,12 @@ BOOST_AUTO_TEST_CASE(async_lead_reports_the_loss_to_a_callback_a_future_and_defe
                       paused_work<redlock::leadership>("past:lead-cb"),
                       [&](std::exception_ptr e, int) { by_callback = e; });
   run_until_set(by_callback);
-  BOOST_TEST(code_of(*by_callback) == redlock::error::lock_lost);
+  BOOST_TEST(code_of(*by_callback) == redlock::error::leadership_lost);
 
   auto fut =
       redlock::async_lead(c, "past:lead-future", "a", campaign,
                           paused_work<redlock::leadership>("past:lead-future"), asio::use_future);
-  expect_lost(fut);
+  expect_lost(fut, redlock::error::leadership_lost);
 
   std::optional<std::exception_ptr> by_deferred;
   auto op =
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(async_lead_reports_the_loss_to_a_callback_a_future_and_defe
                           paused_work<redlock::leadership>("past:lead-deferred"), asio::deferred);
   std::move(op)([&](std::exception_ptr e, int) { by_deferred = e; });
   run_until_set(by_deferred);
-  BOOST_TEST(code_of(*by_deferred) == redlock::error::lock_lost);
+  BOOST_TEST(code_of(*by_deferred) == redlock::error::leadership_lost);
 }
 
 BOOST_AUTO_TEST_CASE(work_that_ends_in_time_still_returns_its_result) {

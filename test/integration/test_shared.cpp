@@ -41,6 +41,12 @@ struct shared_fleet : redlock::test::fleet_fixture<N> {
     const std::string v = value(i, key);
     return v.starts_with("R|") && !v.starts_with("R|0 ");
   }
+  // How many nodes hold a writer's mark on `key` (marked()).
+  int marks(const std::string& key) const {
+    int n = 0;
+    for (std::size_t i = 0; i < this->fleet.size(); ++i) n += marked(i, key);
+    return n;
+  }
 };
 using fleet3 = shared_fleet<3>;
 
@@ -131,11 +137,7 @@ BOOST_FIXTURE_TEST_CASE(a_waiting_writer_keeps_new_readers_out_until_its_turn, f
         },
         asio::detached);
     // The writer's failed attempt marks the record on the nodes that hold it.
-    BOOST_TEST(co_await eventually([&] {
-      int n = 0;
-      for (std::size_t i = 0; i < fleet.size(); ++i) n += marked(i, "report");
-      return n >= 2;
-    }));
+    BOOST_TEST(co_await eventually([&] { return marks("report") >= 2; }));
     auto [kept_out, none] = co_await try_take(b, "report", reader);
     BOOST_TEST(kept_out == error::contended);
     BOOST_TEST(!won);
@@ -145,6 +147,37 @@ BOOST_FIXTURE_TEST_CASE(a_waiting_writer_keeps_new_readers_out_until_its_turn, f
     co_await w.async_unlock(std::move(wl), asio::use_awaitable);
     auto rb = co_await b.async_lock("report", reader, asio::use_awaitable);
     BOOST_TEST(rb.valid());
+  }());
+}
+
+// A set of locks is a writer of each of its resources: waiting behind readers, it marks the
+// resource they hold, so that a stream of new readers queues behind it instead of
+// starving it.
+BOOST_FIXTURE_TEST_CASE(a_set_waiting_behind_readers_keeps_new_readers_out, fleet3) {
+  auto a = make_client(), b = make_client(), w = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto ra = co_await a.async_lock("shelf:2", reader, asio::use_awaitable);
+    redlock::multi_lock set;
+    bool won = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          set = co_await w.async_lock_all({"shelf:1", "shelf:2"}, {.ttl = 10s, .wait = 30s},
+                                          asio::use_awaitable);
+          won = true;
+        },
+        asio::detached);
+    BOOST_TEST(co_await eventually([&] { return marks("shelf:2") >= 2; }));
+    // New readers, one after another: each is refused while the set waits.
+    for (int i = 0; i < 5; ++i) {
+      auto [kept_out, none] = co_await try_take(b, "shelf:2", reader);
+      BOOST_TEST(kept_out == error::contended);
+    }
+    BOOST_TEST(!won);
+    co_await a.async_unlock(std::move(ra), asio::use_awaitable);
+    BOOST_TEST(co_await eventually([&] { return won; }));
+    BOOST_TEST(set.valid());
+    co_await w.async_unlock(std::move(set), asio::use_awaitable);
   }());
 }
 

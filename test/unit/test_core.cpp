@@ -106,6 +106,24 @@ BOOST_AUTO_TEST_CASE(errors_have_a_category_and_readable_messages) {
   }
   BOOST_TEST(
       (boost::system::error_code{error::cancelled} == boost::system::errc::operation_canceled));
+  const auto last = static_cast<int>(error::leadership_lost);
+  for (int e = static_cast<int>(error::tls_failed); e <= last; ++e)
+    BOOST_TEST(boost::system::error_code(e, category()).message().find("unknown") ==
+               std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_leadership_compares_equal_to_the_lock_lost_condition) {
+  const boost::system::error_code leadership = error::leadership_lost;
+  const boost::system::error_code lock = error::lock_lost;
+  BOOST_TEST((leadership == condition::lock_lost));
+  BOOST_TEST((lock == condition::lock_lost));
+  // Its own code all the same: an exact comparison tells them apart.
+  BOOST_TEST((leadership != lock));
+  BOOST_TEST((leadership != error::lock_lost));
+  // No other code is a lost lock.
+  BOOST_TEST((boost::system::error_code{error::not_held} != condition::lock_lost));
+  BOOST_TEST((boost::system::error_code{error::cancelled} != condition::lock_lost));
+  BOOST_TEST(leadership.message() != lock.message());
 }
 
 BOOST_AUTO_TEST_CASE(quorum_is_a_strict_majority_for_1_to_7_nodes) {

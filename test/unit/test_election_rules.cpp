@@ -114,24 +114,61 @@ BOOST_AUTO_TEST_CASE(records_that_disagree_on_term_or_value_are_not_one_leader) 
   BOOST_TEST(!detail::decide_leader(nodes, 3).leading);
 }
 
+// The observer's rule fed what a read found: the nodes' answers and who leads by them.
+bool news(const detail::observer_memory& m, const std::vector<election_node_view>& nodes) {
+  return detail::leader_news(m, detail::decide_leader(nodes, nodes.size()), nodes, nodes.size());
+}
+
 BOOST_AUTO_TEST_CASE(an_observer_reports_changes_and_never_a_lower_term) {
-  const leader_view none{};
-  const leader_view five{true, 5, "t5", "a"};
-  const leader_view six{true, 6, "t6", "b"};
-  // The first read is news whatever it finds, if it could be read.
-  BOOST_TEST(detail::leader_news(false, none, 0, none, true));
-  BOOST_TEST(!detail::leader_news(false, none, 0, five, false));
+  const detail::observer_memory first{};
+  const detail::observer_memory saw_five{true, {true, 5, "t5", "a"}, 5};
+  const detail::observer_memory saw_six{true, {true, 6, "t6", "b"}, 6};
+  const detail::observer_memory gap_after_six{true, {}, 6};
+  const std::vector<election_node_view> five{node("t5", 5, "t5", "a"), node("t5", 5, "t5", "a"),
+                                             silent()};
+  const std::vector<election_node_view> six{node("t6", 6, "t6", "b"), node("t6", 6, "t6", "b"),
+                                            node("t6", 6, "t6", "b")};
+  const std::vector<election_node_view> nobody{node("", 0, ""), node("", 0, ""), silent()};
+  // The first read is news whatever it finds, if a majority answered.
+  BOOST_TEST(news(first, nobody));
+  BOOST_TEST(news(first, five));
+  BOOST_TEST(!news(first, {node("", 0, ""), silent(), silent()}));
   // The same leader again: no news; a new one: news.
-  BOOST_TEST(!detail::leader_news(true, five, 5, five, true));
-  BOOST_TEST(detail::leader_news(true, five, 5, six, true));
+  BOOST_TEST(!news(saw_five, five));
+  BOOST_TEST(news(saw_five, six));
   // A stale read naming an older leader is never reported.
-  BOOST_TEST(!detail::leader_news(true, six, 6, five, true));
-  BOOST_TEST(!detail::leader_news(true, none, 6, five, true));
-  // Leader gone: news once.
-  BOOST_TEST(detail::leader_news(true, six, 6, none, true));
-  BOOST_TEST(!detail::leader_news(true, none, 6, none, true));
-  // Back after a gap with the same term (its record was short of a majority for a while).
-  BOOST_TEST(detail::leader_news(true, none, 6, six, true));
+  BOOST_TEST(!news(saw_six, five));
+  BOOST_TEST(!news(gap_after_six, five));
+  // Leader gone from a majority: news once.
+  BOOST_TEST(news(saw_six, nobody));
+  BOOST_TEST(!news(gap_after_six, nobody));
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_reports_each_term_once_around_a_gap) {
+  const detail::observer_memory saw_six{true, {true, 6, "t6", "b"}, 6};
+  // Six still holds its lock on nodes 0 and 1, but node 0 has lost its record for a moment
+  // and node 2 did not answer: no majority agrees on a leader, yet six may well lead.
+  const std::vector<election_node_view> gap{node("t6", 0, ""), node("t6", 6, "t6", "b"), silent()};
+  BOOST_TEST(!detail::decide_leader(gap, 3).leading);
+  BOOST_TEST(!news(saw_six, gap));
+  // Only one node is known to be without six's lock: still no news.
+  const std::vector<election_node_view> half{node("", 0, ""), node("t6", 6, "t6", "b"), silent()};
+  BOOST_TEST(!news(saw_six, half));
+  // A majority answers without six's token (a successor's lock, not yet its record): six
+  // can lead no more, and that is news.
+  const std::vector<election_node_view> after{node("t7", 0, ""), node("t7", 0, ""), silent()};
+  BOOST_TEST(news(saw_six, after));
+  BOOST_TEST(detail::answered_without(after, "t6") == 2u);
+  // Six back after "no leader" was reported (a node restored from an old snapshot): a term
+  // is reported as leading once.
+  const detail::observer_memory gap_after_six{true, {}, 6};
+  const std::vector<election_node_view> six{node("t6", 6, "t6", "b"), node("t6", 6, "t6", "b"),
+                                            silent()};
+  BOOST_TEST(!news(gap_after_six, six));
+  // The next term is news as ever.
+  const std::vector<election_node_view> seven{node("t7", 7, "t7", "c"), node("t7", 7, "t7", "c"),
+                                              silent()};
+  BOOST_TEST(news(gap_after_six, seven));
 }
 
 BOOST_AUTO_TEST_CASE(the_record_call_declares_the_lock_and_the_record_key) {
@@ -156,6 +193,22 @@ BOOST_AUTO_TEST_CASE(the_read_call_declares_the_lock_and_the_record_key) {
   const std::vector<std::string> want{"EVALSHA", std::string{detail::election_read_script.sha}, "2",
                                       "lock:e", "redlock:election:e"};
   BOOST_TEST(args_of(out) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_resign_call_declares_the_lock_and_the_record_key) {
+  std::string out;
+  detail::write_election_resign(out, "lock:e", "redlock:election:e", "tok", detail::send_as::sha);
+  const std::vector<std::string> want{"EVALSHA",
+                                      std::string{detail::election_resign_script.sha},
+                                      "2",
+                                      "lock:e",
+                                      "redlock:election:e",
+                                      "tok"};
+  BOOST_TEST(args_of(out) == want, boost::test_tools::per_element());
+  std::string text;
+  detail::write_election_resign(text, "lock:e", "redlock:election:e", "tok", detail::send_as::text);
+  BOOST_TEST(args_of(text)[0] == "EVAL");
+  BOOST_TEST(args_of(text)[1] == detail::election_resign_script.body);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -724,6 +724,28 @@ BOOST_AUTO_TEST_CASE(a_plain_set_answered_with_anything_else_is_malformed) {
        answer::malformed));
 }
 
+BOOST_AUTO_TEST_CASE(a_set_held_by_readers_names_the_key_to_mark) {
+  // {0, k, holder}: the set's second key is held by a readers' record.
+  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(2), text("R|0 123 tok-r")}),
+                                            3) == 2u);
+  // Held by a writer's token: nothing to mark.
+  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(2), text("tok-w")}), 3) ==
+             0u);
+  // Taken, or an index outside the set: nothing either.
+  BOOST_TEST(detail::set_blocked_by_readers(array({integer(1)}), 3) == 0u);
+  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(4), text("R|0 123 tok-r")}),
+                                            3) == 0u);
+  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(0), text("R|0 123 tok-r")}),
+                                            3) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_writers_mark_lasts_until_its_next_attempt_and_a_slow_node) {
+  redlock::config cfg;
+  cfg.retry_delay = 200ms;
+  cfg.node_timeout = 50ms;
+  BOOST_TEST(detail::writer_mark_lasts(cfg).count() == 850);
+}
+
 BOOST_AUTO_TEST_CASE(a_script_answering_zero_and_a_token_is_held_by_it) {
   const auto a = detail::read_lock_answer(array({integer(0), text("tok")}), true, false);
   BOOST_TEST((a.what == answer::held));

@@ -87,6 +87,24 @@ BOOST_AUTO_TEST_CASE(the_drift_check_scales_with_the_drift_factor) {
   BOOST_TEST(check_ttl(5ms, cfg_with(0ms, true, 0.4)).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_renewal_longer_than_the_lock_needs_max_ttl_to_cover_it) {
+  using detail::check_renewal_ttl;
+  // max_ttl unset: the restart guard lasts the lock's own TTL (1 s here), shorter than a
+  // 5 s renewal would keep the key; so the renewal is refused.
+  BOOST_TEST(detail::guard_period(0ms, 1s) == std::chrono::nanoseconds{1s});
+  const auto why = check_renewal_ttl(5s, 1s, cfg_with());
+  BOOST_TEST(why.find("max_ttl") != std::string::npos, why);
+  // Without the restart guard too: failover and clock-jump hold-backs last as long.
+  BOOST_TEST(!check_renewal_ttl(5s, 1s, cfg_with(0ms, false)).empty());
+  // Up to the lock's TTL it is fine, and so is a longer one that max_ttl covers.
+  BOOST_TEST(check_renewal_ttl(1s, 1s, cfg_with()).empty());
+  BOOST_TEST(check_renewal_ttl(500ms, 1s, cfg_with()).empty());
+  BOOST_TEST(check_renewal_ttl(5s, 1s, cfg_with(5s)).empty());
+  // max_ttl still caps it, and check_ttl's other rules hold.
+  BOOST_TEST(!check_renewal_ttl(6s, 1s, cfg_with(5s)).empty());
+  BOOST_TEST(!check_renewal_ttl(2ms, 1s, cfg_with()).empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_ttl_above_max_ttl_is_refused) {
   const auto why = check_ttl(30s, cfg_with(1s));
   BOOST_TEST(why.find("30000 ms") != std::string::npos, why);
