@@ -84,6 +84,9 @@ class category_impl final : public boost::system::error_category {
       case error::upgrade_refused:
         return "refused: this client already holds the resource in the other mode (shared or "
                "exclusive) and would wait on itself; release it first";
+      case error::permit_count_mismatch:
+        return "the nodes hold this semaphore with a different number of permits: every client "
+               "of a semaphore must ask for the same count (the diagnostics name the nodes' count)";
     }
     return "unknown redlock error";
   }

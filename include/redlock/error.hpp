@@ -54,6 +54,10 @@ enum class error {
   /// lock asked while it holds a reader's lease, or a lease while it holds the writer's):
   /// it would wait on itself, so it is refused (lock_options::shared)
   upgrade_refused,
+  /// a semaphore's permit asked with a number of permits other than the one the nodes
+  /// record for it (another client passes another count): nothing was taken. The
+  /// diagnostics name the count the nodes hold.
+  permit_count_mismatch,
 };
 
 /// True for every argument error: invalid_argument and the codes that say which argument
