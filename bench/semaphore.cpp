@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -19,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -120,20 +122,45 @@ class command_tap {
     read();
   }
   void stop() {
+    stopped_ = true;
     error_code ignored;
     socket_.close(ignored);
   }
   std::uint64_t sent() const { return sent_; }
+  /// The feed ended before stop() (the server dropped a monitor that fell behind): the
+  /// counts miss commands.
+  bool broken() const { return broken_; }
+  /// Each command's count, "NAME n" each, the most frequent first.
+  std::string by_command() const {
+    std::vector<std::pair<std::uint64_t, std::string>> v;
+    for (const auto& [name, n] : by_name_) v.emplace_back(n, name);
+    std::sort(v.rbegin(), v.rend());
+    std::string out;
+    for (const auto& [n, name] : v) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
+    return out;
+  }
 
  private:
+  // `line`: +<time> [<db> <client>] "NAME" "arg" ...
+  void count(std::string_view line) {
+    ++sent_;
+    const auto open = line.find("] \"");
+    if (open == std::string_view::npos) return;
+    const auto name = line.substr(open + 3, line.find('"', open + 3) - open - 3);
+    ++by_name_[std::string{name}];
+  }
+
   void read() {
     asio::async_read_until(socket_, asio::dynamic_buffer(buf_), '\n',
                            [this](error_code ec, std::size_t n) {
-                             if (ec) return;
+                             if (ec) {
+                               broken_ = !stopped_;
+                               return;
+                             }
                              const std::string_view line{buf_.data(), n};
                              if (line.find(" [") != std::string_view::npos &&
                                  line.find(" lua] ") == std::string_view::npos)
-                               ++sent_;
+                               count(line);
                              buf_.erase(0, n);
                              read();
                            });
@@ -142,6 +169,8 @@ class command_tap {
   asio::ip::tcp::socket socket_;
   std::string buf_;
   std::uint64_t sent_ = 0;
+  bool stopped_ = false, broken_ = false;
+  std::map<std::string, std::uint64_t> by_name_;
 };
 
 }  // namespace
@@ -179,10 +208,13 @@ void run_sem(bench_context& ctx) {
   l.add("hold_ms", static_cast<std::size_t>(o.hold.count()));
   l.add("ttl_ms", static_cast<std::size_t>(o.ttl.count()));
   std::string per_grant;
-  if (o.count_commands && run.grants > 0) {
+  if (o.count_commands && tap.broken()) {
+    per_grant = "; the command count is unknown: the MONITOR feed was dropped";
+  } else if (o.count_commands && run.grants > 0) {
     const double cmds = static_cast<double>(tap.sent()) / static_cast<double>(run.grants);
     l.add("cmds_per_grant_node", std::optional<double>{cmds});
-    per_grant = fmt::format("; {:.2f} commands sent per grant to a node", cmds);
+    per_grant = fmt::format("; {:.2f} commands sent per grant to a node ({} in {} grants)", cmds,
+                            tap.by_command(), run.grants);
   }
   const std::string human = fmt::format(
       "sem4x16 ({} permits, {} contenders, hold {} ms): {:.0f} acquisitions/s; {}; at most {} "
