@@ -32,7 +32,7 @@ namespace redlock {
 /// validity and fencing token as any lock's. A value: movable, not copyable; dropped
 /// while held, its lock is released in the background as any lock is.
 struct permit {
-  /// The lock of this permit's key; its resource() is `resource + ":permit:" + index`.
+  /// The lock of this permit's key; its resource() is permit_resource(resource, index).
   redlock::lock lock{};
   /// Which permit, 0 to permits - 1.
   std::size_t index = 0;
