@@ -59,6 +59,9 @@ struct options {
   /// w3: without and/or with lock_options::fair, one line each (default both).
   std::vector<bool> fair_modes{false, true};
   std::chrono::milliseconds hold{1};
+  /// sem4x16: count the commands clients send to the first node (MONITOR) and report them
+  /// per grant (it slows that node: measure throughput without it).
+  bool count_commands = false;
   std::chrono::milliseconds ttl{10000};
   std::chrono::milliseconds node_timeout{250};
   /// fenced: config::fence_stripes of its clients (0: a counter per resource).

@@ -96,6 +96,8 @@ Runs the workloads against redis-server nodes it starts on free loopback ports (
   --extend-locks N        extend: locks held and renewed at once (default 10000; quick 1000)
   --extend-ttl MS         extend: their TTL, renewed every third of it (default 3000)
   --no-ceiling            raw: do not run redis-benchmark
+  --count-commands        sem4x16: count the commands clients send to the first node
+                          (MONITOR, which slows it) per permit granted
   --observer KIND         install an observer on every client: none (default), noop
                           (hooks that do nothing) or metrics (redlock::metrics_observer);
                           lines then carry "observer"
@@ -173,6 +175,8 @@ parsed parse_args(std::span<char*> args) {
       p.help = true;
     } else if (flag == "--list") {
       p.list = true;
+    } else if (flag == "--count-commands") {
+      o.count_commands = true;
     } else if (flag == "--no-ceiling") {
       o.ceiling = false;
     } else if (flag == "--observer") {

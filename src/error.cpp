@@ -88,6 +88,9 @@ class category_impl final : public boost::system::error_category {
       case error::leadership_lost:
         return "the leadership was lost: its lock's validity ran out or a majority no longer "
                "holds it (another campaigner may lead now)";
+      case error::permit_count_mismatch:
+        return "the nodes hold this semaphore with a different number of permits: every client "
+               "of a semaphore must ask for the same count (the diagnostics name the nodes' count)";
     }
     return "unknown redlock error";
   }

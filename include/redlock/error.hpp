@@ -58,6 +58,10 @@ enum class error {
   /// a leadership (election.hpp) lost its lock: another campaigner may lead now. Compares
   /// equal to condition::lock_lost, as error::lock_lost does
   leadership_lost,
+  /// a semaphore's permit asked with a number of permits other than the one the nodes
+  /// record for it (another client passes another count): nothing was taken. The
+  /// diagnostics name the count the nodes hold.
+  permit_count_mismatch,
 };
 
 /// Conditions: codes that mean the same thing to a caller, whichever operation sent them.

@@ -30,6 +30,9 @@ struct lock_data {
   bool lost = false;
   bool shared = false;     // a reader's lease (lock_options::shared)
   bool extending = false;  // an extension is in flight (at most one at a time)
+  // A semaphore's permit: the key of the nodes' record of its count, kept alive by every
+  // extension and renewal of the permit (empty for every other lock).
+  std::string record_key;
   // The client's list of what it holds (client_state::held), used on its strand only.
   lock_data* prev = nullptr;
   lock_data* next = nullptr;

@@ -2,10 +2,12 @@
 #pragma once
 /// Semaphores: at most N holders of a resource at once, each holding one of N permits.
 ///
-/// Each permit is an ordinary Redlock lock on its own key (key prefix + resource +
-/// ":permit:" + index): the bound follows from each permit key's mutual exclusion, under
-/// the same fault model as a single lock (docs/safety.md, "Semaphores"). Every client of
-/// a resource must use the same number of permits.
+/// Each permit is an ordinary Redlock lock on its own key (key prefix +
+/// "redlock:permit:{" + resource + "}:" + index, a name no plain lock call accepts): the
+/// bound follows from each permit key's mutual exclusion, under the same fault model as a
+/// single lock (docs/safety.md, "Semaphores"). The nodes record the number of permits the
+/// semaphore is used with, and every permit attempt checks it in the script that takes the
+/// permit: a call with another count is refused (error::permit_count_mismatch).
 
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
@@ -31,7 +33,7 @@ namespace redlock {
 /// validity and fencing token as any lock's. A value: movable, not copyable; dropped
 /// while held, its lock is released in the background as any lock is.
 struct permit {
-  /// The lock of this permit's key; its resource() is `resource + ":permit:" + index`.
+  /// The lock of this permit's key; its resource() is permit_resource(resource, index).
   redlock::lock lock{};
   /// Which permit, 0 to permits - 1.
   std::size_t index = 0;
@@ -46,8 +48,14 @@ struct permit {
 };
 
 /// The resource name of permit `index` of `resource`: the name its lock is taken under
-/// (the key is the client's key prefix + this name).
+/// (the key is the client's key prefix + this name), `redlock:permit:{resource}:index`.
+/// Plain lock calls refuse every name that starts with `redlock:permit`, so no plain lock
+/// can take a permit.
 std::string permit_resource(std::string_view resource, std::size_t index);
+/// The name of the nodes' record of `resource`'s permit count (after the key prefix),
+/// `redlock:permit:{resource}:count`: the count the first permit was taken under, checked
+/// by every permit attempt. It has a TTL (see async_lock_permit).
+std::string permit_count_resource(std::string_view resource);
 
 namespace detail {
 using permit_handler = erased_handler<void(boost::system::error_code, permit)>;
@@ -79,10 +87,20 @@ struct semaphore_access {
 /// lock_options as for async_lock (`fenced`: the permit's own token); `fair` is refused.
 /// Completes with (error_code, permit). Errors: wait_timeout (every permit still held),
 /// no_quorum, validity_exhausted, wrong_type (every permit key of another type),
-/// cancelled, shut_down, and before any I/O invalid_argument (permits 0 or above
-/// max_permits, or fair mode), invalid_resource, invalid_ttl, invalid_wait. Honours
-/// terminal and partial cancellation; whatever the attempt in flight took is released.
-/// Every client must pass the same `permits` for a resource: the bound is per permit key.
+/// permit_count_mismatch (at once, without waiting: the nodes record `resource` with
+/// another number of permits; the diagnostics name it), cancelled, shut_down, and before
+/// any I/O invalid_argument (permits 0 or above max_permits, or fair mode),
+/// invalid_resource (empty, or starting with '}', which cannot be a hash tag),
+/// invalid_ttl, invalid_wait. Honours terminal and partial cancellation; whatever the
+/// attempt in flight took is released.
+///
+/// The count's record (permit_count_resource) is written by the first grant where none
+/// lives, with a TTL of twice the permit's TTL; every later grant, extension and renewal of
+/// a permit raises its TTL to at least twice the permit's new TTL (never lowers it). So it
+/// outlives every permit of its node; after the last release it lives out its TTL (up to
+/// twice the longest permit TTL), and only then may the semaphore be used with another
+/// count. A node restarted empty forgets it as it forgets the permits (the restart guard
+/// covers both).
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
               CompletionToken = default_token_t>
 auto async_lock_permit(client& c, std::string_view resource, std::size_t permits, lock_options opts,

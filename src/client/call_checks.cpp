@@ -33,6 +33,11 @@ call_problem name_problem(std::string_view resource) {
     return {error::invalid_resource,
             fmt::format("the resource name has {} bytes; at most {} bytes are allowed",
                         resource.size(), max_resource_bytes)};
+  if (resource.starts_with(semaphore_names))
+    return {error::invalid_resource,
+            fmt::format("names starting with \"{}\" are a semaphore's own keys (its permits and "
+                        "its count); no other lock may take them",
+                        semaphore_names)};
   return {};
 }
 
@@ -54,6 +59,7 @@ call_problem check_set_call(std::vector<std::string>& resources, const lock_opti
   for (std::size_t j = 0; j < resources.size(); ++j) {
     if (resources[j].empty())
       return {error::invalid_resource, fmt::format("resource {} of the set is an empty name", j)};
+    if (resources[j].starts_with(semaphore_names)) return name_problem(resources[j]);
     if (resources[j].size() > max_resource_bytes)
       return {error::invalid_resource,
               fmt::format("resource {} of the set has {} bytes; at most {} bytes are allowed", j,

@@ -21,6 +21,11 @@ struct call_problem {
   explicit operator bool() const { return code != error{}; }
 };
 
+/// The start of every name of a key a semaphore owns (its permits, its record: see
+/// permit_sweep.hpp). A plain lock, set, claim or election named so is refused, so that no
+/// plain call can take a permit or rewrite a semaphore's count.
+inline constexpr std::string_view semaphore_names = "redlock:permit";
+
 /// What is wrong with a resource name, or with a wait (call_checks.cpp).
 call_problem name_problem(std::string_view resource);
 call_problem wait_problem(const lock_options& opts, bool waiting);
@@ -29,9 +34,12 @@ call_problem shared_problem(const lock_options& opts);
 
 /// A single lock call on `resource` (async_lock when `waiting`, else a try): the name,
 /// the TTL and the wait. Inline: every lock call asks, and nearly every one passes.
+/// `permit`: the call is a semaphore's permit try, whose name is a semaphore's own.
 inline call_problem check_lock_call(std::string_view resource, const lock_options& opts,
-                                    bool waiting, const config& cfg) {
-  if (resource.empty() || resource.size() > max_resource_bytes) return name_problem(resource);
+                                    bool waiting, const config& cfg, bool permit = false) {
+  if (resource.empty() || resource.size() > max_resource_bytes ||
+      (!permit && resource.starts_with(semaphore_names)))
+    return name_problem(resource);
   if (auto why = check_ttl(opts.ttl, cfg); !why.empty())
     return {error::invalid_ttl, std::move(why)};
   if (waiting && opts.wait < std::chrono::milliseconds::zero()) return wait_problem(opts, waiting);

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/call_checks.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
@@ -37,9 +38,9 @@ bool own_marker(std::string_view token);
 
 // ---- the checks before a call is queued ----------------------------------------------
 
-/// A name a claim may not take: empty or over max_resource_bytes.
+/// A name a claim may not take: empty, over max_resource_bytes, or a semaphore's own.
 inline bool bad_name(std::string_view name) {
-  return name.empty() || name.size() > max_resource_bytes;
+  return name.empty() || name.size() > max_resource_bytes || name.starts_with(semaphore_names);
 }
 /// A done marker's keep time out of [0, 30 days].
 bool bad_keep(std::chrono::milliseconds keep);

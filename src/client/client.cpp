@@ -257,10 +257,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
  public:
   acquire_op(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
-             diagnostics* diag, lock_handler h)
+             diagnostics* diag, lock_handler h, std::shared_ptr<permit_target> permit = nullptr)
       : quorum_op(std::move(s), diag, std::move(h)),
         attempt_driver(s_->strand),
-        single_lock_call(std::move(resource), opts, wait) {
+        single_lock_call(std::move(resource), opts, wait, std::move(permit)) {
     no_text_ = "refused";
   }
 
@@ -268,7 +268,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     // A name too long to use is quoted by its start: the diagnostics must not copy it.
     if (diag_) subject_ = quoted_resource(resource_);
     if (s_->closed) return complete(error::shut_down, lock{});
-    if (auto problem = check_lock_call(resource_, opts_, wait_, s_->cfg)) {
+    if (auto problem = check_lock_call(resource_, opts_, wait_, s_->cfg, permit_ != nullptr)) {
       extra_ = ": " + problem.why;
       return complete(problem.code, lock{});
     }
@@ -345,8 +345,15 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   std::size_t counted_yes() const override { return yes_votes(); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
-    const lock_answer a = read_lock_answer(r, opts_.fenced, opts_.fair);
+    const lock_answer a = permit_ ? read_permit_answer(r, opts_.fenced)
+                                  : read_lock_answer(r, opts_.fenced, opts_.fair);
     switch (a.what) {
+      case lock_answer::kind::other_count:
+        // Nothing was taken there; attempt_driver's failure rule weighs these nodes.
+        permit_->nodes_count = a.count;
+        round_.fail(i, error::permit_count_mismatch,
+                    fmt::format("holds the semaphore with {} permits", a.count));
+        return vote::failed;
       case lock_answer::kind::held:
         return a.named ? held_by(i, a.holder) : vote::held;
       case lock_answer::kind::waiter_first:
@@ -655,6 +662,7 @@ class extend_op final : public extend_op_base<lock, lock_access> {
     if (!begin(lk, ttl)) return;
     write_extend(payload_, lk.key(), lk.token(), ttl);
     send(extend_script);
+    refresh_permit_record(*s_, lock_access::data(lk).record_key, ttl);
   }
 
  private:
@@ -670,6 +678,16 @@ void start_lock(std::shared_ptr<client_state> s, buffer resource, lock_options o
   if (!s) return complete_without_client(std::move(h), lock{});
   const auto& strand = s->strand;  // kept alive by the op
   launch_op(new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h)),
+            strand, [](acquire_op& op) { op.start(); });
+}
+
+void start_permit_try(std::shared_ptr<client_state> s, buffer resource,
+                      std::shared_ptr<permit_target> permit, lock_options opts, diagnostics* diag,
+                      lock_handler h) {
+  if (!s) return complete_without_client(std::move(h), lock{});
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new acquire_op(std::move(s), std::move(resource), opts, false, diag, std::move(h),
+                           std::move(permit)),
             strand, [](acquire_op& op) { op.start(); });
 }
 

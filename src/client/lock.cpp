@@ -66,6 +66,7 @@ void lock_data_recycler::operator()(lock_data* d) const noexcept {
   d->nodes = 0xffff;
   d->lost = false;
   d->extending = false;
+  d->record_key.clear();
   d->prev = d->next = nullptr;
   d->linked = false;
   p->free.push_back(d);

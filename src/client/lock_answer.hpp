@@ -4,6 +4,7 @@
 // and without judging the node (whether its marker names the server that answered, and
 // whether it may vote, are the operation's to ask). Tested in test_machines.
 
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@ struct lock_answer {
     taken,         ///< the key is ours now
     held,          ///< someone else holds it (`holder` when `named`)
     waiter_first,  ///< fair mode: an earlier waiter is first in the nodes' line
+    other_count,   ///< a permit's try: the node records the semaphore with `count` permits
     malformed,     ///< not an answer the call's script gives
   };
   kind what = kind::malformed;
@@ -27,6 +29,7 @@ struct lock_answer {
   std::string_view holder{};           ///< held: that token (into the reply)
   std::uint64_t counter = 0;           ///< taken, fenced: the resource's counter now
   const resp::node* marker = nullptr;  ///< taken, fenced: the fence marker to vet
+  std::uint64_t count = 0;             ///< other_count: the count the node records
 };
 
 /// Reads node's reply `r` to the acquisition a call sent: a plain `SET NX GET` when
@@ -90,6 +93,23 @@ template <typename Config>
 std::chrono::milliseconds writer_mark_lasts(const Config& cfg) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(4 * cfg.retry_delay +
                                                                cfg.node_timeout);
+}
+
+/// Reads node's reply `r` to a permit's try (permit_acquire_script): {4, n} the node records
+/// another count n; otherwise as the fenced acquire script answers (fenced), or as the fair
+/// one does without its waiter answer ({0, holder}, {1, 0}).
+inline lock_answer read_permit_answer(const resp::reply& r, bool fenced) {
+  if (r[0].kind == resp::type::array && r.size() == 3 && r[1].kind == resp::type::integer &&
+      r[1].integer == 4) {
+    std::uint64_t n = 0;
+    const std::string_view text = r[2].is_string() ? r[2].text : std::string_view{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return {};
+    return {.what = lock_answer::kind::other_count, .count = n};
+  }
+  const lock_answer a = read_lock_answer(r, fenced, !fenced);
+  if (a.what == lock_answer::kind::waiter_first) return {};
+  return a;
 }
 
 /// Whether a node that was sent an acquisition may hold our token now, so that a failed

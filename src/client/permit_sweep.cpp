@@ -3,14 +3,33 @@
 
 #include "client/permit_sweep.hpp"
 
+#include <fmt/format.h>
+
 namespace redlock::detail {
+
+std::string permit_key_name(std::string_view resource, std::size_t index) {
+  return fmt::format("redlock:permit:{{{}}}:{}", resource, index);
+}
+
+std::string permit_record_name(std::string_view resource) {
+  return fmt::format("redlock:permit:{{{}}}:count", resource);
+}
+
+std::string semaphore_name_problem(std::string_view resource) {
+  if (resource.empty()) return "an empty resource name";
+  // "{}" is no hash tag: a cluster would spread the semaphore's keys over slots.
+  if (resource.front() == '}') return "a semaphore's name cannot start with '}' (its hash tag)";
+  return {};
+}
 
 namespace {
 
 // Ends the call at once: shutdown, cancellation and argument errors hold for every
-// permit and every later sweep alike.
+// permit and every later sweep alike, and so does the nodes' record of another count
+// (it lives while any permit of that count is held).
 bool ends_the_call(error_code ec) {
-  return ec == error::shut_down || ec == error::cancelled || is_argument_error(ec);
+  return ec == error::shut_down || ec == error::cancelled || is_argument_error(ec) ||
+         ec == error::permit_count_mismatch;
 }
 
 }  // namespace

@@ -7,13 +7,38 @@
 // outcomes without a server.
 
 #include <boost/system/error_code.hpp>
+#include <chrono>
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 #include "redlock/error.hpp"
 
 namespace redlock::detail {
 
 using boost::system::error_code;
+
+// ---- a semaphore's keys ------------------------------------------------------------------
+//
+// Every key of semaphore R starts with call_checks.hpp's semaphore_names, which plain calls
+// refuse: "redlock:permit:{R}:<i>" for permit i, "redlock:permit:{R}:count" for the record of
+// its count (after the client's key prefix). They are alike up to and including "{R}", so they
+// hash to one slot whatever braces the key prefix or R hold: on a Redis Cluster one script may
+// touch a permit and the record (and the fencing pair of that slot). A name that cannot be a
+// hash tag (one starting with '}': "{}" is none) is refused for semaphores.
+
+/// The resource name of permit `index` of semaphore `resource` (its lock's resource()).
+std::string permit_key_name(std::string_view resource, std::size_t index);
+/// The resource name of the nodes' record of semaphore `resource`'s count.
+std::string permit_record_name(std::string_view resource);
+/// Why `resource` cannot name a semaphore (empty: it can).
+std::string semaphore_name_problem(std::string_view resource);
+/// How long the record lives at least after a permit of `ttl` was granted or renewed: past
+/// the permit's own expiry with room for a renewal (sent beside the permit's, not in the same
+/// script) to arrive, so that the record outlives every permit key of its node.
+inline std::chrono::milliseconds permit_record_keep(std::chrono::milliseconds ttl) {
+  return 2 * ttl;
+}
 
 /// What the driver of a sweep does next.
 struct sweep_step {

@@ -51,6 +51,23 @@ const script* write_acquire(std::string& out, const acquire_call& c) {
   return nullptr;
 }
 
+const script* write_permit_acquire(std::string& out, const permit_call& c) {
+  const auto n = static_cast<std::int64_t>(c.permits);
+  if (c.fence)
+    resp::append_command(out, "EVALSHA", permit_acquire_script.sha, "4", c.key, c.record_key,
+                         c.fence->hash, c.fence->marker, c.token, millis(c.ttl), n, millis(c.keep),
+                         c.field);
+  else
+    resp::append_command(out, "EVALSHA", permit_acquire_script.sha, "2", c.key, c.record_key,
+                         c.token, millis(c.ttl), n, millis(c.keep));
+  return &permit_acquire_script;
+}
+
+void write_permit_record_refresh(std::string& out, std::string_view record_key,
+                                 std::chrono::milliseconds keep) {
+  resp::append_command(out, "PEXPIRE", record_key, millis(keep), "GT");
+}
+
 void write_fence_raise(std::string& out, std::string_view key, const fence_key_pair& pair,
                        std::string_view token, std::string_view field, std::uint64_t fence) {
   resp::append_command(out, "EVALSHA", fence_raise_script.sha, "3", key, pair.hash, pair.marker,

@@ -50,6 +50,22 @@ inline void write_plain_acquire(std::string& out, std::string_view key, std::str
   resp::append_command(out, "SET", key, token, "NX", "PX", std::int64_t{ttl.count()}, "GET");
 }
 
+/// A permit's try (permit_acquire_script): the permit key taken with `token` for `ttl` where
+/// the nodes' record of the semaphore (`record_key`) says `permits` or nothing, the record
+/// then living at least `keep`; fenced (`fence` not null), also counting `field` in that pair.
+struct permit_call {
+  std::string_view key, record_key, token;
+  std::chrono::milliseconds ttl{}, keep{};
+  std::size_t permits = 0;
+  const fence_key_pair* fence = nullptr;
+  std::string_view field{};
+};
+const script* write_permit_acquire(std::string& out, const permit_call& c);
+/// PEXPIRE `record_key` `keep` GT: a renewal of a permit keeps the semaphore's record alive
+/// at least as long (a plain command, sent beside the renewal; never shortens the record).
+void write_permit_record_refresh(std::string& out, std::string_view record_key,
+                                 std::chrono::milliseconds keep);
+
 /// reader_acquire_script: a reader's lease of `key` for `ttl` (lock_options::shared); fenced
 /// (`fence` not null), also reading this resource's counter (`field`) in that pair.
 const script* write_reader_acquire(std::string& out, std::string_view key, std::string_view token,

@@ -51,6 +51,9 @@ inline constexpr char own_marker_done = 'D';
 // Inspection
 extern const script inspect_script;
 
+// Semaphores
+extern const script permit_acquire_script;
+
 // Leader election
 extern const script election_record_script;
 extern const script election_read_script;

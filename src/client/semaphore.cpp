@@ -39,12 +39,17 @@
 #include "client/call_checks.hpp"
 #include "client/client_state.hpp"
 #include "client/permit_sweep.hpp"
+#include "client/single_lock.hpp"
 #include "quorum/completion.hpp"
 
 namespace redlock {
 
 std::string permit_resource(std::string_view resource, std::size_t index) {
-  return fmt::format("{}:permit:{}", resource, index);
+  return detail::permit_key_name(resource, index);
+}
+
+std::string permit_count_resource(std::string_view resource) {
+  return detail::permit_record_name(resource);
 }
 
 namespace detail {
@@ -69,7 +74,9 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
     if (!check_arguments()) return;
     keys_.reserve(permits_);
     for (std::size_t i = 0; i < permits_; ++i)
-      keys_.push_back(s_->cfg.key_prefix + permit_resource(resource_, i));
+      keys_.push_back(s_->cfg.key_prefix + permit_key_name(resource_, i));
+    target_ = std::make_shared<permit_target>(permit_target{
+        .record_key = s_->cfg.key_prefix + permit_record_name(resource_), .permits = permits_});
     fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
     watch_cancellation();
     sweep();
@@ -98,9 +105,10 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
     // A permit is one holder's: a shared permit would let any number hold it.
     if (opts_.shared)
       return refuse(error::invalid_argument, "a permit cannot be shared (lock_options::shared)");
-    if (resource_.empty()) return refuse(error::invalid_resource, "an empty resource name");
-    const std::string longest = permit_resource(resource_, permits_ - 1);
-    if (auto problem = check_lock_call(longest, opts_, wait_, s_->cfg))
+    if (auto why = semaphore_name_problem(resource_); !why.empty())
+      return refuse(error::invalid_resource, why);
+    const std::string longest = permit_key_name(resource_, permits_ - 1);
+    if (auto problem = check_lock_call(longest, opts_, wait_, s_->cfg, true))
       return refuse(problem.code, problem.why);
     return true;
   }
@@ -173,9 +181,10 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
     auto on_done = [self = shared_from_this()](error_code ec, lock lk) {
       self->tried(ec, std::move(lk));
     };
-    start_lock(s_, buffer{permit_resource(resource_, index)}, opts_, false, diag_,
-               asio::bind_cancellation_slot(inner_cancel_.slot(),
-                                            asio::bind_executor(s_->strand, std::move(on_done))));
+    start_permit_try(
+        s_, buffer{permit_key_name(resource_, index)}, target_, opts_, diag_,
+        asio::bind_cancellation_slot(inner_cancel_.slot(),
+                                     asio::bind_executor(s_->strand, std::move(on_done))));
   }
 
   void tried(error_code ec, lock lk) {
@@ -224,6 +233,14 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   // The failure for people: the call's reason, then what the last permit tried said.
   void describe(error_code ec) {
     const std::string last = std::move(diag_->message);
+    if (ec == error::permit_count_mismatch) {
+      // One line: the count to fix is the whole story.
+      diag_->message = fmt::format(
+          "lock a permit of {} ({} permits): the nodes hold this semaphore with {} permits; "
+          "every client of it must ask for the same count",
+          quoted_resource(resource_), permits_, target_->nodes_count);
+      return;
+    }
     diag_->message = fmt::format("lock a permit of {} ({} permits): {}", quoted_resource(resource_),
                                  permits_, why_.empty() ? ec.message() : why_);
     if (why_.empty() && !last.empty()) diag_->message += "; the last permit tried: " + last;
@@ -236,7 +253,8 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   bool wait_;
   diagnostics* diag_;
   completion<void(error_code, permit)> handler_;
-  std::vector<std::string> keys_;  // each permit's key, for listening to its releases
+  std::vector<std::string> keys_;          // each permit's key, for listening to its releases
+  std::shared_ptr<permit_target> target_;  // the count asked, and the one the nodes hold
   acquire_fsm fsm_;
   permit_sweep sweep_{1};
   lock won_;  // the last try's lock (empty unless it won)

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "client/lock_answer.hpp"
+#include "client/permit_sweep.hpp"
 #include "client/script_calls.hpp"
 #include "quorum/observed.hpp"
 
@@ -45,12 +46,34 @@ const script* single_lock_call::write_scripted_attempt(std::string& out, const c
                              .join = join});
 }
 
+void refresh_permit_record(client_state& s, std::string_view record_key,
+                           std::chrono::milliseconds ttl) {
+  if (record_key.empty()) return;
+  // Queued behind the extension on each connection: it runs while the record still has at
+  // least the permit's old TTL left (permit_record_keep), so it cannot miss it.
+  std::string payload;
+  write_permit_record_refresh(payload, record_key, permit_record_keep(ttl));
+  for (std::size_t i = 0; i < s.size(); ++i) s.nodes[i]->submit_detached(payload);
+}
+
+const script* single_lock_call::write_permit_try(std::string& out) {
+  return write_permit_acquire(out, {.key = key_,
+                                    .record_key = permit_->record_key,
+                                    .token = token_,
+                                    .ttl = opts_.ttl,
+                                    .keep = permit_record_keep(opts_.ttl),
+                                    .permits = permit_->permits,
+                                    .fence = opts_.fenced ? &fence_keys_ : nullptr,
+                                    .field = field_});
+}
+
 void single_lock_call::undo(client_state& s, const round& r) const {
   std::array<bool, max_nodes> mask{};
   bool any = false;
   for (std::size_t i = 0; i < s.size(); ++i) {
     mask[i] = r.sent_to[i] &&
-              may_have_taken(r.votes[i], r.errors[i], opts_.fenced || opts_.fair || opts_.shared);
+              may_have_taken(r.votes[i], r.errors[i],
+                             opts_.fenced || opts_.fair || opts_.shared || permit_ != nullptr);
     any = any || mask[i];
   }
   // Queued behind the SET on each connection, so it runs after it.

@@ -16,6 +16,7 @@
 #include "client/lines.hpp"
 #include "client/script_calls.hpp"
 #include "quorum/round.hpp"
+#include "redlock/client.hpp"
 #include "redlock/config.hpp"
 #include "redlock/detail/buffer.hpp"
 #include "redlock/lock.hpp"
@@ -23,10 +24,34 @@
 
 namespace redlock::detail {
 
+/// What makes a single-lock try a semaphore's permit try (semaphore.cpp): the key of the
+/// nodes' record of the semaphore's count and the count asked, checked by the try's own
+/// script; and, written by the try, the count a node said it records when it refused.
+/// Shared: a late answer may be read after the semaphore's call ended.
+struct permit_target {
+  std::string record_key;
+  std::size_t permits = 0;
+  std::uint64_t nodes_count = 0;
+};
+
+/// One try (no wait) of permit lock `resource` (permit_key_name) under `permit`'s count:
+/// acquire_op with the permit's script (client.cpp). Completes as a try of start_lock does,
+/// or with permit_count_mismatch where the nodes record another count.
+void start_permit_try(std::shared_ptr<client_state> s, buffer resource,
+                      std::shared_ptr<permit_target> permit, lock_options opts, diagnostics* diag,
+                      lock_handler h);
+
+/// Keeps the nodes' record of a permit's semaphore (`record_key`, lock_data::record_key)
+/// alive at least permit_record_keep(ttl): sent to every node beside an extension or renewal
+/// of the permit to `ttl`. Nothing for a lock that is no permit (`record_key` empty).
+void refresh_permit_record(client_state& s, std::string_view record_key,
+                           std::chrono::milliseconds ttl);
+
 class single_lock_call {
  protected:
-  single_lock_call(buffer resource, lock_options opts, bool wait)
-      : resource_(std::move(resource)), opts_(opts), wait_(wait) {}
+  single_lock_call(buffer resource, lock_options opts, bool wait,
+                   std::shared_ptr<permit_target> permit = nullptr)
+      : resource_(std::move(resource)), opts_(opts), wait_(wait), permit_(std::move(permit)) {}
 
   /// Names the call's keys, once its arguments passed their checks. A fair call also
   /// takes its place in line (`place`'s ticket): chosen once, so that retries keep it.
@@ -49,6 +74,7 @@ class single_lock_call {
   const script* write_attempt(std::string& out, const config& cfg, bool join, std::int64_t ticket) {
     out.clear();
     out.reserve(96 + 2 * key_.size());
+    if (permit_) return write_permit_try(out);
     if (opts_.shared)
       return write_reader_acquire(out, key_, token_, opts_.ttl,
                                   opts_.fenced ? &fence_keys_ : nullptr, field_);
@@ -84,12 +110,14 @@ class single_lock_call {
     d.deadline = deadline;
     d.fence = fence;
     d.shared = opts_.shared;
+    if (permit_) d.record_key = permit_->record_key;
     s->hold(d);  // released by async_shutdown if still held then
     return lk;
   }
 
   const script* write_scripted_attempt(std::string& out, const config& cfg, bool join,
                                        std::int64_t ticket);
+  const script* write_permit_try(std::string& out);
   void name_extra_keys(const client_state& s, waiter& place);
 
   buffer resource_;
@@ -99,6 +127,7 @@ class single_lock_call {
   fence_key_pair fence_keys_;  // fenced: the counters' hash and marker for key_
   lock_options opts_;
   bool wait_;
+  std::shared_ptr<permit_target> permit_;  // a semaphore's permit try, else null
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
   bool joined_ = false;        // took a place on some node: leave it at the end

@@ -12,6 +12,7 @@
 
 #include "client/batch_answers.hpp"
 #include "client/script_calls.hpp"
+#include "client/single_lock.hpp"
 #include "guard/renewal_fsm.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -61,6 +62,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
     }
     fsm_.sent(start);
     send_to_all(payload_, &batch_extend_script, deadline);
+    for (auto& e : batch_) refresh_permit_record(*s_, lock_access::data(e->lk).record_key, ttl);
     on_tally();
   }
 

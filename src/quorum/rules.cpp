@@ -104,11 +104,15 @@ bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseco
   return false;
 }
 
-error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type) {
+error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type,
+                           std::size_t other_count) {
+  const std::size_t spare = n - quorum(n);
+  // The nodes' count stays while any permit of the other count lives: no wait mends it.
+  if (other_count > spare) return error::permit_count_mismatch;
+  held += other_count;
   // A key of another type stops the lock for good only when such keys sit on so many
   // nodes that a majority is out of reach while they stay; on a minority it is one more
   // "no", and a waiting lock goes on trying the others.
-  const std::size_t spare = n - quorum(n);
   if (wrong_type > spare) return error::wrong_type;
   // "Contended" only when the holders (and foreign keys) alone deny us a majority;
   // otherwise the missing votes of unavailable nodes are the reason.

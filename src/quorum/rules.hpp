@@ -133,8 +133,13 @@ bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseco
 
 /// Why a decided, lost acquisition failed on n nodes: `wrong_type` nodes hold a key of
 /// another type at the name, `held` nodes hold it for another owner, the rest of the
-/// missing votes are nodes that did not answer or failed.
-error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type);
+/// missing votes are nodes that did not answer or failed. A permit's try also counts the
+/// nodes that record the semaphore with another number of permits (`other_count`): on
+/// more nodes than a majority can spare, the count is the reason (permit_count_mismatch,
+/// before wrong_type: the caller's count is what to fix); on fewer, they are in the way as
+/// holders are.
+error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type,
+                           std::size_t other_count = 0);
 
 /// The grant rule with the validity deadline already known (validity_deadline of the
 /// round's start): a majority's yes at `now` counts only before it.

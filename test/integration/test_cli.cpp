@@ -828,6 +828,45 @@ BOOST_AUTO_TEST_CASE(permits_run_at_most_n_commands_at_once_each_with_its_permit
   BOOST_TEST_MESSAGE(two << " of 15 commands ran beside another");
 }
 
+// The nodes record a semaphore's count: a run asking another count while a permit is
+// held is refused at once (no wait mends it) with one line naming the nodes' count and
+// exit 78, and takes nothing; a run with the nodes' count goes on as before.
+BOOST_AUTO_TEST_CASE(a_run_with_another_permit_count_exits_78_with_one_line) {
+  wait_until_nodes_are_older_than(2);
+  const std::string started = file("permit-holder-started"), done = file("permit-holder-done");
+  const pid_t holder =
+      start_cli({"run", "--permits", "2", "--ttl", "1000", "counted", "--", "sh", "-c",
+                 "touch " + started + "; while [ ! -e " + done + " ]; do sleep 0.02; done"},
+                dir, "permit-holder", {"REDLOCK_NODES=" + nodes});
+  BOOST_TEST_REQUIRE(redlock::test::wait_for_file(started, 10s));
+  for (const std::vector<std::string>& wait :
+       {std::vector<std::string>{"--nonblock"}, std::vector<std::string>{"--wait", "20000"}}) {
+    std::vector<std::string> args{"run", "--permits", "3", "--ttl", "1000"};
+    args.insert(args.end(), wait.begin(), wait.end());
+    args.insert(args.end(), {"counted", "--", "true"});
+    auto other = run(args);
+    BOOST_TEST(other.code == 78, other.err);
+    BOOST_TEST(std::count(other.err.begin(), other.err.end(), '\n') == 1, other.err);
+    BOOST_TEST(other.err.find("with 2 permits") != std::string::npos, other.err);
+  }
+  // The same count: one of the two permits is still free.
+  auto same =
+      run({"run", "--permits", "2", "--ttl", "1000", "--nonblock", "counted", "--", "true"});
+  BOOST_TEST(same.code == 0, same.err);
+  std::ofstream{done}.put('\n');
+  BOOST_TEST(wait_exit(holder) == 0);
+}
+
+// A plain lock's name cannot reach a permit's key (nor the semaphore's record): such a
+// name is refused before any I/O.
+BOOST_AUTO_TEST_CASE(a_plain_run_cannot_name_a_permit_key) {
+  for (const std::string name : {"redlock:permit:{pool}:0", "redlock:permit:{pool}:count"}) {
+    auto o = run({"run", "--nonblock", name, "--", "true"});
+    BOOST_TEST(o.code == 64, o.err);
+    BOOST_TEST(std::count(o.err.begin(), o.err.end(), '\n') == 1, o.err);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(permits_out_of_range_or_with_fair_are_usage_errors) {
   for (const std::string n : {"0", "65", "two", "-1"}) {
     auto o = run({"run", "--permits", n, "r", "--", "true"});

@@ -538,6 +538,43 @@ BOOST_AUTO_TEST_CASE(fenced_tokens_rise_per_resource_with_counters_kept_in_the_k
   BOOST_TEST(cluster.keys_without_ttl().find("fence") != std::string::npos);
 }
 
+// A semaphore on a fleet with a cluster node: each permit try is one script over the
+// permit, the count's record and the fencing pair, all in the slot of the semaphore's
+// hash tag (no CROSSSLOT), and the record there refuses another count.
+BOOST_AUTO_TEST_CASE(semaphore_tries_keep_permit_record_and_counters_in_one_slot) {
+  auto cfg = config();
+  cfg.node_timeout = 2s;  // a slot's first repair reads every node
+  redlock::client a{io.get_executor(), cfg};
+  redlock::client b{io.get_executor(), cfg};
+  std::size_t taken = 0;
+  run_bounded(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const redlock::lock_options opts{.ttl = 5s, .wait = 5s, .fenced = true};
+        for (int round = 0; round < 4; ++round) {
+          auto p = co_await redlock::async_lock_permit(a, "sem", 2, opts, asio::use_awaitable);
+          auto q = co_await redlock::async_lock_permit(b, "sem", 2, opts, asio::use_awaitable);
+          BOOST_TEST(p.index != q.index);
+          BOOST_TEST(p.fence() > 0u);
+          auto [ec, r] = co_await redlock::async_try_lock_permit(
+              b, "sem", 3, {.ttl = 5s}, asio::as_tuple(asio::use_awaitable));
+          BOOST_TEST(ec == redlock::error::permit_count_mismatch, ec.message());
+          taken += 2;
+          co_await a.async_unlock(std::move(p.lock), asio::use_awaitable);
+          co_await b.async_unlock(std::move(q.lock), asio::use_awaitable);
+        }
+        co_await a.async_shutdown(asio::use_awaitable);
+        co_await b.async_shutdown(asio::use_awaitable);
+      }(),
+      60s);
+  BOOST_TEST(taken == 8u);
+  BOOST_TEST(redirections("CROSSSLOT") == 0);
+  const std::string record = redlock::permit_count_resource("sem");
+  const auto slot = redlock::detail::key_slot(record);
+  BOOST_TEST(redlock::detail::key_slot(redlock::permit_resource("sem", 1)) == slot);
+  BOOST_TEST(cluster[cluster.owner_of(slot)].command({"GET", record}).text == "2");
+}
+
 // A cluster node that lost a slot's fence counters and answers only after the plain
 // nodes decided (its primary frozen, then thawed) is repaired from that late answer, with
 // no further lock: a node that always lags behind the majority would otherwise stay

@@ -2,13 +2,15 @@
 // Semaphores (async_lock_permit): at most N holders at once, proved with independent
 // clients (each its own connections) on real redis-server nodes, also while a minority
 // node is frozen or restarted empty; per-permit fencing tokens; wake-up by a release;
-// argument errors before any I/O.
+// the count the nodes record, refused when another is asked; permit keys no plain lock can
+// name; argument errors before any I/O.
 
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "async_helpers.hpp"
@@ -218,10 +220,10 @@ BOOST_AUTO_TEST_CASE(all_permits_held_is_contended_for_a_try_and_wait_timeout_fo
     const redlock::lock_options opts{.ttl = 20s, .wait = 100ms};
     auto only = co_await redlock::async_try_lock_permit(c, "full", 1, opts, asio::use_awaitable);
     BOOST_TEST(only.index == 0u);
-    BOOST_TEST(only.lock.resource() == "full:permit:0");
-    BOOST_TEST(fleet.has_key(0, "full:permit:0") + fleet.has_key(1, "full:permit:0") +
-                   fleet.has_key(2, "full:permit:0") >=
-               2);
+    const std::string key = redlock::permit_resource("full", 0);
+    BOOST_TEST(key == "redlock:permit:{full}:0");
+    BOOST_TEST(only.lock.resource() == key);
+    BOOST_TEST(fleet.has_key(0, key) + fleet.has_key(1, key) + fleet.has_key(2, key) >= 2);
     auto [e1, p1] = co_await redlock::async_try_lock_permit(c, "full", 1, opts,
                                                             asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(e1 == redlock::error::contended);
@@ -235,6 +237,102 @@ BOOST_AUTO_TEST_CASE(all_permits_held_is_contended_for_a_try_and_wait_timeout_fo
     co_await c.async_extend(only.lock, 30s, asio::use_awaitable);
     BOOST_TEST(only.lock.ttl() == 30s);
     co_await c.async_unlock(std::move(only.lock), asio::use_awaitable);
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+// The story of issue 39: two clients ask for 2 permits of one name, a third for 3. The
+// nodes record the count the first permit was taken under, so the third is refused, with
+// its own error naming the nodes' count, at once (a waiting call too), and takes nothing:
+// never three holders.
+BOOST_AUTO_TEST_CASE(another_permit_count_is_refused_with_its_own_error_and_takes_nothing) {
+  auto first = make_client();
+  auto second = make_client();
+  auto third = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::lock_options opts{.ttl = 20s, .wait = 10s, .fenced = true};
+    auto a = co_await redlock::async_lock_permit(first, "mixed", 2, opts, asio::use_awaitable);
+    auto b = co_await redlock::async_lock_permit(second, "mixed", 2, opts, asio::use_awaitable);
+    BOOST_TEST(a.index != b.index);
+    const auto keys_before = fleet.total_keys();
+    for (const bool wait : {false, true}) {
+      redlock::diagnostics diag;
+      // A statement per co_await (GCC 12 and co_await inside ?:).
+      std::tuple<error_code, redlock::permit> got;
+      if (wait) {
+        got = co_await redlock::async_lock_permit(third, "mixed", 3, {.ttl = 20s, .wait = 60s},
+                                                  diag, asio::as_tuple(asio::use_awaitable));
+      } else {
+        got = co_await redlock::async_try_lock_permit(third, "mixed", 3, {.ttl = 20s}, diag,
+                                                      asio::as_tuple(asio::use_awaitable));
+      }
+      auto& [ec, p] = got;
+      BOOST_TEST(ec == redlock::error::permit_count_mismatch, ec.message());
+      BOOST_TEST(!p.lock.owns());
+      BOOST_TEST(diag.message.find("with 2 permits") != std::string::npos, diag.message);
+      BOOST_TEST(diag.message.find('\n') == std::string::npos, diag.message);
+    }
+    // Nothing was written: the third permit's key was never taken anywhere.
+    BOOST_TEST(fleet.total_keys() == keys_before);
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      BOOST_TEST(!fleet.has_key(i, redlock::permit_resource("mixed", 2)));
+    // A smaller count is refused as well.
+    auto [e1, p1] = co_await redlock::async_try_lock_permit(third, "mixed", 1, {.ttl = 20s},
+                                                            asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e1 == redlock::error::permit_count_mismatch);
+    co_await first.async_unlock(std::move(a.lock), asio::use_awaitable);
+    co_await second.async_unlock(std::move(b.lock), asio::use_awaitable);
+    for (auto* c : {&first, &second, &third}) co_await c->async_shutdown(asio::use_awaitable);
+  }());
+}
+
+// The record of the count has a TTL: set by a grant to outlive the permit, and kept at
+// least as long as a permit's extensions; it stays after the last release and dies with
+// its TTL (no key without one).
+BOOST_AUTO_TEST_CASE(the_count_record_outlives_its_permits_and_has_a_ttl) {
+  auto c = make_client();
+  const std::string record = redlock::permit_count_resource("kept");
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto p = co_await redlock::async_lock_permit(c, "kept", 2, {.ttl = 2s, .wait = 10s},
+                                                 asio::use_awaitable);
+    auto ttl_on = [&](std::size_t i) { return fleet[i].command({"PTTL", record}).integer; };
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      if (!fleet.has_key(i, redlock::permit_resource("kept", p.index))) continue;
+      BOOST_TEST(fleet[i].command({"GET", record}).text == "2");
+      BOOST_TEST(ttl_on(i) > fleet[i].command({"PTTL", std::string{p.lock.key()}}).integer);
+    }
+    co_await c.async_extend(p.lock, 30s, asio::use_awaitable);
+    // Sent beside the extension: seen once the nodes ran it.
+    const bool kept = co_await eventually([&] {
+      std::size_t longer = 0;
+      for (std::size_t i = 0; i < fleet.size(); ++i) longer += ttl_on(i) > 30000;
+      return longer >= 2;
+    });
+    BOOST_TEST(kept);
+    co_await c.async_unlock(std::move(p.lock), asio::use_awaitable);
+    BOOST_TEST(fleet.keys_without_ttl("fence").empty(), fleet.keys_without_ttl("fence"));
+    co_await c.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+// A plain lock cannot name a permit's key (nor the record), and the names permits used
+// before (resource + ":permit:" + index) are plain names that reach no permit.
+BOOST_AUTO_TEST_CASE(a_plain_lock_cannot_take_a_permits_key) {
+  auto c = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    for (const std::string& name :
+         {redlock::permit_resource("plain", 0), redlock::permit_count_resource("plain")}) {
+      auto [ec, lk] =
+          co_await c.async_try_lock(name, {.ttl = 2s}, asio::as_tuple(asio::use_awaitable));
+      BOOST_TEST(ec == redlock::error::invalid_resource, name);
+    }
+    BOOST_TEST(fleet.total_keys() == 0);
+    auto old_name = co_await c.async_try_lock("plain:permit:0", {.ttl = 20s}, asio::use_awaitable);
+    auto p =
+        co_await redlock::async_try_lock_permit(c, "plain", 1, {.ttl = 20s}, asio::use_awaitable);
+    BOOST_TEST(p.index == 0u);
+    co_await c.async_unlock(std::move(p.lock), asio::use_awaitable);
+    co_await c.async_unlock(std::move(old_name), asio::use_awaitable);
     co_await c.async_shutdown(asio::use_awaitable);
   }());
 }
@@ -258,6 +356,9 @@ BOOST_AUTO_TEST_CASE(argument_errors_are_refused_before_any_io) {
     BOOST_TEST(too_many == redlock::error::invalid_argument);
     const error_code empty = co_await call("", 2, ok);
     BOOST_TEST(empty == redlock::error::invalid_resource);
+    // "{}" is no hash tag: its keys would not share a slot.
+    const error_code no_tag = co_await call("}args", 2, ok);
+    BOOST_TEST(no_tag == redlock::error::invalid_resource);
     const error_code ttl = co_await call("args", 2, {.ttl = 0ms});
     BOOST_TEST(ttl == redlock::error::invalid_ttl);
     const error_code wait = co_await call("args", 2, {.ttl = 2s, .wait = -1ms});

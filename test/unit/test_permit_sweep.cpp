@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: BSL-1.0
 // A semaphore's sweep over its permits (permit_sweep), fed try outcomes without a server:
-// the order of the tries, and what a sweep with no winner fails with.
+// the order of the tries, and what a sweep with no winner fails with. Also the semaphore's
+// rules beside it: its key names, and how a node's answer to a permit's try is read.
 
 #include <boost/test/unit_test.hpp>
+#include <string>
 #include <vector>
 
 #include "async_helpers.hpp"  // prints redlock::error in failed checks
+#include "client/call_checks.hpp"
+#include "client/lock_answer.hpp"
 #include "client/permit_sweep.hpp"
+#include "connection/slots.hpp"
+#include "redlock/semaphore.hpp"
 
 using namespace redlock;
 using boost::system::error_code;
@@ -88,6 +94,15 @@ BOOST_AUTO_TEST_CASE(shutdown_cancellation_and_argument_errors_end_the_call_at_o
   }
 }
 
+BOOST_AUTO_TEST_CASE(another_count_on_the_nodes_ends_the_call_at_once) {
+  // No sweep mends it: the nodes' record lives while a permit of that count is held.
+  permit_sweep s{3};
+  s.start(1);
+  const sweep_step step = s.tried(error::permit_count_mismatch);
+  BOOST_TEST((step.what == kind::end));
+  BOOST_TEST(step.ec == error::permit_count_mismatch);
+}
+
 BOOST_AUTO_TEST_CASE(a_new_sweep_forgets_the_last_ones_failures) {
   permit_sweep s{2};
   s.start(0);
@@ -96,6 +111,105 @@ BOOST_AUTO_TEST_CASE(a_new_sweep_forgets_the_last_ones_failures) {
   s.start(1);
   s.tried(error::contended);
   BOOST_TEST(s.tried(error::contended).ec == error::contended);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(semaphore_keys)
+
+BOOST_AUTO_TEST_CASE(permits_and_the_record_share_the_semaphores_hash_tag) {
+  for (const std::string prefix : {"", "app:", "app{x:"}) {
+    for (const std::string name : {"pool", "a:b", "odd{name}", "x}y"}) {
+      const auto slot = detail::key_slot(prefix + detail::permit_record_name(name));
+      for (std::size_t i : {0u, 1u, 63u})
+        BOOST_TEST(detail::key_slot(prefix + detail::permit_key_name(name, i)) == slot,
+                   prefix << name << " " << i);
+    }
+  }
+  BOOST_TEST(detail::permit_key_name("pool", 3) == "redlock:permit:{pool}:3");
+  BOOST_TEST(detail::permit_record_name("pool") == "redlock:permit:{pool}:count");
+  BOOST_TEST(permit_resource("pool", 3) == "redlock:permit:{pool}:3");
+}
+
+BOOST_AUTO_TEST_CASE(no_plain_call_can_name_a_semaphores_keys) {
+  const config cfg{};
+  const lock_options opts{.ttl = std::chrono::milliseconds{1000}};
+  for (const std::string& name :
+       {detail::permit_key_name("pool", 0), detail::permit_record_name("pool"),
+        std::string{"redlock:permit"}}) {
+    BOOST_TEST((detail::check_lock_call(name, opts, false, cfg).code == error::invalid_resource),
+               name);
+    BOOST_TEST(!detail::check_lock_call(name, opts, false, cfg, true), name);
+    std::vector<std::string> set{"other", name};
+    BOOST_TEST((detail::check_set_call(set, opts, false, cfg).code == error::invalid_resource));
+  }
+  // Before the change, a permit's key was the resource plus a suffix: such names are plain
+  // names again, and reach no permit.
+  BOOST_TEST(!detail::check_lock_call("pool:permit:0", opts, false, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(a_name_that_cannot_be_a_hash_tag_is_refused_for_semaphores) {
+  BOOST_TEST(!detail::semaphore_name_problem("}pool").empty());
+  BOOST_TEST(!detail::semaphore_name_problem("").empty());
+  BOOST_TEST(detail::semaphore_name_problem("pool}").empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_record_outlives_a_permit_by_a_renewals_margin) {
+  using std::chrono::milliseconds;
+  for (const milliseconds ttl : {milliseconds{1}, milliseconds{1000}, milliseconds{86400000}})
+    BOOST_TEST(detail::permit_record_keep(ttl).count() >= 2 * ttl.count());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(permit_answers)
+
+namespace {
+
+using resp::type;
+using answer = detail::lock_answer::kind;
+
+resp::reply array(std::vector<resp::node> elements) {
+  resp::reply r{{.kind = type::array, .size = elements.size()}};
+  r.insert(r.end(), elements.begin(), elements.end());
+  return r;
+}
+resp::node integer(std::int64_t v) {
+  return {.kind = type::integer, .depth = 1, .integer = v};
+}
+resp::node text(std::string_view t) {
+  return {.kind = type::bulk_string, .depth = 1, .text = t};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_node_recording_another_count_names_it) {
+  for (const bool fenced : {false, true}) {
+    const auto a = detail::read_permit_answer(array({integer(4), text("3")}), fenced);
+    BOOST_TEST((a.what == answer::other_count));
+    BOOST_TEST(a.count == 3u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_count_that_is_not_a_number_is_malformed) {
+  for (const std::string_view bad : {"", "3x", "-1"})
+    BOOST_TEST((detail::read_permit_answer(array({integer(4), text(bad)}), false).what ==
+                answer::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(a_permit_try_is_otherwise_read_as_a_lock_try) {
+  BOOST_TEST(
+      (detail::read_permit_answer(array({integer(1), integer(0)}), false).what == answer::taken));
+  const auto held = detail::read_permit_answer(array({integer(0), text("tok")}), false);
+  BOOST_TEST((held.what == answer::held));
+  BOOST_TEST(held.holder == "tok");
+  const auto fenced =
+      detail::read_permit_answer(array({integer(1), integer(9), text("marker")}), true);
+  BOOST_TEST((fenced.what == answer::taken));
+  BOOST_TEST(fenced.counter == 9u);
+  // No waiter line for permits: a fair answer is not one of theirs.
+  BOOST_TEST((detail::read_permit_answer(array({integer(3), text("id")}), false).what ==
+              answer::malformed));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

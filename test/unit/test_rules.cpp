@@ -139,6 +139,19 @@ BOOST_AUTO_TEST_CASE(keys_of_another_type_on_a_minority_are_one_more_no) {
   BOOST_TEST((detail::acquire_failure(5, 0, 2) == error::no_quorum));
 }
 
+BOOST_AUTO_TEST_CASE(another_permit_count_on_a_majority_is_its_own_failure) {
+  BOOST_TEST((detail::acquire_failure(3, 0, 0, 2) == error::permit_count_mismatch));
+  BOOST_TEST((detail::acquire_failure(5, 1, 0, 3) == error::permit_count_mismatch));
+  // Named before keys of another type: the caller's count is what to fix.
+  BOOST_TEST((detail::acquire_failure(5, 0, 3, 3) == error::permit_count_mismatch));
+}
+
+BOOST_AUTO_TEST_CASE(another_permit_count_on_a_minority_is_in_the_way_as_a_holder_is) {
+  BOOST_TEST((detail::acquire_failure(3, 0, 0, 1) == error::no_quorum));
+  BOOST_TEST((detail::acquire_failure(3, 1, 0, 1) == error::contended));
+  BOOST_TEST((detail::acquire_failure(5, 1, 0, 2) == error::contended));
+}
+
 BOOST_AUTO_TEST_CASE(holders_on_a_majority_mean_contended) {
   BOOST_TEST((detail::acquire_failure(3, 2, 0) == error::contended));
   BOOST_TEST((detail::acquire_failure(5, 3, 0) == error::contended));

@@ -155,7 +155,7 @@ po::options_description run_description() {
       ("max-ttl", text("MS"), max_ttl.c_str())                                    //
       ("permits", text("N"),
        "take one of N permits of RESOURCE instead of its lock: at most N holders at once (1 to "
-       "64; every holder of RESOURCE must give the same N; not with --shared or --fair)");
+       "64; the nodes record N: a run with another N exits 78; not with --shared or --fair)");
   return d;
 }
 
@@ -204,7 +204,8 @@ SIGKILL after --grace; SIGINT and SIGTERM sent to redlock are forwarded to it.
 
 Exit status: COMMAND's status; 75 not acquired in time (others hold it); 69 no majority
 of nodes available; 76 lock lost while COMMAND ran; 64 usage error; 126/127 COMMAND
-could not be run; 65 a key of another type exists under RESOURCE.
+could not be run; 65 a key of another type exists under RESOURCE; 78 --permits N but
+the nodes record RESOURCE with another number of permits.
 )",
      run_description},
     {"status", "[--nodes URI,...] [--fence-stripes N] RESOURCE", "RESOURCE",

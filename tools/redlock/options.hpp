@@ -21,6 +21,7 @@ enum exit_code : int {
   exit_software = 70,     // an internal error
   exit_busy = 75,         // not acquired in time: others hold it
   exit_lost = 76,         // the lock was lost while COMMAND ran
+  exit_config = 78,       // --permits N, but the nodes hold RESOURCE with another count
   exit_usage = 64,
   exit_cannot_run = 126,
   exit_not_found = 127,

@@ -65,6 +65,7 @@ int exit_code_for(error_code ec) {
   if (is_argument_error(ec) || ec == error::invalid_config || ec == error::unsupported)
     return exit_usage;
   if (ec == error::wrong_type) return exit_data;
+  if (ec == error::permit_count_mismatch) return exit_config;
   return exit_software;
 }
 
