@@ -20,7 +20,10 @@ namespace redlock {
 
 namespace detail {
 struct renewal_entry;
-void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h);
+struct keeper_access;
+/// keeper::async_wait_lost; a loss completes with `lost_as` (leadership uses its own code).
+void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler h,
+                      error lost_as = error::lock_lost);
 void keeper_stop(std::shared_ptr<renewal_entry> e, lock_handler h);
 }  // namespace detail
 
@@ -117,6 +120,7 @@ class keeper {
   }
 
  private:
+  friend struct detail::keeper_access;
   void stop_in_background() noexcept;
   std::shared_ptr<detail::renewal_entry> entry_;
 };

@@ -27,6 +27,7 @@
 
 #include "client/client_state.hpp"
 #include "client/election_round.hpp"
+#include "guard/renewal.hpp"
 #include "quorum/rules.hpp"
 
 namespace redlock {
@@ -249,12 +250,6 @@ asio::awaitable<error_code> resign(std::shared_ptr<leader_state> st) {
 // The keeper's wait, its loss named as a leadership's: leadership_lost, which compares
 // equal to condition::lock_lost as the keeper's lock_lost does. Every cancellation type
 // the keeper honours reaches it.
-asio::awaitable<error_code> wait_lost(std::shared_ptr<leader_state> st) {
-  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-  auto [ec] = co_await st->k.async_wait_lost(tupled);
-  co_return ec == error::lock_lost ? error_code{error::leadership_lost} : ec;
-}
-
 leader_info info_of(const observer_memory& m) {
   if (m.last.leading) return {true, m.last.term, m.last.value};
   return {false, m.highest, {}};
@@ -330,7 +325,9 @@ void start_resign(std::shared_ptr<leader_state> st, void_handler h) {
 
 void leadership_wait_lost(const std::shared_ptr<leader_state>& st, void_handler h) {
   if (!st) return take_handler(std::move(h), nullptr).post(error_code{error::cancelled});
-  spawn_for(st->s, wait_lost(st), std::move(h));
+  // Not a coroutine: the keeper's own wait, which honours cancellation without a
+  // co_spawn whose cancellation could outlive it, reporting the loss by its election name.
+  keeper_wait_lost(keeper_access::entry(st->k), std::move(h), error::leadership_lost);
 }
 
 std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,

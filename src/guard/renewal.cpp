@@ -192,7 +192,7 @@ void renewal_scheduler::lose(renewal_entry& e, error_code why) {
   e.waiters.clear();
   // Posted, not dispatched: a waiter's handler (the work's cancellation) must not run
   // inside the scheduler's loops.
-  for (auto& [id, h] : waiters) h.post(error_code{error::lock_lost});
+  for (auto& w : waiters) w.h.post(error_code{w.lost_as});
 }
 
 void renewal_scheduler::reschedule() {
@@ -251,7 +251,7 @@ void renewal_scheduler::shutdown() {
     e->stopped = true;
     auto waiters = std::move(e->waiters);
     e->waiters.clear();
-    for (auto& [id, h] : waiters) h.post(error_code{error::shut_down});
+    for (auto& w : waiters) w.h.post(error_code{error::shut_down});
   }
 }
 
@@ -266,19 +266,19 @@ renewal_scheduler& scheduler_of(client_state& s) {
 
 // ---- keeper's compiled operations --------------------------------------------------
 
-void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler handler) {
+void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler handler, error lost_as) {
   auto h = take_handler(std::move(handler), e ? e->state : nullptr);
   if (!e) return h.post(error_code{error::cancelled});
   auto strand = e->state->strand;
-  asio::dispatch(strand, [e = std::move(e), h = std::move(h)]() mutable {
+  asio::dispatch(strand, [e = std::move(e), h = std::move(h), lost_as]() mutable {
     auto& s = *e->state;
-    if (e->lost) return h.post(error_code{error::lock_lost});
+    if (e->lost) return h.post(error_code{lost_as});
     if (s.shut.load()) return h.post(error_code{error::shut_down});
     if (e->stopped) return h.post(error_code{error::cancelled});
     if (boot_clock::now() >= lock_access::deadline(e->lk)) {
       // Past its deadline it is lost, whether or not the scheduler's timer has run yet.
       scheduler_of(s).lose(*e, error::lock_lost);
-      return h.post(error_code{error::lock_lost});
+      return h.post(error_code{lost_as});
     }
     const auto id = e->next_waiter_id++;
     auto slot = h.slot();
@@ -289,15 +289,15 @@ void keeper_wait_lost(std::shared_ptr<renewal_entry> e, void_handler handler) {
         auto strand = e->state->strand;
         asio::dispatch(strand, [e, id] {
           auto it = std::find_if(e->waiters.begin(), e->waiters.end(),
-                                 [id](const auto& p) { return p.first == id; });
+                                 [id](const auto& w) { return w.id == id; });
           if (it == e->waiters.end()) return;
-          auto handler = std::move(it->second);
+          auto handler = std::move(it->h);
           e->waiters.erase(it);
           handler.dispatch(error_code{error::cancelled});
         });
       });
     }
-    e->waiters.emplace_back(id, std::move(h));
+    e->waiters.push_back({.id = id, .h = std::move(h), .lost_as = lost_as});
   });
 }
 
@@ -308,7 +308,7 @@ void stop_entry(renewal_entry& e) {
   if (e.state->renewals) e.state->renewals->remove(&e);
   auto waiters = std::move(e.waiters);
   e.waiters.clear();
-  for (auto& [id, h] : waiters) h.post(error_code{error::cancelled});
+  for (auto& w : waiters) w.h.post(error_code{error::cancelled});
 }
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include "client/client_state.hpp"
 #include "guard/renewal_decisions.hpp"
 #include "redlock/client.hpp"
+#include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"
 
 namespace redlock::detail {
@@ -28,7 +29,13 @@ struct renewal_entry : renewal_times {
   boot_clock::time_point renew_start{};  // when the renewal in flight was enqueued
   bool stopped = false;
   bool lost = false;
-  std::vector<std::pair<std::uint64_t, void_completion>> waiters;
+  /// An async_wait_lost in progress, and the code its loss is reported with.
+  struct loss_waiter {
+    std::uint64_t id = 0;
+    void_completion h;
+    error lost_as = error::lock_lost;
+  };
+  std::vector<loss_waiter> waiters;
   std::uint64_t next_waiter_id = 0;
   std::size_t slot = static_cast<std::size_t>(-1);  // index in the scheduler's entries
 
@@ -38,6 +45,11 @@ struct renewal_entry : renewal_times {
   std::atomic<int> lost_why{0};  // the redlock::error of the loss (keeper::loss_reason)
 
   void publish_deadline();
+};
+
+/// The renewal entry of a keeper, for the kinds built on one (a leadership).
+struct keeper_access {
+  static const std::shared_ptr<renewal_entry>& entry(const keeper& k) noexcept { return k.entry_; }
 };
 
 class renewal_scheduler {
