@@ -489,20 +489,20 @@ BOOST_AUTO_TEST_CASE(a_set_extension_answered_by_a_minority_is_no_quorum_and_kee
   fleet[1].thaw();
   fleet[2].thaw();
   // Whether the abandoned extension still reaches the thawed nodes is not promised (its
-  // connection may have been given up). What is: there no key expires before the deadline
-  // the client keeps. A node that ran the command at or after `asked` keeps the key at
-  // least until asked + PTTL, so that must not fall short of the deadline.
-  for (std::size_t i = 1; i < 3; ++i)
-    for (const auto& k : lk.keys()) {
+  // connection may have been given up), and neither is that node 1 or 2 ever took the set
+  // (a majority without one of them may have granted it, its answer late). What is: a
+  // majority of the nodes keeps each key at least until the deadline the client keeps.
+  // A node that ran PTTL at or after `asked` keeps the key at least until asked + PTTL.
+  for (const auto& k : lk.keys()) {
+    int keep = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
       const auto asked = redlock::boot_clock::now();
       const auto pttl = fleet[i].command({"PTTL", k}).integer;
       BOOST_TEST(pttl != -1, "node " << i << " holds " << k << " without a TTL");
-      if (pttl == -2)
-        BOOST_TEST((deadline <= asked), "node " << i << " lost " << k << " before the deadline");
-      else
-        BOOST_TEST((asked + std::chrono::milliseconds(pttl) >= deadline),
-                   "node " << i << " lets " << k << " expire before the deadline");
+      if (pttl >= 0 && asked + std::chrono::milliseconds(pttl) >= deadline) ++keep;
     }
+    BOOST_TEST(keep >= 2, keep << " of 3 nodes keep " << k << " until the set's deadline");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_set_release_answered_by_a_minority_is_no_quorum_naming_silent_nodes) {
