@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "client/testing.hpp"
 #include "cycles.hpp"
 #include "raw.hpp"
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Claims: "do this once" gates at high rate. A claim is a try-lock that is cheap to take
 /// in bulk (one script call per node for a whole batch, a majority of nodes asked first)
 /// and that ends either released or as a "done" marker that makes later claims of the

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// The lock manager: Redlock over N independent Redis masters.
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -19,7 +20,6 @@
 #include "redlock/config.hpp"
 #include "redlock/detail/buffer.hpp"
 #include "redlock/detail/erased_handler.hpp"
-#include "redlock/detail/testing.hpp"
 #include "redlock/diagnostics.hpp"
 #include "redlock/error.hpp"
 #include "redlock/inspect.hpp"
@@ -34,6 +34,7 @@ class keeper;
 
 namespace detail {
 struct election_access;
+struct testing_access;  // src/client/testing.hpp: hooks for our own tests
 
 using lock_handler = erased_handler<void(boost::system::error_code, lock)>;
 using void_handler = erased_handler<void(boost::system::error_code)>;
@@ -354,7 +355,7 @@ class client {
   friend class keeper;
   friend struct detail::semaphore_access;
   friend struct detail::election_access;
-  friend void detail::set_fence_writeback_hook(client&, std::function<void(std::string_view)>);
+  friend struct detail::testing_access;
 
   // Each initiation takes the operation's diagnostics as a `diagnostics*` argument (null
   // when the caller passed none): with_diagnostics finds it there and supplies its own.

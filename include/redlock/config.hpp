@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Configuration of a lock client and of individual lock calls.
 
 #include <chrono>
@@ -80,6 +81,10 @@ struct config {
   std::string password{};
   std::string password_file{};
   std::string password_env{};
+  /// How the people who run this program give it a password, for the messages that ask
+  /// for one (a server that wants a password, or refused it): for example "--password-file
+  /// or REDLOCK_PASSWORD". Empty: the messages name the fields above.
+  std::string password_help{};
   /// TLS settings for `rediss://` nodes.
   tls_options tls{};
 

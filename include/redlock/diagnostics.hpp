@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// What went wrong, for people and for programs: the diagnostics of a failed operation,
 /// and the exception that carries them.
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Leader election on a Redlock lock: campaign, lead while the lock is held, resign, and
 /// observe who leads (docs/api.md, "Leader election"; docs/safety.md for what it promises).
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Error codes of redlock-asio. Every asynchronous operation completes with a
 /// boost::system::error_code; the values below belong to the "redlock" category.
 

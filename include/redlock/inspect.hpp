@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// What client::async_inspect reports: each node as the client sees it, and what it holds
 /// for one resource. Read-only: an inspection writes nothing and takes no lock.
 

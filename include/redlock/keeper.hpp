@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Automatic renewal of a held lock, and the moment it is lost.
 
 #include <boost/asio/any_completion_handler.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Observability: hooks a program installs on a client (config::observer) to see what its
 /// locks do, and a ready-made observer that keeps Prometheus metrics.
 

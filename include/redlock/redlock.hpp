@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// redlock-asio: the Redlock distributed lock for Boost.Asio. Include this header.
 
 #include "redlock/claim.hpp"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// The names a call on several resources takes (async_lock_all, async_try_lock_all,
 /// async_try_claim): a std::vector<std::string>, or a braced list of anything a
 /// std::string_view can be made from, written in the call itself:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Semaphores: at most N holders of a resource at once, each holding one of N permits.
 ///
 /// Each permit is an ordinary Redlock lock on its own key (key prefix +

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// with_diagnostics: a completion token adapter that turns an operation's error_code into
 /// an exception carrying its diagnostics, and the default token of every async_* function.
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
+#include "redlock/detail/cxx20.hpp"  // first: says at once when C++20 is missing
 /// Run a coroutine under a lock: renewed while it runs, cancelled if the lock is lost,
 /// released on every exit path.
 

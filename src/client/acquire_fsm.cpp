@@ -4,6 +4,7 @@
 #include "client/acquire_fsm.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace redlock::detail {
 
@@ -46,9 +47,14 @@ acquire_action acquire_fsm::write_back_decided(vote_state v, bool in_time) {
 }
 
 acquire_action acquire_fsm::attempt_failed(error_code reason, boot_clock::time_point now,
-                                           bool retry_at_once) {
+                                           bool retry_at_once,
+                                           std::optional<std::chrono::nanoseconds> repair_bound) {
   if (phase_ == phase::done) return {};
   phase_ = phase::between;
+  // Nobody holds it: the nodes that said yes could not count until their counters are
+  // repaired (a new fleet). One more try when the repair is over, not a refusal.
+  if (!waiting_ && repair_bound && !std::exchange(retried_for_repair_, true))
+    return wait_for(*repair_bound);
   // A key of another type stays in the way whatever we wait for.
   if (!waiting_ || reason == error::wrong_type || now >= wait_deadline_) {
     phase_ = phase::done;

@@ -96,9 +96,12 @@ class acquire_fsm {
   /// wait is over: contended then reads wait_timeout); retry at once (`wait` of 0) when a
   /// release came while it was in flight or `retry_at_once` (a node refused for a token
   /// whose release this client has heard); else `retry`: the driver joins its lines and
-  /// asks plan_retry how long to wait.
+  /// asks plan_retry how long to wait. A single try that lost only to nodes whose fencing
+  /// counters await repair (`repair_bound` set) is tried once more, when the repair ends
+  /// (a wake) or after `repair_bound` at the latest: nobody held the resource.
   acquire_action attempt_failed(error_code reason, boot_clock::time_point now,
-                                bool retry_at_once = false);
+                                bool retry_at_once = false,
+                                std::optional<std::chrono::nanoseconds> repair_bound = {});
   /// How long to wait before the retry of a failed attempt.
   acquire_action plan_retry(boot_clock::time_point now, const retry_context& ctx);
   /// Wait for `delay` before the first attempt (a call queued behind a yielded release).
@@ -137,9 +140,10 @@ class acquire_fsm {
   bool waiting_ = false;
   boot_clock::time_point wait_deadline_{};
   phase phase_ = phase::between;
-  bool woken_ = false;            // woken while a round was in flight
-  bool retry_when_idle_ = false;  // a retry waits for the last attempt's requests
-  std::uint64_t generation_ = 0;  // of the latest wait: older timers are stale
+  bool woken_ = false;               // woken while a round was in flight
+  bool retried_for_repair_ = false;  // a single try's one retry after a fence repair
+  bool retry_when_idle_ = false;     // a retry waits for the last attempt's requests
+  std::uint64_t generation_ = 0;     // of the latest wait: older timers are stale
 };
 
 /// The retry delay, cut short so that the wait ends at `deadline` (never negative).

@@ -46,6 +46,7 @@ class attempt_driver {
   void begin_attempt() {
     fsm_.attempt_sent();
     marked_yes_ = unmarked_yes_ = 0;
+    lost_to_repair_ = false;
   }
 
   /// A fenced yes: counted when the node's counters are trusted (`marked`), else it set
@@ -66,6 +67,10 @@ class attempt_driver {
     const vote_state v = decide(o.s_->size(), yes_votes(), no);
     if (v == vote_state::undecided) return;
     if (unmarked_yes_ > 0) o.repair_unmarked();
+    // Lost only because yes votes could not count: with them a majority said yes.
+    lost_to_repair_ =
+        v == vote_state::lost && unmarked_yes_ > 0 &&
+        decide(o.s_->size(), yes_votes() + unmarked_yes_, no - unmarked_yes_) == vote_state::won;
     if (v == vote_state::lost && unmarked_yes_ > 0) {
       o.extra_ = "; fence counters are being repaired on nodes that lost them";
       if (!o.s_->repair_problem.empty())
@@ -75,6 +80,13 @@ class attempt_driver {
         v == vote_state::lost ? failure_reason(o.round_.errors.first(o.s_->size()), o.round_.held)
                               : error_code{};
     act(fsm_.first_round_decided(v, v == vote_state::won && granted_in_time(), lost_reason));
+  }
+
+  /// How long a single try that lost only to nodes awaiting a fence repair waits for
+  /// the repair (a read and a write round) before its one more try; none otherwise.
+  std::optional<std::chrono::nanoseconds> repair_bound() const {
+    if (!lost_to_repair_) return std::nullopt;
+    return std::chrono::nanoseconds{2 * op().s_->cfg.node_timeout + op().s_->cfg.retry_delay};
   }
 
   /// Carries out what the state machine decided.
@@ -192,6 +204,7 @@ class attempt_driver {
   std::unique_ptr<std::array<request, max_nodes>> reqs2_;
   std::size_t acks_ = 0, refusals_ = 0;
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
+  bool lost_to_repair_ = false;  // the last attempt: see tally()
 };
 
 }  // namespace redlock::detail

@@ -37,6 +37,7 @@
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
 #include "client/single_lock.hpp"
+#include "client/testing.hpp"
 #include "client/wake.hpp"
 #include "connection/slots.hpp"
 #include "quorum/operation.hpp"
@@ -384,7 +385,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // the attempt is tried again at once, not after the retry delay (once per release).
   vote held_by(std::size_t i, std::string_view holder) {
     if (shared_holder(i, holder)) return vote::held;
-    if (diag_) round_.texts[i] = held_by_text(holder);
+    if (diag_) round_.texts[i] = held_by_text(holder, s_->holds_token(key_, holder));
     if (s_->wakes && holder != retried_for_ && s_->wakes->released(key_, holder)) {
       retry_now_ = true;
       stale_holder_.assign(holder);
@@ -476,8 +477,18 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     }
     const auto now = boot_clock::now();
     // Refused by a node that has not run a release heard of already: at once.
-    const acquire_action next = fsm_.attempt_failed(reason, now, retry_now_);
+    const auto repair_wait = wait_ ? std::nullopt : repair_bound();
+    const acquire_action next = fsm_.attempt_failed(reason, now, retry_now_, repair_wait);
     if (next.what == acquire_action::kind::complete) return complete(next.ec, lock{});
+    if (repair_wait) {
+      // A single try that lost only to nodes awaiting a fence repair: once more when the
+      // repair ends (the timer bounds the wait).
+      const std::string_view hash = s_->repair_hash(fence_keys_);
+      retry_after(next);
+      if (!s_->await_repairs(this, {&hash, 1}, [this] { wake(); }))
+        act(fsm_.wake_after(std::chrono::nanoseconds::zero(), now));  // it ended already
+      return;
+    }
     if (!opts_.shared && std::find(readers_.begin(), readers_.end(), true) != readers_.end())
       mark_waiting(*s_, readers_);
     last_reason_ = reason;
@@ -531,6 +542,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
  private:
   void before_complete(error_code ec) override {
     s_->lines.end_call(*this);
+    s_->forget_repair_wait(this);
     leave_line();
     if (opts_.fair) {
       // Leave the nodes' line: everywhere but where this call's win already took its place.
@@ -799,8 +811,14 @@ std::size_t client::node_count() const noexcept {
   return state_ ? state_->size() : 0;
 }
 
+namespace detail {
+struct testing_access {
+  static client_state& state(client& c) { return *c.state_; }
+};
+}  // namespace detail
+
 void detail::set_fence_writeback_hook(client& c, std::function<void(std::string_view)> hook) {
-  c.state_->before_fence_writeback = std::move(hook);
+  testing_access::state(c).before_fence_writeback = std::move(hook);
 }
 
 }  // namespace redlock

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -98,6 +99,13 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
 
   /// The fencing hashes whose repair runs now (one at a time per hash).
   std::vector<std::string> repairs_running;
+  /// Calls waiting for the repair of `hash` (await_repairs): one entry per hash.
+  struct repair_wait {
+    const void* call;
+    std::string hash;
+    std::function<void()> wake;
+  };
+  std::vector<repair_wait> repair_waits;
   /// Why the last fence repair failed on some node ("" if it did not), for diagnostics.
   std::string repair_problem;
   /// The calls waiting for a release, per key: single locks' lines (the head polls;
@@ -169,6 +177,19 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// Repairs the fence counters of unmarked nodes in the background (one run at a time).
   /// `keys`: the pair to repair (the fleet's one pair when empty).
   void start_fence_repair(std::chrono::milliseconds ttl, const fence_key_pair& keys = {});
+  /// The hash a repair of `keys` is known by (the fleet's when `keys` is empty).
+  std::string_view repair_hash(const fence_key_pair& keys) const {
+    return keys.hash.empty() ? std::string_view{fence_hash_key} : keys.hash;
+  }
+  /// A single try that lost only to nodes awaiting a fence repair waits for the repairs
+  /// of `hashes` (those running now) to end: `wake` is called when the last one does.
+  /// `call` names the waiting call for forget_repair_wait, which it calls when it ends.
+  /// Returns false when none of them runs now (nothing to wait for: try again now).
+  bool await_repairs(const void* call, std::span<const std::string_view> hashes,
+                     std::function<void()> wake);
+  void forget_repair_wait(const void* call);
+  /// The repair of `hash` ended (fencing.cpp): wakes the calls that waited only for it.
+  void repair_ended(std::string_view hash);
   /// The fencing pair of a lock key (see fence_key_pair).
   fence_key_pair fence_keys(std::string_view key) const;
   /// Stops renewals and closes every connection for good. On the strand.

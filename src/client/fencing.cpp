@@ -191,6 +191,7 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
       case repair_action::kind::complete:
         std::erase(s_->repairs_running, hash_);
         keep_repair_problem(s_->repair_problem, std::move(a.problem), a.wrote);
+        s_->repair_ended(hash_);
         return complete(a.ec);
       case repair_action::kind::none:
         return;
@@ -223,13 +224,46 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
 }  // namespace
 
 void client_state::start_fence_repair(std::chrono::milliseconds ttl, const fence_key_pair& keys) {
-  const std::string_view hash = keys.hash.empty() ? std::string_view{fence_hash_key} : keys.hash;
+  const std::string_view hash = repair_hash(keys);
   if (closed ||
       std::find(repairs_running.begin(), repairs_running.end(), hash) != repairs_running.end())
     return;
   repairs_running.emplace_back(hash);
   auto* op = new fence_repair_op(shared_from_this(), ttl, keys);
   op->run_guarded([op] { op->start(); });  // it frees itself by quorum_op's rule
+}
+
+bool client_state::await_repairs(const void* call, std::span<const std::string_view> hashes,
+                                 std::function<void()> wake) {
+  // A pair whose repair does not run now (it ended already, or could not start) is not
+  // waited for.
+  bool waits = false;
+  for (std::string_view h : hashes)
+    if (std::find(repairs_running.begin(), repairs_running.end(), h) != repairs_running.end()) {
+      repair_waits.push_back({call, std::string{h}, wake});
+      waits = true;
+    }
+  return waits;
+}
+
+void client_state::forget_repair_wait(const void* call) {
+  std::erase_if(repair_waits, [call](const repair_wait& w) { return w.call == call; });
+}
+
+void client_state::repair_ended(std::string_view hash) {
+  // One at a time from the live list: a wake may end other waiting calls, which forget
+  // their entries.
+  for (;;) {
+    auto it = std::find_if(repair_waits.begin(), repair_waits.end(),
+                           [hash](const repair_wait& w) { return w.hash == hash; });
+    if (it == repair_waits.end()) return;
+    const void* call = it->call;
+    auto wake = std::move(it->wake);
+    repair_waits.erase(it);
+    if (std::none_of(repair_waits.begin(), repair_waits.end(),
+                     [call](const repair_wait& w) { return w.call == call; }))
+      wake();
+  }
 }
 
 }  // namespace redlock::detail

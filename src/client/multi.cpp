@@ -223,12 +223,24 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
         return vote::yes;
       }
       case 0:
-        round_.texts[i] = fmt::format("\"{}\" held by another owner", blocker(r));
+        round_.texts[i] = held_text(r);
         readers_block_[i] = set_blocked_by_readers(r, resources_.size());
         return vote::held;
       default:
         return vote::failed;
     }
+  }
+
+  // "\"b\" held by web2:42 (token 3fa2c1d0...)", or "by this client, in another of its
+  // calls" when the token is one this client holds.
+  std::string held_text(const resp::reply& r) const {
+    const std::string_view name = blocker(r);
+    if (name == "?" || r.size() < 4 || !r[3].is_string())
+      return fmt::format("\"{}\" held by another owner", name);
+    // keys_ may be gone to the set handed out when this is a late answer.
+    const std::size_t k = static_cast<std::size_t>(r[2].integer) - 1;
+    const bool ours = k < keys_.size() && s_->holds_token(keys_[k], r[3].text);
+    return fmt::format("\"{}\" {}", name, held_by_text(r[3].text, ours));
   }
 
   std::string_view blocker(const resp::reply& r) const {
@@ -316,8 +328,10 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       return complete(error::shut_down, multi_lock{});
     }
     const auto now = boot_clock::now();
-    const acquire_action next = fsm_.attempt_failed(reason, now);
+    const auto repair_wait = wait_ ? std::nullopt : repair_bound();
+    const acquire_action next = fsm_.attempt_failed(reason, now, false, repair_wait);
     if (next.what == acquire_action::kind::complete) return complete(next.ec, multi_lock{});
+    if (repair_wait) return await_repairs(next);
     mark_waiting(*s_, keys_, readers_block_);
     if (next.what == acquire_action::kind::wait) return retry_after(next);
     if (reason == error::contended && !waiting_) {
@@ -347,7 +361,19 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
  private:
   void before_complete(error_code) override {
     s_->lines.end_call(*this);
+    s_->forget_repair_wait(this);
     stop_waiting();
+  }
+
+  // A single try that lost only to nodes awaiting fence repairs: once more when the
+  // repairs of its unmarked pairs end (the timer bounds the wait).
+  void await_repairs(const acquire_action& next) {
+    std::vector<std::string_view> hashes;
+    for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
+      if (unmarked_keys_[k]) hashes.push_back(s_->repair_hash(pairs_[k]));
+    retry_after(next);
+    if (!s_->await_repairs(this, hashes, [this] { wake({}); }))
+      act(fsm_.wake_after(std::chrono::nanoseconds::zero(), boot_clock::now()));  // ended already
   }
 
   void stop_waiting() {

@@ -4,6 +4,7 @@
 // nodes it votes with, and the locks it has handed out. (The third, the calls waiting for
 // a release, is waiter_lines in lines.hpp.) Neither does I/O of its own.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -69,6 +70,15 @@ struct held_locks {
     for (const lock_data* d = held; d; d = d->next)
       if (d->shared == shared && !d->lost && d->deadline > now && d->key() == key) return true;
     return false;
+  }
+  /// Whether `token` on `key` is one this client handed out and still holds (a lock, a
+  /// set, a keeper's lock): a wait that meets it waits on another of its own calls.
+  bool holds_token(std::string_view key, std::string_view token) const {
+    for (const lock_data* d = held; d; d = d->next)
+      if (d->token() == token && d->key() == key) return true;
+    const auto set = held_sets.find(std::string{token});
+    return set != held_sets.end() &&
+           std::find(set->second.begin(), set->second.end(), key) != set->second.end();
   }
   /// Multi-resource locks: token -> keys (multi.cpp).
   std::unordered_map<std::string, std::vector<std::string>> held_sets;

@@ -392,14 +392,17 @@ std::string describe_reply(const resp::node& n) {
 
 std::string connection::handshake_refusal(step st, std::string_view text) const {
   const std::string said{text};
+  const std::string help = cfg_.password_help.empty()
+                               ? std::string{"config::password, password_file or password_env"}
+                               : cfg_.password_help;
   if (text.starts_with("NOAUTH"))
     return "the server requires a password (\"" + said +
            "\"): give it in the node URI (redis://:PASSWORD@host:port, or "
-           "redis://USER:PASSWORD@host:port for an ACL user) or in config::password, "
-           "password_file or password_env";
+           "redis://USER:PASSWORD@host:port for an ACL user) or in " +
+           help;
   if (text.starts_with("WRONGPASS"))
     return "the server refused the credentials (\"" + said +
-           "\"): check the user name and password of the node URI or config::password";
+           "\"): check the user name and password of the node URI or of " + help;
   if (text.starts_with("NOPERM"))
     return "the ACL user may not run " + std::string{step_command(st)} + ": " + said + " (add +" +
            acl_name(step_command(st)) +

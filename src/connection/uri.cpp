@@ -143,6 +143,50 @@ std::string masked_uri(std::string_view uri) {
 
 bool parse_node_uri_parts(std::string_view uri, node_uri& out, std::string& why);
 
+// A URI's user or password, percent-decoded as URIs encode them (RFC 3986): "%40" is '@',
+// "%25" is '%'. A '%' that does not start two hex digits is refused, not sent as it is.
+bool percent_decoded(std::string_view text, std::string& out, const char* what, std::string& why) {
+  auto hex = [](char ch) -> int {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+  };
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    const int hi = i + 2 < text.size() ? hex(text[i + 1]) : -1;
+    const int lo = i + 2 < text.size() ? hex(text[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      why = std::string{"the "} + what +
+            " in the node URI has a '%' that does not start a percent-encoded byte (write "
+            "'%' itself as %25)";
+      return false;
+    }
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
+
+// "user:password" or "password" (the "default" user), before a URI's last '@'.
+bool parse_credentials(std::string_view cred, node_uri& out, std::string& why) {
+  std::string_view user, password = cred;
+  if (auto colon = cred.find(':'); colon != std::string_view::npos) {
+    user = cred.substr(0, colon);
+    password = cred.substr(colon + 1);
+  }
+  if (password.empty()) {
+    why = "the node URI names credentials without a password";
+    return false;
+  }
+  return percent_decoded(user, out.user, "user name", why) &&
+         percent_decoded(password, out.password, "password", why);
+}
+
 }  // namespace
 
 bool parse_node_uri(std::string_view uri, node_uri& out, std::string& why) {
@@ -189,18 +233,8 @@ bool parse_node_uri_parts(std::string_view uri, node_uri& out, std::string& why)
 
   // Credentials end at the last '@' (a password may contain '@').
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view cred = rest.substr(0, at);
+    if (!parse_credentials(rest.substr(0, at), out, why)) return false;
     rest = rest.substr(at + 1);
-    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
-      out.user = cred.substr(0, colon);
-      out.password = cred.substr(colon + 1);
-    } else {
-      out.password = cred;  // redis://password@host: the "default" user
-    }
-    if (out.password.empty()) {
-      why = "the node URI names credentials without a password";
-      return false;
-    }
   }
 
   // "redis://h1:1,h2:2": addresses joined without their schemes. No host, port or

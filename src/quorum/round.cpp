@@ -67,7 +67,7 @@ std::string describe(const round& r, std::span<const node_label> nodes, error_co
   return m;
 }
 
-std::string held_by_text(std::string_view token) {
+std::string held_by_text(std::string_view token, bool ours) {
   // Tokens come from the nodes: quote only short, printable pieces.
   auto printable = [](std::string_view s) {
     std::string out;
@@ -77,7 +77,10 @@ std::string held_by_text(std::string_view token) {
   const auto slash = token.find('/');
   const std::string_view digits = token.substr(0, std::min<std::size_t>(slash, 8));
   std::string who = "another owner";
-  if (slash != std::string_view::npos) who = printable(token.substr(slash + 1, 64));
+  if (ours)
+    who = "this client, in another of its calls";
+  else if (slash != std::string_view::npos)
+    who = printable(token.substr(slash + 1, 64));
   return fmt::format("held by {} (token {}...)", who, printable(digits));
 }
 

@@ -120,8 +120,9 @@ struct round_wording {
 };
 
 /// "held by <who> (token <start>...)" for a holder's token: its owner label
-/// (config::owner, after the digits and a "/"), or "another owner" for a token without one.
-std::string held_by_text(std::string_view token);
+/// (config::owner, after the digits and a "/"), or "another owner" for a token without one;
+/// "this client, in another of its calls" when `ours` (the asking client holds it).
+std::string held_by_text(std::string_view token, bool ours = false);
 
 std::string describe(const round& r, std::span<const node_label> nodes, error_code outcome,
                      const round_wording& w);

@@ -30,15 +30,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string why;
   if (!redlock::parse_node_uri(uri, u, why)) {
     require(!why.empty(), "a refusal without a reason");
-    // The reason does not depend on the credentials' letters (which never steer the
-    // parse), so it cannot be showing them.
+    // The reason does not depend on the credentials' letters, so it cannot be showing
+    // them. Letters steer the parse only as hex digits of a percent-encoded byte: they are
+    // masked by letters of the same kind (a-f stays a hex digit, g-z does not).
     if (const auto at = uri.rfind('@'); at != std::string_view::npos) {
       // Letters after the scheme only (the longest, "rediss+cluster://", is 17 bytes).
       const auto scheme_end = uri.find("://");
       const std::size_t from = scheme_end == std::string_view::npos ? 8 : scheme_end + 3;
       std::string masked{uri};
       for (std::size_t i = from; i < at; ++i)
-        if (std::isalpha(static_cast<unsigned char>(masked[i]))) masked[i] = 'Q';
+        if (std::isxdigit(static_cast<unsigned char>(masked[i])) &&
+            std::isalpha(static_cast<unsigned char>(masked[i])))
+          masked[i] = 'c';
+        else if (std::isalpha(static_cast<unsigned char>(masked[i])))
+          masked[i] = 'Q';
       redlock::node_uri m;
       std::string why_masked;
       require(!redlock::parse_node_uri(masked, m, why_masked),
@@ -70,9 +75,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(u.display() == (u.cluster ? "cluster " : "") + shown,
           "display() shows more than the addresses");
 
-  // Written out again, the URI means the same.
+  // Written out again (credentials percent-encoded, as they were decoded), the URI means
+  // the same.
+  auto encoded = [](const std::string& text) {
+    std::string out;
+    for (const char ch : text) {
+      if (std::isalnum(static_cast<unsigned char>(ch))) {
+        out += ch;
+        continue;
+      }
+      char byte[4];
+      std::snprintf(byte, sizeof byte, "%%%02X", static_cast<unsigned char>(ch));
+      out += byte;
+    }
+    return out;
+  };
   std::string again = u.cluster ? "redis+cluster://" : "redis://";
-  if (!u.password.empty()) again += u.user + ":" + u.password + "@";
+  if (!u.password.empty()) again += encoded(u.user) + ":" + encoded(u.password) + "@";
   again += shown + "/" + std::to_string(u.db);
   redlock::node_uri v;
   std::string why2;

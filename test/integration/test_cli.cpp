@@ -20,6 +20,7 @@
 
 #include "process_wait.hpp"
 #include "redis_fleet.hpp"
+#include "redlock/semaphore.hpp"
 #include "wait_until.hpp"
 
 namespace {
@@ -211,6 +212,17 @@ BOOST_AUTO_TEST_CASE(a_held_resource_exits_75_and_unavailable_nodes_exit_69) {
   BOOST_TEST(std::count(o3.err.begin(), o3.err.end(), '\n') == 1, o3.err);  // one line
 }
 
+// A cron job's first runs on new nodes: the first run's try finds every node unmarked
+// (its fencing counters never repaired), waits for the repair it starts and is granted.
+BOOST_AUTO_TEST_CASE(five_nonblock_runs_on_a_fresh_fleet_past_its_guard_all_succeed) {
+  wait_until_nodes_are_older_than(2);
+  BOOST_TEST_REQUIRE(!fleet[0].marker_names_me());
+  for (int i = 0; i < 5; ++i) {
+    auto o = run({"run", "--ttl", "1000", "--nonblock", "cron", "--", "true"});
+    BOOST_TEST(o.code == 0, "run " << i << ": " << o.err);
+  }
+}
+
 // A wait on nodes it cannot use is not silent: within a second or two the tool says which
 // nodes are unusable and why, once, and again only when a reason changes.
 BOOST_AUTO_TEST_CASE(a_wait_on_unusable_nodes_says_why_within_two_seconds) {
@@ -327,6 +339,15 @@ BOOST_AUTO_TEST_CASE(help_goes_to_stdout_lists_the_options_and_the_environment_a
                                 "REDLOCK_PASSWORD"}),
                o.out);
   }
+  // The version, on stdout, for scripts and bug reports.
+  for (const char* flag : {"--version", "-V"}) {
+    auto v = run({flag});
+    BOOST_TEST(v.code == 0, flag);
+    BOOST_TEST(std::regex_match(v.out, std::regex{"redlock [0-9]+\\.[0-9]+\\.[0-9]+\n"}), v.out);
+  }
+  auto extra = run({"--version", "now"});
+  BOOST_TEST(extra.code == 64);
+  BOOST_TEST(extra.err == "redlock: --version takes no arguments\n");
   auto r = run({"run", "--help"});
   BOOST_TEST(r.code == 0);
   BOOST_TEST(r.err.empty(), r.err);
@@ -341,10 +362,11 @@ BOOST_AUTO_TEST_CASE(help_goes_to_stdout_lists_the_options_and_the_environment_a
   // Each command's help lists what it takes, and only the variables bound to its options.
   auto s = run({"status", "--help"});
   BOOST_TEST(s.code == 0);
-  BOOST_TEST(contains(s.out, {"usage: redlock status", "--fence-stripes N", "--tls-ca",
-                              "--password-file", "REDLOCK_NODES", "REDLOCK_PASSWORD"}),
+  BOOST_TEST(contains(s.out, {"usage: redlock status", "--fence-stripes N", "--permits N",
+                              "--max-ttl MS", "--tls-ca", "--password-file", "REDLOCK_NODES",
+                              "REDLOCK_MAX_TTL", "REDLOCK_PASSWORD"}),
              s.out);
-  BOOST_TEST(s.out.find("REDLOCK_MAX_TTL") == std::string::npos, s.out);
+  BOOST_TEST(s.out.find("--nonblock") == std::string::npos, s.out);
   auto n = run({"nodes", "-h"});
   BOOST_TEST(n.code == 0);
   BOOST_TEST(
@@ -372,7 +394,7 @@ BOOST_AUTO_TEST_CASE(the_environment_gives_defaults_and_the_command_line_wins) {
   // A bad REDLOCK_NODES is named as such, and --nodes replaces it entirely.
   auto bad = run({"run", "--ttl", "500", "envjob", "--", "true"}, 30s, {"REDLOCK_NODES=bogus"});
   BOOST_TEST(bad.code == 64);
-  BOOST_TEST(bad.err.find("REDLOCK_NODES: node 1") != std::string::npos, bad.err);
+  BOOST_TEST(bad.err.find("REDLOCK_NODES: node 0:") != std::string::npos, bad.err);
   auto given = run({"run", "--nodes", nodes, "--ttl", "500", "envjob", "--", "true"}, 30s,
                    {"REDLOCK_NODES=bogus"});
   BOOST_TEST(given.code == 0, given.err);
@@ -429,6 +451,40 @@ BOOST_AUTO_TEST_CASE(every_parser_error_is_one_usage_line) {
       BOOST_TEST(o.out.empty(), o.out);
     }
   }
+}
+
+// Credentials are asked for in the tool's own words (its options and variable, not the
+// library's config fields, and no "[redlock:19]"), and a password written percent-encoded
+// in a URI, as URI tools write one, is the password the server knows.
+BOOST_AUTO_TEST_CASE(credentials_are_asked_for_in_the_tools_words_and_uri_passwords_decoded) {
+  const std::string nowhere = file("no-such-file");
+  auto missing = run({"run", "--password-file", nowhere, "r", "--", "true"});
+  BOOST_TEST(missing.code == 64);
+  BOOST_TEST(missing.err == "redlock: --password-file: cannot read \"" + nowhere +
+                                "\": No such file or directory\n");
+  auto user = run({"run", "--user", "bob", "r", "--", "true"});
+  BOOST_TEST(user.code == 64);
+  BOOST_TEST(user.err ==
+             "redlock: --user needs a password: give --password-file or "
+             "REDLOCK_PASSWORD\n");
+  const std::string pw = "p@ss:w%rd";
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    fleet[i].command({"CONFIG", "SET", "requirepass", pw});
+  auto noauth = run({"run", "--wait", "1500", "r", "--", "true"});
+  BOOST_TEST(noauth.code == 69, noauth.err);
+  BOOST_TEST(noauth.err.find("--password-file or REDLOCK_PASSWORD") != std::string::npos,
+             noauth.err);
+  BOOST_TEST(noauth.err.find("config::") == std::string::npos, noauth.err);
+  BOOST_TEST(noauth.err.find("[redlock:") == std::string::npos, noauth.err);
+  std::string encoded;
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    encoded += (i ? "," : "") + std::string{"redis://:p%40ss%3Aw%25rd@127.0.0.1:"} +
+               std::to_string(fleet[i].port());
+  auto decoded = run({"run", "--nodes", encoded, "--ttl", "1000", "r", "--", "true"});
+  BOOST_TEST(decoded.code == 0, decoded.err);
+  auto stray = run({"run", "--nodes", "redis://:50%@127.0.0.1:1", "r", "--", "true"});
+  BOOST_TEST(stray.code == 64, stray.err);
+  BOOST_TEST(stray.err.find("percent-encoded") != std::string::npos, stray.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_command_that_cannot_run_exits_126_or_127_and_releases) {
@@ -791,6 +847,63 @@ BOOST_AUTO_TEST_CASE(status_and_nodes_describe_the_fleet) {
   BOOST_TEST(s2.code == 69);
 }
 
+// "free" is a majority's word: nodes that do not answer, or hold a key of another type,
+// cannot vouch for it; a semaphore's name is free while its permits are all held.
+BOOST_AUTO_TEST_CASE(status_says_free_only_when_a_majority_says_so) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    fleet[i].command({"RPUSH", "listed", "x"});
+    for (std::size_t p = 0; p < 2; ++p)
+      fleet[i].command({"SET", redlock::permit_resource("pool", p),
+                        "token" + std::to_string(p) + "/web1:" + std::to_string(p), "PX", "60000"});
+    fleet[i].command({"SET", redlock::permit_count_resource("pool"), "2", "PX", "60000"});
+  }
+  auto wrong = run({"status", "listed"});
+  BOOST_TEST(wrong.code == 65, wrong.err);
+  BOOST_TEST(wrong.out.find("listed: a key of another type is in the way on 3 of 3 nodes") !=
+                 std::string::npos,
+             wrong.out);
+  for (const auto& args : {std::vector<std::string>{"status", "pool"},
+                           std::vector<std::string>{"status", "--permits", "2", "pool"}}) {
+    auto pool = run(args);
+    BOOST_TEST(pool.code == 0, pool.err);
+    BOOST_TEST(pool.out.find("pool: free") == std::string::npos, pool.out);
+    BOOST_TEST(pool.out.find("permit 1: held by web1:1 (token token1...) on a majority") !=
+                   std::string::npos,
+               pool.out);
+    BOOST_TEST(pool.out.find("pool: a semaphore of 2 permits: 2 held on a majority, 0 free;") !=
+                   std::string::npos,
+               pool.out);
+  }
+  auto free = run({"status", "--permits", "3", "pool"});
+  BOOST_TEST(free.out.find("2 held on a majority, 1 free;") != std::string::npos, free.out);
+  fleet[1].kill();
+  auto one_down = run({"status", "nothing"});
+  BOOST_TEST(one_down.code == 0, one_down.err);
+  BOOST_TEST(one_down.out.find("nothing: free; 2 of 3 nodes reachable") != std::string::npos,
+             one_down.out);
+  for (std::size_t i : {0u, 2u}) fleet[i].kill();
+  auto none = run({"status", "nothing"});
+  BOOST_TEST(none.code == 69, none.err);
+  BOOST_TEST(none.out.find("nothing: unknown: 0 of 3 nodes say it is free, 2 needed; 0 of 3 "
+                           "nodes reachable") != std::string::npos,
+             none.out);
+}
+
+// `nodes` judges the restart guard by the fleet's max TTL, as `run` does.
+BOOST_AUTO_TEST_CASE(nodes_judges_the_restart_guard_by_the_max_ttl_it_is_given) {
+  wait_until_nodes_are_older_than(2);
+  auto short_ttl = run({"nodes", "--max-ttl", "1000"});
+  BOOST_TEST(short_ttl.code == 0, short_ttl.err);
+  BOOST_TEST(short_ttl.err.find("may not vote now") == std::string::npos, short_ttl.err);
+  for (auto o :
+       {run({"nodes", "--max-ttl", "3600000"}), run({"nodes"}, 30s, {"REDLOCK_MAX_TTL=3600000"})}) {
+    BOOST_TEST(o.code == 0, o.err);
+    BOOST_TEST(o.err.find("node 2 may not vote now") != std::string::npos, o.err);
+  }
+  auto bad = run({"nodes", "--max-ttl", "5"});
+  BOOST_TEST(bad.code == 64, bad.err);
+}
+
 BOOST_AUTO_TEST_CASE(permits_run_at_most_n_commands_at_once_each_with_its_permit_and_fence) {
   // Three workers, two permits. A command entering takes the first free of three slot
   // directories: taking the third means three ran at once.
@@ -875,6 +988,9 @@ BOOST_AUTO_TEST_CASE(permits_out_of_range_or_with_fair_are_usage_errors) {
   }
   auto fair = run({"run", "--permits", "2", "--fair", "r", "--", "true"});
   BOOST_TEST(fair.code == 64);
+  auto shared = run({"run", "--permits", "2", "--shared", "r", "--", "true"});
+  BOOST_TEST(shared.code == 64);
+  BOOST_TEST(shared.err == "redlock: --permits and --shared exclude each other\n");
   auto help = run({"run", "--help"});
   BOOST_TEST(help.out.find("--permits") != std::string::npos);
 }

@@ -13,6 +13,7 @@
 
 #include "async_helpers.hpp"
 #include "client/scripts.hpp"
+#include "client/testing.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
 
@@ -315,6 +316,40 @@ BOOST_AUTO_TEST_CASE(unrepaired_nodes_are_not_counted_as_agreeing) {
     return false;
   }();
   BOOST_TEST(gone);
+}
+
+// A new fleet: every node says yes but none can count until the repair that the try
+// starts has marked them. Nobody holds the resource, so a single try (a lock, a set) is
+// tried once more when the repair ends and is granted, not refused with no_quorum.
+BOOST_AUTO_TEST_CASE(a_single_fenced_try_on_a_new_fleet_is_granted_after_the_repair) {
+  for (const bool set : {false, true}) {
+    redlock::test::redis_fleet fleet{3};
+    asio::io_context io;
+    auto cfg = fast_config(fleet);
+    cfg.restart_guard = false;  // a new fleet past its guard
+    redlock::client c{io.get_executor(), cfg};
+    BOOST_TEST_REQUIRE(!fleet[0].marker_names_me());
+    run_bounded(io, [&]() -> asio::awaitable<void> {
+      redlock::diagnostics diag;
+      const redlock::lock_options opts{.ttl = 2s, .fenced = true};
+      std::uint64_t fence = 0;
+      if (set) {
+        auto [ec, lk] = co_await c.async_try_lock_all({"new:a", "new:b"}, opts, diag,
+                                                      asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << diag.message);
+        fence = lk.fence("new:b");
+        co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+      } else {
+        auto [ec, lk] =
+            co_await c.async_try_lock("new", opts, diag, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << diag.message);
+        fence = lk.fence();
+        co_await c.async_unlock(std::move(lk), asio::as_tuple(asio::use_awaitable));
+      }
+      BOOST_TEST(fence >= 1u);
+    }());
+    for (std::size_t i = 0; i < fleet.size(); ++i) BOOST_TEST(fleet[i].marker_names_me());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_repair_begun_inside_a_restart_guard_does_not_mark_that_node) {

@@ -88,6 +88,38 @@ BOOST_AUTO_TEST_CASE(a_held_resource_is_refused_to_a_second_client) {
   }());
 }
 
+// A call that meets a lock its own client holds (another of its calls) says so: the
+// caller is waiting on itself, not on some other owner. Such calls still queue behind
+// the holder in the client's local line (a wait), or are refused (a try).
+BOOST_AUTO_TEST_CASE(a_call_refused_by_its_own_clients_lock_says_held_by_this_client) {
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto lk = co_await a.async_lock("mine", {.ttl = 5s}, asio::use_awaitable);
+    const std::string ours = "held by this client, in another of its calls (token ";
+    redlock::diagnostics d1, d2, d3, d4;
+    auto [e1, l1] =
+        co_await a.async_try_lock("mine", {.ttl = 5s}, d1, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e1 == redlock::error::contended);
+    BOOST_TEST(d1.message.find(ours) != std::string::npos, d1.message);
+    BOOST_TEST(d1.message.find("held by another owner") == std::string::npos, d1.message);
+    auto [e2, l2] = co_await a.async_lock("mine", {.ttl = 5s, .wait = 50ms}, d2,
+                                          asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e2 == redlock::error::wait_timeout);
+    BOOST_TEST(d2.message.find(ours) != std::string::npos, d2.message);
+    auto [e3, l3] = co_await a.async_try_lock_all({"other", "mine"}, {.ttl = 5s}, d3,
+                                                  asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e3 == redlock::error::contended);
+    BOOST_TEST(d3.message.find("\"mine\" " + ours) != std::string::npos, d3.message);
+    // Another client's view of the same lock is someone else's.
+    auto [e4, l4] =
+        co_await b.async_try_lock("mine", {.ttl = 5s}, d4, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(e4 == redlock::error::contended);
+    BOOST_TEST(d4.message.find("this client") == std::string::npos, d4.message);
+    co_await a.async_unlock(std::move(lk), asio::use_awaitable);
+  }());
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_clients_never_overlap_in_the_critical_section) {
   // Four independent clients (their own connections), four coroutines each.
   std::vector<redlock::client> clients;

@@ -41,6 +41,21 @@ BOOST_AUTO_TEST_CASE(good_uris_parse_into_their_parts) {
   BOOST_TEST(u.display() == "[::1]:6380");
 }
 
+// User and password are percent-decoded, as URIs encode them: a password with ':', '@',
+// '%' or '/' written the way a URI tool writes it is sent as the server knows it.
+BOOST_AUTO_TEST_CASE(percent_encoded_credentials_are_decoded_and_a_stray_percent_is_refused) {
+  auto u = parse_ok("redis://al%69ce:p%40ss%3Aw%2Fo%25rd@h:1");
+  BOOST_TEST(u.user == "alice");
+  BOOST_TEST(u.password == "p@ss:w/o%rd");
+  BOOST_TEST(parse_ok("redis://%2a%2A@h:1").password == "**");
+  for (const char* bad :
+       {"redis://alice:50%@h:1", "redis://alice:5%zz@h:1", "redis://a%4:pw@h:1"}) {
+    const auto why = parse_bad(bad);
+    BOOST_TEST(why.find("does not start a percent-encoded byte") != std::string::npos, why);
+    BOOST_TEST(why.find("50%") == std::string::npos, why);  // the password stays hidden
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_cluster_uri_lists_its_seeds_and_keeps_credentials_and_tls) {
   auto u = parse_ok("redis+cluster://alice:pw@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002");
   BOOST_TEST(u.cluster);

@@ -142,6 +142,22 @@ BOOST_AUTO_TEST_CASE(a_single_try_completes_with_the_attempts_reason) {
   BOOST_TEST((f.state() == phase::done));
 }
 
+BOOST_AUTO_TEST_CASE(a_single_try_lost_to_unrepaired_nodes_is_tried_once_more_after_the_repair) {
+  acquire_fsm f{false, t0};
+  f.attempt_sent();
+  auto lost = f.first_round_decided(vote_state::lost, false, error::no_quorum);
+  auto a = f.attempt_failed(lost.ec, t0, false, 600ms);
+  BOOST_TEST((a.what == kind::wait));
+  BOOST_TEST((a.delay == 600ms));  // the bound; the repair's end wakes it sooner
+  BOOST_TEST((f.wake(0).what == kind::send_attempt));
+  f.attempt_sent();
+  // Once only: the retry's loss ends the try, whatever it lost to.
+  lost = f.first_round_decided(vote_state::lost, false, error::no_quorum);
+  a = f.attempt_failed(lost.ec, t0, false, 600ms);
+  BOOST_TEST((a.what == kind::complete));
+  BOOST_TEST((a.ec == error::no_quorum));
+}
+
 BOOST_AUTO_TEST_CASE(a_wait_that_is_over_turns_contended_into_wait_timeout) {
   auto f = sent_waiting(100ms);
   const auto a = f.attempt_failed(error::contended, t0 + 100ms);

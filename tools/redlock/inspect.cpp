@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <charconv>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "redlock/redlock.hpp"
@@ -17,16 +20,20 @@ namespace {
 
 namespace asio = boost::asio;
 
-// Every node's report, or exits: the client's own errors (a bad config throws
-// system_error(invalid_config), which main() reports as a usage error).
-std::vector<node_report> inspect(const config& cfg, const std::string& resource) {
+// Every node's report of each of `resources`, in order, read at once by one client
+// (the client's own errors: a bad config throws system_error(invalid_config), which
+// main() reports as a usage error).
+std::vector<std::vector<node_report>> inspect(const config& cfg,
+                                              const std::vector<std::string>& resources) {
   asio::io_context io;
   client c{io.get_executor(), cfg};
-  std::vector<node_report> out;
-  c.async_inspect(resource, [&](boost::system::error_code, std::vector<node_report> r) {
-    out = std::move(r);
-    c.async_shutdown([](boost::system::error_code) {});
-  });
+  std::vector<std::vector<node_report>> out(resources.size());
+  std::size_t left = resources.size();
+  for (std::size_t k = 0; k < resources.size(); ++k)
+    c.async_inspect(resources[k], [&, k](boost::system::error_code, std::vector<node_report> r) {
+      out[k] = std::move(r);
+      if (--left == 0) c.async_shutdown([](boost::system::error_code) {});
+    });
   io.run();
   return out;
 }
@@ -67,31 +74,59 @@ std::string readers_text(std::string_view record) {
                      writer_waits ? ", a writer waits" : "");
 }
 
-}  // namespace
+// What a majority of the nodes say of one key, and the line that says it. "free" only
+// when a majority says so: nodes that did not answer, or hold a key of another type,
+// cannot vouch for it.
+struct verdict {
+  enum class of : std::uint8_t { held, shared, free, partly, wrong_type, unknown };
+  of what;
+  std::string text;
+};
 
-int status_command(const status_options& o) {
-  config cfg = client_config(o.common);
-  cfg.fence_stripes = o.fence_stripes;
-  const auto reports = inspect(cfg, o.resource);
+// "held by host:42 (token 3fa2c1d09b1e...) on a majority" for a token with an owner label
+// after its digits (redlock run writes one).
+std::string held_text(const std::string& token) {
+  const auto slash = token.find('/');
+  return "held" + (slash == std::string::npos ? "" : " by " + token.substr(slash + 1)) +
+         " (token " + token.substr(0, std::min<std::size_t>(slash, 12)) + "...) on a majority";
+}
+
+verdict judge(const std::vector<node_report>& reports) {
+  const std::size_t n = reports.size(), quorum = redlock::majority(n);
+  std::size_t free = 0, wrong = 0, shared = 0, holding = 0;
+  std::map<std::string, std::size_t> holders;
+  for (const node_report& r : reports) {
+    if (r.error) continue;
+    if (r.key == node_report::key_state::free) ++free;
+    if (r.key == node_report::key_state::wrong_type) ++wrong;
+    if (r.key != node_report::key_state::held) continue;
+    ++holding;
+    readers_record(r.holder) ? ++shared : ++holders[r.holder];
+  }
+  for (const auto& [token, count] : holders)
+    if (count >= quorum) return {verdict::of::held, held_text(token)};
+  if (shared >= quorum) return {verdict::of::shared, "held shared by readers on a majority"};
+  if (free >= quorum) return {verdict::of::free, "free"};
+  if (wrong >= quorum)
+    return {verdict::of::wrong_type,
+            fmt::format("a key of another type is in the way on {} of {} nodes", wrong, n)};
+  if (holding > 0)
+    return {verdict::of::partly, "partly held (no majority: expiring or being taken)"};
+  return {verdict::of::unknown,
+          fmt::format("unknown: {} of {} nodes say it is free, {} needed", free, n, quorum)};
+}
+
+// The per-node table of one key (status).
+void print_key_table(const std::vector<node_report>& reports) {
   fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", "node", "address", "state",
              "holder token", "ttl_ms", "fence");
-  std::size_t reachable = 0, holding = 0, shared = 0;
-  std::map<std::string, std::size_t> holders;
   for (const node_report& r : reports) {
     if (r.error) {
       fmt::print("{:<4} {:<24} {:<10} {}\n", r.node, r.address, failure(r), r.problem);
       continue;
     }
-    ++reachable;
     const bool held = r.key == node_report::key_state::held;
     const bool readers = held && readers_record(r.holder);
-    if (readers) {
-      ++holding;
-      ++shared;
-    } else if (held) {
-      ++holding;
-      ++holders[r.holder];
-    }
     const char* state = readers                                       ? "shared"
                         : held                                        ? "held"
                         : r.key == node_report::key_state::free       ? "free"
@@ -104,26 +139,64 @@ int status_command(const status_options& o) {
                held ? std::to_string(r.ttl.count()) : "-", fence_text(r));
     print_shards(r, nullptr);
   }
+}
+
+// The permit count the nodes record for a semaphore (the largest any node holds), or 0
+// when none records one: no permit of it is held.
+std::size_t recorded_permits(const std::vector<node_report>& record) {
+  std::size_t most = 0;
+  for (const node_report& r : record) {
+    if (r.error || r.key != node_report::key_state::held) continue;
+    std::size_t n = 0;
+    const auto [p, ec] = std::from_chars(r.holder.data(), r.holder.data() + r.holder.size(), n);
+    if (ec == std::errc{} && p == r.holder.data() + r.holder.size() && n <= max_permits)
+      most = std::max(most, n);
+  }
+  return most;
+}
+
+}  // namespace
+
+int status_command(const status_options& o) {
+  config cfg = client_config(o.common);
+  cfg.fence_stripes = o.fence_stripes;
+  const auto first = inspect(cfg, {o.resource, permit_count_resource(o.resource)});
+  const auto& reports = first[0];
+  std::size_t reachable = 0;
+  for (const node_report& r : reports) reachable += r.error ? 0 : 1;
   const std::size_t quorum = redlock::majority(reports.size());
-  std::string verdict = "free";
-  for (auto& [token, count] : holders)
-    if (count >= quorum) {
-      // "by host:42" for a token with an owner label after its digits (redlock run writes
-      // one), then the start of the token.
-      const auto slash = token.find('/');
-      verdict = "held" + (slash == std::string::npos ? "" : " by " + token.substr(slash + 1)) +
-                " (token " + token.substr(0, std::min<std::size_t>(slash, 12)) +
-                "...) on a majority";
-    }
-  if (shared >= quorum) verdict = "held shared by readers on a majority";
-  if (verdict == "free" && holding > 0)
-    verdict = "partly held (no majority: expiring or being taken)";
-  fmt::print("{}: {}; {} of {} nodes reachable\n", o.resource, verdict, reachable, reports.size());
-  return reachable >= quorum ? exit_ok : exit_unavailable;
+  const auto footer = fmt::format("{} of {} nodes reachable", reachable, reports.size());
+  const int code = reachable < quorum ? exit_unavailable : exit_ok;
+  const std::size_t permits = o.permits ? o.permits : recorded_permits(first[1]);
+  const verdict own = judge(reports);
+  // A semaphore's permits are other keys: its name's own key, free, is not the news.
+  if (permits == 0 || own.what != verdict::of::free) {
+    print_key_table(reports);
+    fmt::print("{}: {}; {}\n", o.resource, own.text, footer);
+    if (permits == 0)
+      return code == exit_ok && own.what == verdict::of::wrong_type ? exit_data : code;
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < permits; ++i) names.push_back(permit_resource(o.resource, i));
+  const auto each = inspect(cfg, names);
+  std::size_t held = 0, free = 0;
+  for (std::size_t i = 0; i < permits; ++i) {
+    fmt::print("permit {} ({}):\n", i, names[i]);
+    print_key_table(each[i]);
+    const verdict v = judge(each[i]);
+    fmt::print("permit {}: {}\n", i, v.text);
+    held += v.what == verdict::of::held || v.what == verdict::of::shared ? 1 : 0;
+    free += v.what == verdict::of::free ? 1 : 0;
+  }
+  const std::size_t unknown = permits - held - free;
+  fmt::print("{}: a semaphore of {} permits: {} held on a majority, {} free{}; {}\n", o.resource,
+             permits, held, free,
+             unknown ? fmt::format(", {} neither (partly held or unknown)", unknown) : "", footer);
+  return code;
 }
 
 int nodes_command(const common_options& o) {
-  const auto reports = inspect(client_config(o), "");
+  const auto reports = inspect(client_config(o), {""})[0];
   std::size_t reachable = 0;
   std::map<std::string, std::size_t> run_ids;
   std::vector<std::string> warnings;

@@ -8,7 +8,9 @@
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -39,7 +41,8 @@ std::vector<std::string> parse_node_list(const std::string& list, const std::str
         list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const bool seed = in_cluster && !item.empty() && item.find("://") == std::string::npos;
     if (!seed) out.emplace_back();
-    const std::string index = std::to_string(out.size());
+    // Numbered from 0, as every other message of the tool numbers nodes.
+    const std::string index = std::to_string(out.size() - 1);
     // A stray comma is a typo for a node that was meant to be there: dropping it would
     // quietly shrink the fleet (and its majority) the user had in mind.
     if (item.empty())
@@ -131,11 +134,15 @@ po::options_description env_only_description() {
   return d;
 }
 
+// --max-ttl's help; `otherwise` says what it is when neither it nor its variable is set.
+std::string max_ttl_help(std::string_view otherwise) {
+  return with_env_default("the longest TTL any client of these nodes uses, for the restart guard",
+                          "max-ttl", otherwise);
+}
+
 po::options_description run_description() {
   po::options_description d{"Options of run"};
-  const auto max_ttl =
-      with_env_default("the longest TTL any client of these nodes uses, for the restart guard",
-                       "max-ttl", ", else --ttl; not below --ttl");
+  const auto max_ttl = max_ttl_help(", else --ttl; not below --ttl");
   d.add_options()  //
       ("ttl", text("MS"),
        "the lock's TTL, renewed every third of it (default 10000, at least 10)")          //
@@ -161,8 +168,21 @@ po::options_description run_description() {
 
 po::options_description status_description() {
   po::options_description d{"Options of status"};
-  d.add_options()("fence-stripes", text("N"),
-                  "the fleet's fence_stripes setting, to find the right counter (default 0)");
+  const auto max_ttl = max_ttl_help(", else 10000");
+  d.add_options()  //
+      ("fence-stripes", text("N"),
+       "the fleet's fence_stripes setting, to find the right counter (default 0)")  //
+      ("permits", text("N"),
+       "RESOURCE is a semaphore of N permits: show each permit (default: the count the nodes "
+       "record, when a permit is held)")  //
+      ("max-ttl", text("MS"), max_ttl.c_str());
+  return d;
+}
+
+po::options_description nodes_description() {
+  po::options_description d{"Options of nodes"};
+  const auto max_ttl = max_ttl_help(", else 10000");
+  d.add_options()("max-ttl", text("MS"), max_ttl.c_str());
   return d;
 }
 
@@ -175,10 +195,6 @@ struct command_text {
   std::string_view description;
   po::options_description (*options)();  // the command's own options
 };
-
-po::options_description no_options() {
-  return po::options_description{};
-}
 
 constexpr command_text commands[] = {
     {"run",
@@ -208,20 +224,25 @@ could not be run; 65 a key of another type exists under RESOURCE; 78 --permits N
 the nodes record RESOURCE with another number of permits.
 )",
      run_description},
-    {"status", "[--nodes URI,...] [--fence-stripes N] RESOURCE", "RESOURCE",
-     "show who holds RESOURCE on each node",
+    {"status",
+     "[--nodes URI,...] [--fence-stripes N] [--permits N]\n"
+     "                      [--max-ttl MS] RESOURCE",
+     "RESOURCE", "show who holds RESOURCE on each node",
      R"(For each node: whether RESOURCE is held, by which token, for how many more
-milliseconds, and the current fencing counter. Exit 0, or 69 when fewer than a
-majority of nodes answer.
+milliseconds, and the current fencing counter; then a verdict, which says "free" only
+when a majority of the nodes say so. For a semaphore (the nodes record its count, or
+--permits N), the same for each permit. Exit 0; 69 when fewer than a majority of nodes
+answer; 65 when a key of another type is in the way on a majority.
 )",
      status_description},
-    {"nodes", "[--nodes URI,...]", "", "check the nodes and the safety of the setup",
+    {"nodes", "[--nodes URI,...] [--max-ttl MS]", "", "check the nodes and the safety of the setup",
      R"(For each node: reachable or not, round trip, server version, uptime, role and
 persistence settings; warnings on stderr when the setup cannot honour the safety model
-(replicas, one server listed twice, persistence that can lose writes). Exit 0, or 69
-when fewer than a majority of nodes answer.
+(replicas, one server listed twice, persistence that can lose writes, nodes the
+restart guard holds back for --max-ttl). Exit 0, or 69 when fewer than a majority of
+nodes answer.
 )",
-     no_options},
+     nodes_description},
 };
 
 const command_text& command_named(std::string_view name) {
@@ -408,12 +429,44 @@ std::string only_operand(const parsed_args& a, const char* hint) {
 
 }  // namespace
 
+namespace {
+
+// The password for nodes whose URI names none, read here rather than by the client, so
+// that what goes wrong is said in the tool's words (--password-file, REDLOCK_PASSWORD),
+// not in the library's config fields.
+std::string password_of(const common_options& o) {
+  if (!o.password_file.empty()) {
+    std::ifstream in(o.password_file);
+    if (!in)
+      throw usage_error{fmt::format("--password-file: cannot read \"{}\": {}", o.password_file,
+                                    std::strerror(errno))};
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty())
+      throw usage_error{
+          fmt::format("--password-file: the first line of \"{}\" is empty", o.password_file)};
+    return line;
+  }
+  if (!o.password_env.empty()) {
+    const char* v = std::getenv(o.password_env.c_str());
+    if (v == nullptr || *v == '\0') throw usage_error{o.password_env + " is set but empty"};
+    return v;
+  }
+  if (!o.user.empty())
+    throw usage_error{"--user needs a password: give --password-file or REDLOCK_PASSWORD"};
+  return {};
+}
+
+}  // namespace
+
 config client_config(const common_options& o) {
   config cfg{.nodes = o.nodes};
   cfg.tls = o.tls;
   cfg.user = o.user;
-  cfg.password_file = o.password_file;
-  cfg.password_env = o.password_env;
+  cfg.password = password_of(o);
+  cfg.password_help = "--password-file or REDLOCK_PASSWORD";
+  if (o.max_ttl) cfg.max_ttl = *o.max_ttl;
   // Every token says which host and process wrote it: `status` and `--verbose` show it.
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
@@ -438,6 +491,14 @@ void check_resource(const std::string& resource) {
     throw usage_error{"RESOURCE has " + std::to_string(resource.size()) + " bytes; at most " +
                       std::to_string(redlock::max_resource_bytes) + " bytes are allowed"};
   check_printable_resource(resource);
+}
+
+// --max-ttl or REDLOCK_MAX_TTL for status and nodes, if either is given.
+std::optional<std::chrono::milliseconds> max_ttl_from(const parsed_args& a) {
+  if (!a.has("max-ttl")) return std::nullopt;
+  const auto ms = parse_ms(a.source("max-ttl"), a.text("max-ttl"));
+  if (ms.count() < 10) throw usage_error{a.source("max-ttl") + " must be at least 10 ms"};
+  return ms;
 }
 
 // --permits: 1 to max_permits, as every holder of the resource must give it.
@@ -503,6 +564,8 @@ status_options parse_status(const std::vector<std::string>& args) {
       throw usage_error{"--fence-stripes takes a whole number, not \"" + v + "\""};
     o.fence_stripes = n;
   }
+  if (a.has("permits")) o.permits = parse_permits(a.text("permits"));
+  o.common.max_ttl = max_ttl_from(a);
   o.resource = only_operand(a, "");
   if (o.resource.empty()) throw usage_error{"no RESOURCE given"};
   check_resource(o.resource);
@@ -516,6 +579,7 @@ common_options parse_nodes(const std::vector<std::string>& args) {
     throw usage_error{
         fmt::format("unexpected argument \"{}\" (see redlock nodes --help)", a.operands.front())};
   common_options o = common_from(a);
+  o.max_ttl = max_ttl_from(a);
   o.nodes = nodes_from(a);
   return o;
 }
@@ -539,9 +603,10 @@ std::string help_text(std::string_view command) {
     out << "usage: redlock <command> [options]\n\nCommands:\n";
     for (const auto& c : commands)
       out << fmt::format("  {:<7} {:<29} {}\n", c.name, c.operands, c.summary);
-    out << "\n`redlock <command> --help` describes a command and its options.\n\n"
+    out << "\n`redlock <command> --help` describes a command and its options; "
+           "`redlock --version` prints the version.\n\n"
         << common_description() << "\n"
-        << environment_help() << "\nSee docs/cli.md and docs/deployment.md.\n";
+        << environment_help() << "\nSee man redlock, docs/cli.md and docs/deployment.md.\n";
     return without_trailing_blanks(out.str());
   }
   const command_text& c = command_named(command);

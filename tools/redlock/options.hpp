@@ -18,13 +18,14 @@ enum exit_code : int {
   exit_ok = 0,
   exit_data = 65,         // a key of another type is in the way
   exit_unavailable = 69,  // no majority of nodes available when the wait ended
-  exit_software = 70,     // an internal error
+  exit_software = 70,     // an internal error (a bug)
   exit_busy = 75,         // not acquired in time: others hold it
   exit_lost = 76,         // the lock was lost while COMMAND ran
   exit_config = 78,       // --permits N, but the nodes hold RESOURCE with another count
   exit_usage = 64,
   exit_cannot_run = 126,
   exit_not_found = 127,
+  exit_signalled = 128,  // + N: a wait stopped by signal N, or COMMAND killed by it
 };
 
 /// Thrown for usage errors; main prints "redlock: <what>" and exits 64.
@@ -39,6 +40,9 @@ struct common_options {
   std::string user;           // --user
   std::string password_file;  // --password-file
   std::string password_env;   // else the variable holding the password, when it is set
+  // status and nodes: --max-ttl or REDLOCK_MAX_TTL, the fleet's longest TTL, by which they
+  // judge the restart guard as `run` does (run resolves its own, in run_options).
+  std::optional<std::chrono::milliseconds> max_ttl;
 };
 
 /// A client configuration with the nodes, TLS settings and credentials of `o`.
@@ -63,6 +67,7 @@ struct status_options {
   common_options common;
   std::string resource;
   std::size_t fence_stripes = 0;
+  std::size_t permits = 0;  // --permits: RESOURCE is a semaphore of N; 0: as the nodes record
 };
 
 /// Each parses the arguments after the command's name, and the environment; throws

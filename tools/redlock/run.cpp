@@ -231,7 +231,7 @@ class runner {
     int status = 0;
     const pid_t r = ::waitpid(child_, &status, WNOHANG);
     if (r != child_) return;
-    child_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    child_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : exit_signalled + WTERMSIG(status);
     child_ = -1;
     done_ = true;
     exited_.expires_at(asio::steady_timer::time_point::min());  // wakes the wait, now or later
@@ -263,7 +263,7 @@ class runner {
       waiting_ = false;
       watch_timer_.cancel();
     }
-    if (interrupted_) co_return 128 + interrupted_;
+    if (interrupted_) co_return exit_signalled + interrupted_;
     if (ec) {
       say(diag.message.empty() ? ec.message() : diag.message);
       co_return exit_code_for(ec);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-/// Internal: hooks for the library's own tests and benchmark, not part of the API.
+// Hooks for the library's own tests and benchmark: not part of the API, and not installed
+// (they live beside the sources; the tests and the benchmark see them through
+// redlock_internal).
 
 #include <functional>
 #include <string_view>
