@@ -7,13 +7,14 @@ set -euo pipefail
 # tests are skipped, not failed. spin runs the model checks in verify/ (ctest -L verify).
 # clang-format: the layout check (CTest clang_format, scripts/check-format.sh).
 # libssl-dev and openssl: rediss:// (TLS) and the TLS tests' certificates; iproute2: the
-# network-namespace tests (label netns); curl: the http_server example's test.
+# network-namespace tests (label netns); curl: the http_server example's test. dpkg-dev
+# (dpkg-shlibdeps), man-db and groff-base: the Debian packages' check and the manual page.
 # Boost.Program_options parses the redlock tool's command line; Boost.JSON writes the
 # bench's lines (1.81 packages, as for the rest of Boost: never Debian's default 1.74).
 pkgs=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-test1.81-dev
       libboost-program-options1.81-dev libboost-json1.81-dev libfmt-dev
       redis-server redis-tools libsqlite3-dev python3 clang libclang-rt-14-dev spin
-      libssl-dev openssl iproute2 curl clang-format)
+      libssl-dev openssl iproute2 curl clang-format dpkg-dev man-db groff-base gzip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

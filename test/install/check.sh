@@ -20,15 +20,34 @@ if [[ -n $sanitize ]]; then
 fi
 if [[ $from == deb ]]; then
   cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$work/deb" >/dev/null
-  debs=("$work"/deb/redlock-asio_*.deb)
-  [[ -f ${debs[0]} ]] || { echo "cpack wrote no redlock-asio_*.deb" >&2; exit 1; }
-  dpkg-deb --field "${debs[0]}" Package Depends
-  dpkg -x "${debs[0]}" "$work/root"
+  dev=("$work"/deb/libredlock-asio-dev_*.deb)
+  tool=("$work"/deb/redlock_*.deb)
+  [[ -f ${dev[0]} && -f ${tool[0]} ]] || { echo "cpack wrote no libredlock-asio-dev and redlock .deb" >&2; exit 1; }
+  for deb in "${dev[0]}" "${tool[0]}"; do
+    dpkg-deb --field "$deb" Package Depends
+    dpkg -x "$deb" "$work/root"
+  done
+  # The -dev package lists the -dev packages its headers need; the tool's dependencies
+  # are its runtime libraries (dpkg-shlibdeps), not a compiler's headers.
+  dpkg-deb --field "${dev[0]}" Depends | grep -q "libboost1.81-dev"
+  tool_depends=$(dpkg-deb --field "${tool[0]}" Depends)
+  for lib in libc6 libstdc++6 libboost-program-options1.81.0; do
+    [[ $tool_depends == *"$lib"* ]] || { echo "the tool package does not depend on $lib: $tool_depends" >&2; exit 1; }
+  done
+  [[ $tool_depends != *-dev* ]] || { echo "the tool package pulls -dev packages: $tool_depends" >&2; exit 1; }
+  # No test hooks among the installed headers.
+  if dpkg-deb --contents "${dev[0]}" | grep -q "testing.hpp"; then
+    echo "the -dev package installs testing.hpp" >&2
+    exit 1
+  fi
   ln -s "$work/root/usr" "$work/prefix"
-  # The licence is where Debian looks for a package's copyright.
-  grep -q "^License: BSL-1.0" "$work/root/usr/share/doc/redlock-asio/copyright"
-  # The tool is in the package and runs.
+  # The licence is where Debian looks for each package's copyright.
+  grep -q "^License: BSL-1.0" "$work/root/usr/share/doc/libredlock-asio-dev/copyright"
+  grep -q "^License: BSL-1.0" "$work/root/usr/share/doc/redlock/copyright"
+  # The tool is in its package and runs, with its manual page.
   "$work/prefix/bin/redlock" --help | grep -q "^usage: redlock"
+  "$work/prefix/bin/redlock" --version | grep -q "^redlock [0-9]"
+  MANWIDTH=80 man -l "$work/root/usr/share/man/man1/redlock.1.gz" | grep -q "EXIT STATUS"
 else
   cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 fi
