@@ -193,11 +193,15 @@ client_state::client_state(asio::any_io_executor ex, config c)
 }
 
 void client_state::release_detached(std::string_view key, std::string_view token,
-                                    const std::array<bool, max_nodes>* only, bool announce) {
+                                    const std::array<bool, max_nodes>* only, bool announce,
+                                    bool permit) {
   // EVAL, not EVALSHA: nobody reads this reply, so a flushed script cache must not
   // turn it into a silent NOSCRIPT.
   std::string payload;
-  write_release(payload, key, token, send_as::text, announce);
+  if (permit)
+    write_permit_release(payload, *this, key, token, send_as::text);
+  else
+    write_release(payload, key, token, send_as::text, announce);
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (!only || (*only)[i]) nodes[i]->submit_detached(payload);
 }
@@ -216,7 +220,7 @@ void client_state::close_all_gracefully(std::function<void()> done) {
   while (held) {
     lock_data& d = *held;
     unhold(d);
-    release_detached(d.key(), d.token());
+    release_detached(d.key(), d.token(), nullptr, true, !d.record_key.empty());
   }
   for (auto& [token, keys] : held_sets) release_set_detached(keys, token);
   held_sets.clear();
@@ -263,6 +267,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         attempt_driver(s_->strand),
         single_lock_call(std::move(resource), opts, wait, std::move(permit)) {
     no_text_ = "refused";
+    if (permit_) permit_try_ = permit_->tries;
   }
 
   void start() {
@@ -340,6 +345,11 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
 
   bool should_send(std::size_t i) override { return counts(i); }
 
+  // A lost permit try's node that never answered may have run it.
+  void on_failed(std::size_t i) override {
+    if (late_undo_ && may_have_taken(vote::failed, round_.errors[i], true)) undo_late(*s_, i);
+  }
+
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   // A fenced yes from a node whose counters await repair sets the key but cannot count.
@@ -356,6 +366,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                     fmt::format("holds the semaphore with {} permits", a.count));
         return vote::failed;
       case lock_answer::kind::held:
+        if (permit_) permit_->held_answer(*s_, i, a, permit_try_);
         return a.named ? held_by(i, a.holder) : vote::held;
       case lock_answer::kind::waiter_first:
         round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
@@ -364,6 +375,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         return vote::failed;
       case lock_answer::kind::taken:
         break;
+    }
+    if (late_undo_) {
+      undo_late(*s_, i);  // a lost permit try's late yes
+      return vote::yes;
     }
     if (!opts_.fenced) return vote::yes;
     // Counted only if the marker names the server that answered.
@@ -597,6 +612,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   std::uint64_t fence_token_ = 0;
   // The local line of waiters (client_state::waiters).
   bool queued_ = false;
+  std::uint64_t permit_try_ = 0;  // a permit's try: which of its call's tries this is
   // Refused by a node still holding a token heard released: retry at once, once per token.
   bool retry_now_ = false;
   std::string stale_holder_, retried_for_;
@@ -645,6 +661,10 @@ class unlock_op final : public lock_release_op {
 
   void start(lock& lk) {
     if (!take(lk, "unlock")) return;
+    if (permit()) {
+      write_permit_release(payload_, *s_, key_, token_, send_as::sha);
+      return release(payload_, permit_release_script);
+    }
     write_release(payload_, key_, token_, send_as::sha);
     release(payload_, release_script);
   }
@@ -656,7 +676,7 @@ class unlock_op final : public lock_release_op {
   void on_unsent(std::size_t i) override {
     std::array<bool, max_nodes> only{};
     only[i] = true;
-    s_->release_detached(key_, token_, &only);
+    s_->release_detached(key_, token_, &only, true, permit());
   }
 
   buffer payload_;

@@ -18,6 +18,7 @@
 
 #include "client/lines.hpp"
 #include "client/parts.hpp"
+#include "client/permit_line.hpp"
 #include "client/scripts.hpp"
 #include "client/string_map.hpp"
 #include "client/token.hpp"
@@ -135,6 +136,17 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// line, waiting out a retry delay, or with its attempt out), undoing the attempts out,
   /// and wakes every waiting permit to finish. On the strand, before the connections drain.
   void end_waits();
+  /// The calls of this client waiting in semaphores' lines (src/client/permit_line.cpp).
+  permit_places places;
+  /// Registers `w` as waiting for a permit and listens on the client's offers channel; its
+  /// place for the nodes' lines, or "" when no offer could be heard (wake_on_release off).
+  std::string join_permit_line(permit_waiter& w);
+  /// The call of `place` (join_permit_line's, may be "") stopped waiting.
+  void leave_permit_line(std::string_view place);
+  /// Node `node` offered a permit ("<id> <permit key>" on the offers channel).
+  void permit_offered(std::size_t node, std::string_view message);
+  /// Every waiting permit call sweeps again (the channel came up; shutdown).
+  void wake_permit_waiters();
   /// Election observers between two reads, per key they follow (src/guard/election.cpp):
   /// each release of the key known here (wake_waiter: local, or announced by a node) calls
   /// them, so that they read again at once. On the strand.
@@ -199,9 +211,12 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   void close_all_gracefully(std::function<void()> done);
   /// Queues a compare-and-delete of (key, token) on every node (or those in `only`),
   /// reply ignored; `announce`: publish the release to waiters (not for the clean-up of
-  /// a failed attempt). On the strand.
+  /// a failed attempt). A semaphore's permit (`permit`) is released by
+  /// permit_release_script, which hands it to the head of the semaphore's line whether
+  /// `announce` or not. On the strand.
   void release_detached(std::string_view key, std::string_view token,
-                        const std::array<bool, max_nodes>* only = nullptr, bool announce = true);
+                        const std::array<bool, max_nodes>* only = nullptr, bool announce = true,
+                        bool permit = false);
   /// Fair mode: removes waiter `id` from a resource's line on the nodes in `only`, reply
   /// ignored (src/client/fair.cpp). On the strand.
   void leave_line_detached(std::string_view line_key, std::string_view expiry_key,

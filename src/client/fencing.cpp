@@ -68,6 +68,9 @@ void client_state::on_node_event(node& c, node_event::kind k, const std::string&
     }
   }
   if (cfg.on_event || obs) report(node_event{k, c.id(), addresses[c.id()], message});
+  // A waiting permit call took its place in line only on the nodes its try reached: one that
+  // connects now (or again, perhaps restarted empty) gets it from a new sweep.
+  if (k == node_event::kind::connected && !places.empty()) wake_permit_waiters();
 }
 
 void client_state::report(const node_event& e) {

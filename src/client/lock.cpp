@@ -128,7 +128,7 @@ void lock::release_in_background() noexcept {
       void operator()() {
         if (s->closed) return;
         s->unhold(*d);
-        s->release_detached(d->key(), d->token());
+        s->release_detached(d->key(), d->token(), nullptr, true, !d->record_key.empty());
         s->wake_waiter(d->key(), d->token());
       }
     };

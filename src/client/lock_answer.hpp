@@ -30,6 +30,7 @@ struct lock_answer {
   std::uint64_t counter = 0;           ///< taken, fenced: the resource's counter now
   const resp::node* marker = nullptr;  ///< taken, fenced: the fence marker to vet
   std::uint64_t count = 0;             ///< other_count: the count the node records
+  std::size_t free_at = 0;  ///< held, a permit's try: a free permit that far after it (0: none)
 };
 
 /// Reads node's reply `r` to the acquisition a call sent: a plain `SET NX GET` when
@@ -96,9 +97,15 @@ std::chrono::milliseconds writer_mark_lasts(const Config& cfg) {
 }
 
 /// Reads node's reply `r` to a permit's try (permit_acquire_script): {4, n} the node records
-/// another count n; otherwise as the fenced acquire script answers (fenced), or as the fair
+/// another count n; {5, k} held, with a free permit (or one offered to the call) k after it in
+/// the try's window; otherwise as the fenced acquire script answers (fenced), or as the fair
 /// one does without its waiter answer ({0, holder}, {1, 0}).
 inline lock_answer read_permit_answer(const resp::reply& r, bool fenced) {
+  if (r[0].kind == resp::type::array && r.size() == 3 && r[1].kind == resp::type::integer &&
+      r[1].integer == 5) {
+    if (r[2].kind != resp::type::integer || r[2].integer < 1) return {};
+    return {.what = lock_answer::kind::held, .free_at = static_cast<std::size_t>(r[2].integer)};
+  }
   if (r[0].kind == resp::type::array && r.size() == 3 && r[1].kind == resp::type::integer &&
       r[1].integer == 4) {
     std::uint64_t n = 0;

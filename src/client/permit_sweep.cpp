@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace redlock::detail {
 
 std::string permit_key_name(std::string_view resource, std::size_t index) {
@@ -13,6 +15,12 @@ std::string permit_key_name(std::string_view resource, std::size_t index) {
 
 std::string permit_record_name(std::string_view resource) {
   return fmt::format("redlock:permit:{{{}}}:count", resource);
+}
+
+permit_line_keys permit_line_of(std::string_view semaphore_key) {
+  // "...:count" or "...:<i>" -> "...:line", "...:lapse": the same hash tag, so the same slot.
+  const std::string_view stem = semaphore_key.substr(0, semaphore_key.rfind(':') + 1);
+  return {fmt::format("{}line", stem), fmt::format("{}lapse", stem)};
 }
 
 std::string semaphore_name_problem(std::string_view resource) {
@@ -36,21 +44,35 @@ bool ends_the_call(error_code ec) {
 
 sweep_step permit_sweep::start(std::size_t first) {
   first_ = first % permits_;
-  tried_ = contended_ = wrong_type_ = 0;
+  covered_ = turns_ = wrong_type_ = 0;
   other_ = {};
-  return {.what = sweep_step::kind::try_permit, .index = current()};
+  return ask(first_, true);
 }
 
-sweep_step permit_sweep::tried(error_code ec) {
-  if (!ec) return {.what = sweep_step::kind::won, .index = current()};
+sweep_step permit_sweep::ask(std::size_t index, bool regular) {
+  at_ = index % permits_;
+  regular_ = regular;
+  const std::size_t left = permits_ - covered_;
+  span_ = std::min(window, regular ? left : permits_);
+  return {
+      .what = sweep_step::kind::try_permit, .index = at_, .span = span_, .last = left <= window};
+}
+
+sweep_step permit_sweep::tried(error_code ec, std::size_t free_at) {
+  if (!ec) return {.what = sweep_step::kind::won, .index = at_};
   if (ends_the_call(ec)) return {.what = sweep_step::kind::end, .ec = ec};
-  if (ec == error::contended)
-    ++contended_;
-  else if (ec == error::wrong_type)
-    ++wrong_type_;
-  else if (!other_)
-    other_ = ec;
-  if (++tried_ < permits_) return {.what = sweep_step::kind::try_permit, .index = current()};
+  if (regular_) {
+    covered_ += span_;
+    if (ec == error::wrong_type)
+      wrong_type_ += span_;  // the script says so only when its whole window is
+    else if (ec != error::contended && !other_)
+      other_ = ec;
+  }
+  if (free_at > 0 && free_at < span_ && turns_ < permits_) {
+    ++turns_;
+    return ask(at_ + free_at, false);
+  }
+  if (covered_ < permits_) return ask(first_ + covered_, true);
   return {.what = sweep_step::kind::failed, .ec = reason()};
 }
 

@@ -22,7 +22,8 @@ using boost::system::error_code;
 //
 // Every key of semaphore R starts with call_checks.hpp's semaphore_names, which plain calls
 // refuse: "redlock:permit:{R}:<i>" for permit i, "redlock:permit:{R}:count" for the record of
-// its count (after the client's key prefix). They are alike up to and including "{R}", so they
+// its count, "redlock:permit:{R}:line" and "redlock:permit:{R}:lapse" for its line of waiters
+// (after the client's key prefix). They are alike up to and including "{R}", so they
 // hash to one slot whatever braces the key prefix or R hold: on a Redis Cluster one script may
 // touch a permit and the record (and the fencing pair of that slot). A name that cannot be a
 // hash tag (one starting with '}': "{}" is none) is refused for semaphores.
@@ -31,6 +32,13 @@ using boost::system::error_code;
 std::string permit_key_name(std::string_view resource, std::size_t index);
 /// The resource name of the nodes' record of semaphore `resource`'s count.
 std::string permit_record_name(std::string_view resource);
+/// The keys of a semaphore's line of waiters on a node (permit_acquire_script), named from
+/// the key of its record or of one of its permits (with the client's key prefix): the
+/// places, and when each lapses.
+struct permit_line_keys {
+  std::string line, lapse;
+};
+permit_line_keys permit_line_of(std::string_view semaphore_key);
 /// Why `resource` cannot name a semaphore (empty: it can).
 std::string semaphore_name_problem(std::string_view resource);
 /// How long the record lives at least after a permit of `ttl` was granted or renewed: past
@@ -43,34 +51,49 @@ inline std::chrono::milliseconds permit_record_keep(std::chrono::milliseconds tt
 /// What the driver of a sweep does next.
 struct sweep_step {
   enum class kind : unsigned char {
-    try_permit,  ///< try permit `index` once (a single-lock try)
+    try_permit,  ///< try permit `index` once, reading the `span` permits from it (a window)
     won,         ///< the try of permit `index` won: hand it out
     failed,      ///< every permit was tried, none won: the attempt failed with `ec`
     end,         ///< an error no later sweep can change (`ec`): complete with it
   };
   kind what = kind::try_permit;
   std::size_t index = 0;
+  std::size_t span = 1;  ///< try_permit: the permits its script reads, `index` first
+  bool last = false;     ///< try_permit: the sweep's last window, so a waiting call takes a place
   error_code ec{};
 };
 
+/// One sweep: the permits in windows of up to `window` from a first one, each window one try
+/// (permit_acquire_script asks for its first permit and reads the others). A try that finds its
+/// permit held but another of its window free (or offered to the call) says how far after it:
+/// the sweep then asks for that one at once, up to `permits` such turns a sweep, so that a
+/// free permit is taken in two tries however many are held.
 class permit_sweep {
  public:
+  /// The most permits one try reads.
+  static constexpr std::size_t window = 16;
+
   explicit permit_sweep(std::size_t permits) : permits_(permits) {}
 
-  /// A new sweep, first trying permit `first` (the driver draws it at random, so that
-  /// concurrent acquirers spread over the permits), then the ones after it, wrapping.
+  /// A new sweep, first asking for permit `first` (the driver draws it at random, so that
+  /// concurrent acquirers spread over the permits, or takes the permit offered to it).
   sweep_step start(std::size_t first);
-  /// The try of the permit last asked for ended with `ec` (success: it won).
-  sweep_step tried(error_code ec);
+  /// The try last asked for ended with `ec` (success: it won); `free_at`, when it failed, is
+  /// how far after its permit the window had a free one (0: none).
+  sweep_step tried(error_code ec, std::size_t free_at = 0);
 
  private:
-  std::size_t current() const { return (first_ + tried_) % permits_; }
+  sweep_step ask(std::size_t index, bool regular);
   // The error of a sweep in which no permit won.
   error_code reason() const;
 
   std::size_t permits_;
-  std::size_t first_ = 0, tried_ = 0;
-  std::size_t contended_ = 0, wrong_type_ = 0;
+  std::size_t first_ = 0;    // where the sweep began
+  std::size_t covered_ = 0;  // permits read by the sweep's regular (windowed) tries
+  std::size_t at_ = 0, span_ = 1;
+  bool regular_ = true;  // the current try is a window of the sweep, not a turn to a free one
+  std::size_t turns_ = 0;
+  std::size_t wrong_type_ = 0;  // permits the regular tries found of another type
   error_code other_{};
 };
 

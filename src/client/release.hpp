@@ -83,6 +83,9 @@ class lock_release_op : public release_op_base {
     sent();
   }
 
+  /// Whether the released lock is a semaphore's permit (released by permit_release_script).
+  bool permit() const { return !data_->record_key.empty(); }
+
   std::string_view key_, token_;  // the released lock's
 
  private:

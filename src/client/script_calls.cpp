@@ -52,15 +52,44 @@ const script* write_acquire(std::string& out, const acquire_call& c) {
 }
 
 const script* write_permit_acquire(std::string& out, const permit_call& c) {
-  const auto n = static_cast<std::int64_t>(c.permits);
-  if (c.fence)
-    resp::append_command(out, "EVALSHA", permit_acquire_script.sha, "4", c.key, c.record_key,
-                         c.fence->hash, c.fence->marker, c.token, millis(c.ttl), n, millis(c.keep),
-                         c.field);
-  else
-    resp::append_command(out, "EVALSHA", permit_acquire_script.sha, "2", c.key, c.record_key,
-                         c.token, millis(c.ttl), n, millis(c.keep));
+  const std::size_t w = c.span;
+  const std::size_t keys = w + 3 + (c.fence ? 2 : 0);
+  resp::command_writer wr{out};
+  wr.begin(3 + keys + 8 + (c.fence ? 1 : 0))
+      .arg("EVALSHA")
+      .arg(permit_acquire_script.sha)
+      .arg(std::int64_t(keys));
+  for (std::size_t k = 0; k < w; ++k) wr.arg(c.keys[(c.first + k) % c.keys.size()]);
+  wr.arg(c.record_key).arg(c.line->line).arg(c.line->lapse);
+  if (c.fence) wr.arg(c.fence->hash).arg(c.fence->marker);
+  wr.arg(c.token)
+      .arg(millis(c.ttl))
+      .arg(static_cast<std::int64_t>(c.permits))
+      .arg(millis(c.keep))
+      .arg(std::int64_t(w))
+      .arg(c.place)
+      .arg(millis(c.place_ttl))
+      .arg(c.ticket);
+  if (c.fence) wr.arg(c.field);
   return &permit_acquire_script;
+}
+
+void write_permit_release(std::string& out, std::string_view key, const permit_line_keys& line,
+                          std::string_view token, std::chrono::milliseconds offer_ttl,
+                          bool skip_unheard, send_as how) {
+  resp::append_command(out, verb(how), handle(permit_release_script, how), "3", key, line.line,
+                       line.lapse, token, millis(offer_ttl), skip_unheard ? "1" : "0");
+}
+
+void write_permit_release(std::string& out, const client_state& s, std::string_view key,
+                          std::string_view token, send_as how) {
+  write_permit_release(out, key, permit_line_of(key), token, s.cfg.node_timeout,
+                       !s.colocation_tag(key).has_value(), how);
+}
+
+void write_permit_claim(std::string& out, std::string_view key, std::string_view offer,
+                        std::string_view token, std::chrono::milliseconds ttl) {
+  resp::append_command(out, "EVAL", permit_claim_script.body, "1", key, offer, token, millis(ttl));
 }
 
 void write_permit_record_refresh(std::string& out, std::string_view record_key,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
+#include "client/permit_sweep.hpp"
 #include "client/scripts.hpp"
 #include "resp/resp.hpp"
 
@@ -50,17 +51,41 @@ inline void write_plain_acquire(std::string& out, std::string_view key, std::str
   resp::append_command(out, "SET", key, token, "NX", "PX", std::int64_t{ttl.count()}, "GET");
 }
 
-/// A permit's try (permit_acquire_script): the permit key taken with `token` for `ttl` where
-/// the nodes' record of the semaphore (`record_key`) says `permits` or nothing, the record
-/// then living at least `keep`; fenced (`fence` not null), also counting `field` in that pair.
+/// A permit's try (permit_acquire_script): the window's first permit key taken with `token`
+/// for `ttl` where the nodes' record of the semaphore (`record_key`) says `permits` or nothing,
+/// the record then living at least `keep`; the window: the `span` permit keys the try reads
+/// from `keys` (every permit's key), starting at `first` and wrapping, from the
+/// one it asks for (its first key). A waiting call names its `place` in the semaphore's line
+/// (`line`), which lives `place_ttl`, at `ticket`; empty: the try waits nowhere. Fenced (`fence`
+/// not null), also counting `field` in that pair.
 struct permit_call {
-  std::string_view key, record_key, token;
-  std::chrono::milliseconds ttl{}, keep{};
+  std::span<const std::string> keys;
+  std::size_t first = 0, span = 1;
+  std::string_view record_key, token;
+  const permit_line_keys* line = nullptr;
+  std::string_view place{};
+  std::int64_t ticket = 0;  // the place's order in the line
+  std::chrono::milliseconds ttl{}, keep{}, place_ttl{};
   std::size_t permits = 0;
   const fence_key_pair* fence = nullptr;
   std::string_view field{};
 };
 const script* write_permit_acquire(std::string& out, const permit_call& c);
+/// permit_release_script: permit `key` released where it holds `token` (a holder's token, or
+/// an offer "o|<place>" declined), handed to the head of the semaphore's `line` for an offer
+/// of `offer_ttl`; `skip_unheard`: a head no subscriber of the node hears is passed over.
+void write_permit_release(std::string& out, std::string_view key, const permit_line_keys& line,
+                          std::string_view token, std::chrono::milliseconds offer_ttl,
+                          bool skip_unheard, send_as how);
+/// permit_claim_script: the `offer` of permit `key` taken over by its holder's `token`, the key
+/// then living `ttl`. As text: nobody reads the reply.
+void write_permit_claim(std::string& out, std::string_view key, std::string_view offer,
+                        std::string_view token, std::chrono::milliseconds ttl);
+/// The release of permit `key` held by `token` on `s`'s nodes: offers live a node timeout,
+/// and heads nobody hears are skipped unless a node spreads keys by slot (a Redis Cluster,
+/// whose subscribers may listen on another of its servers).
+void write_permit_release(std::string& out, const client_state& s, std::string_view key,
+                          std::string_view token, send_as how);
 /// PEXPIRE `record_key` `keep` GT: a renewal of a permit keeps the semaphore's record alive
 /// at least as long (a plain command, sent beside the renewal; never shortens the record).
 void write_permit_record_refresh(std::string& out, std::string_view record_key,

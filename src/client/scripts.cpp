@@ -254,36 +254,6 @@ return 1
 )lua",
                                  .sha = "73c4316ada2301a6d2c949fc5134f1b851b0b9e6"};
 
-// ---- semaphores (src/client/semaphore.cpp) --------------------------------------------------
-
-// A permit's try: the semaphore's record of its count checked, then the permit taken, in one
-// script, so that no permit is taken under another count. KEYS: the permit key, the record key
-// (both with the semaphore's hash tag), and when fenced the fence hash and marker; ARGV: token,
-// TTL, the count N, how long the record lives at least (ms), and when fenced the counter field.
-// {4, n} the record says n permits (nothing written); {0, holder} held by another owner; taken:
-// {1, 0}, or fenced {1, counter, marker} as fence_acquire_script. A taken permit makes the
-// record live at least `keep` (refreshed, never shortened), so that the record outlives every
-// permit key of the node while their holders renew them (refresh_permit_record).
-const script permit_acquire_script{.body = R"lua(
-local n = redis.call("GET", KEYS[2])
-if n and n ~= ARGV[3] then
-  return {4, n}
-end
-local cur = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2], "GET")
-if cur then
-  return {0, cur}
-end
-local keep = tonumber(ARGV[4])
-if not n or redis.call("PTTL", KEYS[2]) < keep then
-  redis.call("SET", KEYS[2], ARGV[3], "PX", keep)
-end
-if #KEYS == 2 then
-  return {1, 0}
-end
-return {1, redis.call("HINCRBY", KEYS[3], ARGV[5], 1), redis.call("GET", KEYS[4])}
-)lua",
-                                   .sha = "0747fafd2ca78243f9965f9d7e99802be92dbfe0"};
-
 // ---- fair mode -----------------------------------------------------------------------------
 //
 // Fair mode (src/client/fair.cpp): a line of waiters per resource, two sorted sets (places by
@@ -637,15 +607,15 @@ return 1
 
 std::span<const script* const> all_scripts() {
   static const script* const all[] = {
-      &release_script,         &quiet_release_script, &reader_acquire_script,
-      &writer_wait_script,     &extend_script,        &batch_extend_script,
-      &fence_acquire_script,   &fence_raise_script,   &fence_read_script,
-      &fence_repair_script,    &fair_acquire_script,  &fair_fence_acquire_script,
-      &line_leave_script,      &multi_acquire_script, &multi_raise_script,
-      &multi_extend_script,    &multi_release_script, &quiet_multi_release_script,
-      &claim_script,           &settle_script,        &inspect_script,
-      &election_record_script, &election_read_script, &election_resign_script,
-      &permit_acquire_script,
+      &release_script,         &quiet_release_script,  &reader_acquire_script,
+      &writer_wait_script,     &extend_script,         &batch_extend_script,
+      &fence_acquire_script,   &fence_raise_script,    &fence_read_script,
+      &fence_repair_script,    &fair_acquire_script,   &fair_fence_acquire_script,
+      &line_leave_script,      &multi_acquire_script,  &multi_raise_script,
+      &multi_extend_script,    &multi_release_script,  &quiet_multi_release_script,
+      &claim_script,           &settle_script,         &inspect_script,
+      &election_record_script, &election_read_script,  &election_resign_script,
+      &permit_acquire_script,  &permit_release_script, &permit_claim_script,
   };
   return all;
 }

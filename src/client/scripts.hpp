@@ -53,6 +53,8 @@ extern const script inspect_script;
 
 // Semaphores
 extern const script permit_acquire_script;
+extern const script permit_release_script;
+extern const script permit_claim_script;
 
 // Leader election
 extern const script election_record_script;

@@ -9,22 +9,25 @@
 // exclusion itself: it only chooses which permit to ask for, and asks with the single
 // lock's whole machinery (restart guard, fencing, release of a failed attempt).
 //
-// One call is a sequence of sweeps. A sweep tries each permit once, one after the
-// other, starting at a random index (so that concurrent acquirers spread over the
-// permits instead of all racing for permit 0): permit_sweep decides the next try and
-// what a sweep's failures add up to. The waits between sweeps are acquire_fsm's, as for
-// any lock kind: a failed sweep is a failed attempt. While waiting, the call listens
-// for releases of all N permit keys (a set_waiter, as a multi-resource lock is), so a
-// release anywhere starts the next sweep at once; the retry delay is the fallback for a
-// release it did not hear.
+// One call is a sequence of sweeps. A sweep reads the permits in windows of up to 16, from
+// a random index (so that concurrent acquirers spread over the permits instead of all
+// racing for permit 0), each window one try that asks for its first permit and points at a
+// free one among the others: permit_sweep decides the next try and what a sweep's failures
+// add up to. The waits between sweeps are acquire_fsm's, as for any lock kind: a failed
+// sweep is a failed attempt. A waiting call's last try of a sweep also takes (or keeps) its
+// place in the semaphore's line on each node that found every permit of the window taken;
+// a release there hands its permit to the head of the line and tells that call alone on its
+// client's channel (permit_line.hpp), and the call then asks for that permit at once. The
+// retry delay is the fallback for an offer it did not hear.
 //
-// Off the hot path (a sweep costs up to N lock calls), so the op is a plain object
+// Off the hot path (a sweep may cost several lock calls), so the op is a plain object
 // owned by shared_ptr: the inner calls, the timer and the cancellation hop hold it.
 
 #include "redlock/semaphore.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -33,11 +36,13 @@
 #include <boost/asio/post.hpp>
 #include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "client/acquire_fsm.hpp"
 #include "client/call_checks.hpp"
 #include "client/client_state.hpp"
+#include "client/permit_line.hpp"
 #include "client/permit_sweep.hpp"
 #include "client/single_lock.hpp"
 #include "quorum/completion.hpp"
@@ -55,7 +60,7 @@ std::string permit_count_resource(std::string_view resource) {
 namespace detail {
 namespace {
 
-class permit_op final : public set_waiter, public std::enable_shared_from_this<permit_op> {
+class permit_op final : public permit_waiter, public std::enable_shared_from_this<permit_op> {
  public:
   permit_op(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
             lock_options opts, bool wait, diagnostics* diag, permit_handler h)
@@ -72,25 +77,35 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   void start() {
     if (s_->closed) return complete(error::shut_down);
     if (!check_arguments()) return;
-    keys_.reserve(permits_);
+    target_ = std::make_shared<permit_target>(
+        permit_target{.record_key = s_->cfg.key_prefix + permit_record_name(resource_),
+                      .permits = permits_,
+                      .line = permit_line_of(s_->cfg.key_prefix + permit_record_name(resource_)),
+                      .place_ttl = permit_place_lasts(s_->cfg)});
+    target_->keys.reserve(permits_);
     for (std::size_t i = 0; i < permits_; ++i)
-      keys_.push_back(s_->cfg.key_prefix + permit_key_name(resource_, i));
-    target_ = std::make_shared<permit_target>(permit_target{
-        .record_key = s_->cfg.key_prefix + permit_record_name(resource_), .permits = permits_});
+      target_->keys.push_back(s_->cfg.key_prefix + permit_key_name(resource_, i));
+    // The place's order in every node's line: when the call started, by this client's clock.
+    target_->ticket = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
     fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
+    if (wait_) place_ = s_->join_permit_line(*this);
     watch_cancellation();
     sweep();
   }
 
-  // A release of one of the permit keys (or shutdown, with an empty token).
-  void wake(std::string_view token) override {
+  // A node handed this call permit `key` (or, empty, a wake to sweep again).
+  void offered(std::string_view key) override {
     if (done_) return;
-    if (!token.empty()) {
-      // The same release announced again (by another node, or after a local wake).
-      if (token == last_release_) return;
-      last_release_.assign(token);
+    if (!key.empty()) {
+      const auto& keys = target_->keys;
+      const auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) return;
+      offer_ = static_cast<std::size_t>(it - keys.begin());
     }
-    act(fsm_.wake(0));
+    // A try in flight that fails goes on with the offer (tried()).
+    if (!in_flight_) act(fsm_.wake(0));
   }
 
  private:
@@ -160,13 +175,16 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   void sweep() {
     if (s_->closed) return complete(error::shut_down);
     fsm_.attempt_sent();
-    next(sweep_.start(std::uniform_int_distribution<std::size_t>{0, permits_ - 1}(s_->rng)));
+    const std::size_t first =
+        offer_ ? *offer_ : std::uniform_int_distribution<std::size_t>{0, permits_ - 1}(s_->rng);
+    offer_.reset();
+    next(sweep_.start(first));
   }
 
   void next(const sweep_step& step) {
     switch (step.what) {
       case sweep_step::kind::try_permit:
-        return try_permit(step.index);
+        return try_permit(step);
       case sweep_step::kind::won:
         return complete({}, permit{std::move(won_), step.index});
       case sweep_step::kind::failed:
@@ -176,13 +194,19 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
     }
   }
 
-  void try_permit(std::size_t index) {
+  void try_permit(const sweep_step& step) {
     in_flight_ = true;
+    target_->first = step.index;
+    target_->span = step.span;
+    target_->place = step.last ? place_ : std::string{};
+    target_->free_at = {};
+    target_->in_line = {};
+    ++target_->tries;
     auto on_done = [self = shared_from_this()](error_code ec, lock lk) {
       self->tried(ec, std::move(lk));
     };
     start_permit_try(
-        s_, buffer{permit_key_name(resource_, index)}, target_, opts_, diag_,
+        s_, buffer{permit_key_name(resource_, step.index)}, target_, opts_, diag_,
         asio::bind_cancellation_slot(inner_cancel_.slot(),
                                      asio::bind_executor(s_->strand, std::move(on_done))));
   }
@@ -192,20 +216,33 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
     if (done_) return;  // a won lock dropped here is released in the background
     if (cancel_requested_) return complete(error::cancelled);
     won_ = std::move(lk);
-    next(sweep_.tried(ec));
+    // A won call leaves the line where its try only kept its place (those nodes still held
+    // the permit): a place left there would be offered a permit nobody takes. Answers that
+    // come after this one leave it as they come (permit_target::held_answer).
+    if (!ec && !place_.empty()) {
+      target_->won = true;
+      for (std::size_t i = 0; i < s_->size(); ++i)
+        if (target_->in_line[i]) target_->leave_line(*s_, i);
+    }
+    next(sweep_.tried(ec, free_permit()));
+  }
+
+  // Where a majority of the nodes pointed the last try at a free permit: how far after the
+  // permit it asked for (0: nowhere). One node's free permit is a lost try's leftover or a
+  // release not yet run elsewhere, and would be asked for in vain.
+  std::size_t free_permit() const {
+    const auto& votes = target_->free_at;
+    const auto best = std::ranges::max_element(votes);
+    return *best >= majority(s_->size()) ? static_cast<std::size_t>(best - votes.begin()) : 0;
   }
 
   void sweep_failed(error_code reason) {
     const auto now = boot_clock::now();
     const acquire_action next = fsm_.attempt_failed(reason, now);
     if (next.what != acquire_action::kind::retry) return act(next);
-    // Every permit key's release wakes the call from now on (a release that came during
-    // this sweep may have been missed: the retry delay covers it).
-    if (!waiting_) {
-      s_->set_waits(*this, keys_);
-      waiting_ = true;
-    }
     act(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
+    // An offer heard while the sweep was out: ask for that permit now.
+    if (offer_ && !done_) act(fsm_.wake(0));
   }
 
   void wait(const acquire_action& a) {
@@ -220,10 +257,7 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
     if (done_) return;
     done_ = true;
     fsm_.finish();
-    if (waiting_) {
-      s_->set_stops(*this, keys_);
-      waiting_ = false;
-    }
+    s_->leave_permit_line(std::exchange(place_, {}));
     if (timer_) timer_->cancel();
     handler_.slot().clear();
     if (ec && diag_) describe(ec);
@@ -253,16 +287,15 @@ class permit_op final : public set_waiter, public std::enable_shared_from_this<p
   bool wait_;
   diagnostics* diag_;
   completion<void(error_code, permit)> handler_;
-  std::vector<std::string> keys_;          // each permit's key, for listening to its releases
   std::shared_ptr<permit_target> target_;  // the count asked, and the one the nodes hold
   acquire_fsm fsm_;
   permit_sweep sweep_{1};
   lock won_;  // the last try's lock (empty unless it won)
   bool in_flight_ = false;
-  bool waiting_ = false;
+  std::string place_;                 // this call's place in the semaphore's line, or ""
+  std::optional<std::size_t> offer_;  // a permit a node offered, to ask for next
   bool cancel_requested_ = false;
   bool done_ = false;
-  std::string last_release_;
   std::string why_;  // an argument error's explanation
   std::optional<boot_timer> timer_;
   asio::cancellation_signal inner_cancel_;

@@ -57,11 +57,17 @@ void refresh_permit_record(client_state& s, std::string_view record_key,
 }
 
 const script* single_lock_call::write_permit_try(std::string& out) {
-  return write_permit_acquire(out, {.key = key_,
+  return write_permit_acquire(out, {.keys = permit_->keys,
+                                    .first = permit_->first,
+                                    .span = permit_->span,
                                     .record_key = permit_->record_key,
                                     .token = token_,
+                                    .line = &permit_->line,
+                                    .place = permit_->place,
+                                    .ticket = permit_->ticket,
                                     .ttl = opts_.ttl,
                                     .keep = permit_record_keep(opts_.ttl),
+                                    .place_ttl = permit_->place_ttl,
                                     .permits = permit_->permits,
                                     .fence = opts_.fenced ? &fence_keys_ : nullptr,
                                     .field = field_});
@@ -71,13 +77,29 @@ void single_lock_call::undo(client_state& s, const round& r) const {
   std::array<bool, max_nodes> mask{};
   bool any = false;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    // A permit's try lost to the answers of a majority: a node yet to answer is released
+    // only if its answer says it took the permit, or never comes (undo_late), so that a
+    // lost try costs those nodes nothing when they only say "held", as most do.
+    if (permit_ && r.sent_to[i] && r.votes[i] == vote::pending) {
+      late_undo_ = true;
+      continue;
+    }
     mask[i] = r.sent_to[i] &&
               may_have_taken(r.votes[i], r.errors[i],
                              opts_.fenced || opts_.fair || opts_.shared || permit_ != nullptr);
     any = any || mask[i];
   }
-  // Queued behind the SET on each connection, so it runs after it.
+  // Queued behind the SET on each connection, so it runs after it. A permit's too is a quiet
+  // delete, not a hand-off to the next in line: the nodes where this try lost gave the permit
+  // to the call that won it, and this node's copy must be free for that call's try, not passed
+  // to a third call that would lose in turn.
   if (any) s.release_detached(key_, token_, &mask, false);
+}
+
+void single_lock_call::undo_late(client_state& s, std::size_t node) const {
+  std::array<bool, max_nodes> only{};
+  only[node] = true;
+  s.release_detached(key_, token_, &only, false);
 }
 
 void single_lock_call::mark_waiting(client_state& s,

@@ -11,9 +11,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "client/client_state.hpp"
 #include "client/lines.hpp"
+#include "client/lock_answer.hpp"
+#include "client/permit_sweep.hpp"
 #include "client/script_calls.hpp"
 #include "quorum/round.hpp"
 #include "redlock/client.hpp"
@@ -32,6 +35,43 @@ struct permit_target {
   std::string record_key;
   std::size_t permits = 0;
   std::uint64_t nodes_count = 0;
+  permit_line_keys line;                  // the semaphore's line of waiters
+  std::chrono::milliseconds place_ttl{};  // how long a place in it lives
+  // The next try, set by the semaphore's call: every permit's key and the window its script
+  // reads (`span` keys from `first`, the one asked for, wrapping), and the call's place in
+  // the line ("" for none).
+  std::vector<std::string> keys;
+  std::size_t first = 0, span = 1;
+  std::string place;
+  std::int64_t ticket = 0;  // the place's order in every node's line: the call's start
+  std::uint64_t tries = 0;  // counts the call's tries: answers to an earlier one are ignored
+  /// Written by the current try: how many nodes said a permit that far after the one asked (the
+  /// index, 1 to window - 1) is free, and which nodes kept the call's place (held there).
+  std::array<std::uint8_t, permit_sweep::window> free_at{};
+  std::array<bool, max_nodes> in_line{};
+  /// The call won (its place is left wherever a try kept it).
+  bool won = false;
+
+  /// Node `node` answered "held" to try `try_id` (an earlier try's late answer is ignored):
+  /// a pointer at a free permit counts towards the sweep's next try; else the node kept the
+  /// call's place, if it has one, which a call that already won leaves there at once.
+  void held_answer(client_state& s, std::size_t node, const lock_answer& a, std::uint64_t try_id) {
+    if (try_id != tries) return;
+    if (a.free_at != 0) {
+      if (a.free_at < free_at.size()) ++free_at[a.free_at];
+      return;
+    }
+    if (place.empty()) return;
+    in_line[node] = true;
+    if (won) leave_line(s, node);
+  }
+
+  /// The call's place leaves the line on node `node` (one that kept it), once it won.
+  void leave_line(client_state& s, std::size_t node) {
+    std::array<bool, max_nodes> only{};
+    only[node] = true;
+    s.leave_line_detached(line.line, line.lapse, place, only);
+  }
 };
 
 /// One try (no wait) of permit lock `resource` (permit_key_name) under `permit`'s count:
@@ -64,6 +104,7 @@ class single_lock_call {
   /// when the kernel gives no randomness: a guessable token is refused.
   void new_token(client_state& s, waiter& place) {
     s.tokens.next(token_);
+    late_undo_ = false;  // the last attempt's answers are all back before the next is sent
     if (opts_.fair && line_id_.empty()) {
       s.tokens.next(line_id_);
       place.line_id = line_id_;
@@ -84,6 +125,9 @@ class single_lock_call {
   }
   /// Sends the releases of an attempt that failed to every node it may have taken.
   void undo(client_state& s, const round& r) const;
+  /// After undo() left node `node` to its answer: that answer took the permit, or never
+  /// came (a timeout, a lost connection), so the node is released now.
+  void undo_late(client_state& s, std::size_t node) const;
   /// A writer's attempt refused by readers on the nodes `readers` says: marks there that
   /// it waits, so that new readers are refused until its next attempt (writer_wait_script).
   void mark_waiting(client_state& s, const std::array<bool, max_nodes>& readers) const;
@@ -130,8 +174,9 @@ class single_lock_call {
   std::shared_ptr<permit_target> permit_;  // a semaphore's permit try, else null
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
-  bool joined_ = false;        // took a place on some node: leave it at the end
-  bool repair_asked_ = false;  // this attempt started the repair of an unmarked node
+  bool joined_ = false;             // took a place on some node: leave it at the end
+  bool repair_asked_ = false;       // this attempt started the repair of an unmarked node
+  mutable bool late_undo_ = false;  // undo() left unanswered nodes to undo_late
   // For the observer: when the call started, its attempts, whether its end was told.
   boot_clock::time_point call_start_{};
   unsigned attempts_ = 0;

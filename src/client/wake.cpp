@@ -36,11 +36,12 @@ void client_state::end_waits() {
   // Collected first: each call leaves the list (and its line, a set its keys) as it
   // completes. Every acquisition in progress, not only those in a line: one whose attempt
   // is out is in none, and when its round is decided the lines are gone. Then the permits
-  // waiting on their keys.
+  // waiting on their keys, and those in semaphores' lines.
   for (acquisition* c : lines.calls()) c->end_at_shutdown();
   for (set_waiter* w : lines.all_sets()) w->wake({});
   // Election observers read once more, and find the client shut down.
   for (auto& [key, hear] : release_listeners) hear();
+  wake_permit_waiters();
 }
 
 void wake_hub::open() {
@@ -54,8 +55,8 @@ void wake_hub::open() {
     u.cluster = false;
     u.seeds.clear();
     auto sub = std::make_shared<connection>(s_.strand, std::move(u), s_.cfg, i, nullptr, n.tls());
-    sub->make_subscriber([weak](const resp::reply& r) {
-      if (auto s = weak.lock(); s && s->wakes) s->wakes->on_message(r);
+    sub->make_subscriber([weak, i](const resp::reply& r) {
+      if (auto s = weak.lock(); s && s->wakes) s->wakes->on_message(i, r);
     });
     sub->on_event = [weak, i](node&, node_event::kind k, const std::string&) {
       if (auto s = weak.lock(); s && s->wakes) s->wakes->on_event(i, k);
@@ -72,6 +73,12 @@ void wake_hub::watch(const std::string& key) {
   if (++watched_[key].watchers > 1) return;
   for (std::size_t i = 0; i < subscribers_.size(); ++i)
     if (up_[i]) send(i, "SUBSCRIBE", key);
+}
+
+void wake_hub::watch_offers(const std::string& channel) {
+  if (closed_ || !offers_.empty()) return;
+  offers_ = channel;
+  watch(channel);  // never unwatched: one SUBSCRIBE for the client's life
 }
 
 void wake_hub::unwatch(const std::string& key) {
@@ -134,8 +141,14 @@ void wake_hub::on_event(std::size_t node, node_event::kind k) {
   }
 }
 
-void wake_hub::on_message(const resp::reply& r) {
+void wake_hub::on_message(std::size_t node, const resp::reply& r) {
   if (closed_) return;
+  if (!offers_.empty() && r[2].text == offers_) {
+    // A subscription that came up may have missed offers: every waiting call sweeps.
+    if (r[1].text == "subscribe") return s_.wake_permit_waiters();
+    if (r[3].is_string()) s_.permit_offered(node, r[3].text);
+    return;
+  }
   const std::string key{r[2].text};
   auto it = watched_.find(key);
   if (it == watched_.end()) return;  // a line or set that is gone, or a late message

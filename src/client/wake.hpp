@@ -39,6 +39,8 @@ class wake_hub {
   /// on one key each watch it, and the last unwatch unsubscribes.
   void watch(const std::string& key);
   void unwatch(const std::string& key);
+  /// Listens on the client's offers channel (permit_line.hpp) from now until shutdown.
+  void watch_offers(const std::string& channel);
   /// A release of `token` on `key` is known (a local one, or announced by a node).
   /// Returns false if it was already known: its waiter is awake.
   bool heard(std::string_view key, std::string_view token);
@@ -71,7 +73,7 @@ class wake_hub {
     std::size_t watchers = 0;
   };
   void open();
-  void on_message(const resp::reply& r);
+  void on_message(std::size_t node, const resp::reply& r);
   void on_event(std::size_t node, node_event::kind k);
   void send(std::size_t node, std::string_view command, const std::string& key);
 
@@ -79,6 +81,7 @@ class wake_hub {
   std::vector<std::shared_ptr<connection>> subscribers_;
   std::vector<bool> up_;  // subscriber i is connected (SUBSCRIBE now, or at connect)
   string_map<watched> watched_;
+  std::string offers_;  // the offers channel, once watched
   bool closed_ = false;
 };
 

@@ -68,6 +68,8 @@ std::string describe(const round& r, std::span<const node_label> nodes, error_co
 }
 
 std::string held_by_text(std::string_view token, bool ours) {
+  // A semaphore's released permit, handed to the first call in its line (scripts.cpp).
+  if (token.starts_with("o|")) return "offered to the call first in the semaphore's line";
   // Tokens come from the nodes: quote only short, printable pieces.
   auto printable = [](std::string_view s) {
     std::string out;

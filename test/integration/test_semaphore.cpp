@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // Semaphores (async_lock_permit): at most N holders at once, proved with independent
 // clients (each its own connections) on real redis-server nodes, also while a minority
-// node is frozen or restarted empty; per-permit fencing tokens; wake-up by a release;
+// node is frozen or restarted empty; per-permit fencing tokens; a release handing its permit
+// to the first call in the nodes' line alone, passing over calls that gave up;
 // the count the nodes record, refused when another is asked; permit keys no plain lock can
 // name; argument errors before any I/O.
 
@@ -117,10 +118,54 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
     BOOST_TEST(fleet.keys_without_ttl("fence").empty(), fleet.keys_without_ttl("fence"));
   }
 
-  // Subscribers to `channel` on node i (PUBSUB NUMSUB).
-  std::int64_t subscribers(std::size_t i, const std::string& channel) {
-    const auto r = fleet[i].command({"PUBSUB", "NUMSUB", channel});
-    return r.elements.size() == 2 ? r.elements[1].integer : -1;
+  // The places in semaphore `name`'s line of waiters on node i, first first.
+  std::vector<std::string> line(std::size_t i, const std::string& name) {
+    const auto r = fleet[i].command({"ZRANGE", "redlock:permit:{" + name + "}:line", "0", "-1"});
+    std::vector<std::string> out;
+    for (const auto& e : r.elements) out.push_back(e.text);
+    return out;
+  }
+  // Whether every node's line of `name` has `n` places.
+  bool in_line_everywhere(const std::string& name, std::size_t n) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (line(i, name).size() != n) return false;
+    return true;
+  }
+  // Whether a majority of the nodes' lines of `name` have `n` places: all a waiter needs (a
+  // node that ran its try before an earlier grant reached it gave it the permit instead,
+  // taken back when the try lost, and keeps no place for it).
+  bool in_line(const std::string& name, std::size_t n) {
+    std::size_t nodes = 0;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (line(i, name).size() == n) ++nodes;
+    return nodes >= redlock::majority(fleet.size());
+  }
+  // The offers channels clients listen on at node i (one per client with a waiting call).
+  std::size_t offer_channels(std::size_t i) {
+    return fleet[i].command({"PUBSUB", "CHANNELS", "redlock:permit:offers:*"}).elements.size();
+  }
+  // Whether `n` clients listen for offers at every node (a node skips a waiter it cannot tell).
+  bool listening_everywhere(std::size_t n) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (offer_channels(i) != n) return false;
+    return true;
+  }
+
+  // Starts a waiting call for a permit of `name` (of `permits`) on `c`, cancelled by `stop`
+  // when given; `got` is set when it completes, `p` to what it got.
+  void start_wait(redlock::client& c, const std::string& name, std::size_t permits,
+                  std::optional<error_code>& got, redlock::permit& p,
+                  asio::cancellation_signal* stop = nullptr) {
+    auto done = [&got, &p](error_code ec, redlock::permit r) {
+      got = ec;
+      p = std::move(r);
+    };
+    const redlock::lock_options opts{.ttl = 20s, .wait = 60s};
+    if (stop)
+      redlock::async_lock_permit(c, name, permits, opts,
+                                 asio::bind_cancellation_slot(stop->slot(), std::move(done)));
+    else
+      redlock::async_lock_permit(c, name, permits, opts, std::move(done));
   }
 };
 
@@ -186,13 +231,10 @@ BOOST_AUTO_TEST_CASE(a_waiter_is_woken_by_the_release_of_any_permit) {
           got = ec;
         },
         asio::detached);
-    // The waiter swept once, found both held, and listens for either permit's release.
-    const bool listening = co_await eventually([&] {
-      for (std::size_t i = 0; i < fleet.size(); ++i)
-        for (std::size_t k = 0; k < 2; ++k)
-          if (subscribers(i, redlock::permit_resource("woken", k)) != 1) return false;
-      return true;
-    });
+    // The waiter swept once, found both held, and took its place in line on every node. Each
+    // client that made a waiting call listens on its own offers channel (the holder too).
+    const bool listening =
+        co_await eventually([&] { return in_line("woken", 1) && listening_everywhere(2); });
     BOOST_TEST_REQUIRE(listening);
     BOOST_TEST(!got.has_value());
     const std::size_t freed = b.index;
@@ -208,9 +250,9 @@ BOOST_AUTO_TEST_CASE(a_waiter_is_woken_by_the_release_of_any_permit) {
     co_await holder.async_unlock(std::move(a.lock), asio::use_awaitable);
     co_await waiter.async_shutdown(asio::use_awaitable);
     co_await holder.async_shutdown(asio::use_awaitable);
-    // No longer waiting: the subscriptions are gone.
-    BOOST_TEST(co_await eventually(
-        [&] { return subscribers(0, redlock::permit_resource("woken", 0)) == 0; }));
+    // The winner left the line; the clients' offers channels closed with them.
+    BOOST_TEST(co_await eventually([&] { return in_line_everywhere("woken", 0); }));
+    BOOST_TEST(co_await eventually([&] { return offer_channels(0) == 0; }));
   }());
 }
 
@@ -392,8 +434,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_wait_completes_with_cancelled_and_holds_nothing
           got = ec;
           p = std::move(r);
         }));
-    const bool listening = co_await eventually(
-        [&] { return subscribers(0, redlock::permit_resource("cancel", 0)) == 1; });
+    const bool listening = co_await eventually([&] { return in_line("cancel", 1); });
     BOOST_TEST_REQUIRE(listening);
     stop.emit(asio::cancellation_type::terminal);
     const bool done = co_await eventually([&] { return got.has_value(); }, 5s);
@@ -403,6 +444,101 @@ BOOST_AUTO_TEST_CASE(a_cancelled_wait_completes_with_cancelled_and_holds_nothing
     co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
     co_await waiter.async_shutdown(asio::use_awaitable);
     co_await holder.async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_release_hands_its_permit_to_the_first_in_line_alone) {
+  // Two waiters of other clients, neither of which retries before 15 s: a release lets in the
+  // one that waited longer, and the other stays in line until the next release.
+  auto holder = make_client();
+  auto cfg = config();
+  cfg.retry_delay = never;
+  auto first = make_client(cfg);
+  auto second = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await redlock::async_try_lock_permit(holder, "fifo", 1, {.ttl = 20s},
+                                                        asio::use_awaitable);
+    std::optional<error_code> got1, got2;
+    redlock::permit p1, p2;
+    start_wait(first, "fifo", 1, got1, p1);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return in_line("fifo", 1); }));
+    start_wait(second, "fifo", 1, got2, p2);
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return in_line("fifo", 2) && listening_everywhere(2); }));
+    // Every node that has both places has them in one order: the calls' own.
+    std::vector<std::string> order;
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      const auto here = line(i, "fifo");
+      if (here.size() != 2) continue;
+      if (order.empty()) order = here;
+      BOOST_TEST(here == order);
+    }
+
+    co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got1.has_value(); }, 10s));
+    BOOST_TEST(!*got1, got1->message());
+    BOOST_TEST(p1.valid());
+    // The second waiter was told nothing: still waiting, still in line (first now).
+    BOOST_TEST(!got2.has_value());
+    BOOST_TEST(co_await eventually([&] { return in_line("fifo", 1); }));
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      const auto here = line(i, "fifo");
+      if (!here.empty()) BOOST_TEST(here.front() == order.back());
+    }
+
+    co_await first.async_unlock(std::move(p1.lock), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got2.has_value(); }, 10s));
+    BOOST_TEST(!*got2, got2->message());
+    BOOST_TEST(p2.valid());
+    BOOST_TEST(co_await eventually([&] { return in_line_everywhere("fifo", 0); }));
+    co_await second.async_unlock(std::move(p2.lock), asio::use_awaitable);
+    // Nothing is left without a TTL, and the permit is free (no offer lingers).
+    BOOST_TEST(fleet.keys_without_ttl("").empty(), fleet.keys_without_ttl(""));
+    BOOST_TEST(fleet[0].command({"EXISTS", "redlock:permit:{fifo}:0"}).integer == 0);
+    for (auto* c : {&holder, &first, &second}) co_await c->async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(an_offer_to_a_call_that_gave_up_goes_on_to_the_next_in_line) {
+  // The first in line is cancelled (its place stays on the nodes until it lapses) and the
+  // second's client is gone (nobody hears its channel): a release passes both over, and the
+  // third, which retries only after 15 s, gets the permit at once.
+  auto holder = make_client();
+  auto cfg = config();
+  cfg.retry_delay = never;
+  auto cancelled = make_client(cfg);
+  auto gone = make_client(cfg);
+  auto third = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await redlock::async_try_lock_permit(holder, "gaveup", 1, {.ttl = 20s},
+                                                        asio::use_awaitable);
+    asio::cancellation_signal stop;
+    std::optional<error_code> got1, got2, got3;
+    redlock::permit p1, p2, p3;
+    start_wait(cancelled, "gaveup", 1, got1, p1, &stop);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return in_line("gaveup", 1); }));
+    start_wait(gone, "gaveup", 1, got2, p2);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return in_line("gaveup", 2); }));
+    start_wait(third, "gaveup", 1, got3, p3);
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return in_line("gaveup", 3) && listening_everywhere(3); }));
+
+    stop.emit(asio::cancellation_type::terminal);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got1.has_value(); }, 5s));
+    BOOST_TEST(*got1 == redlock::error::cancelled);
+    co_await gone.async_shutdown(asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got2.has_value(); }, 5s));
+    BOOST_TEST(*got2 == redlock::error::shut_down);
+    BOOST_TEST(in_line("gaveup", 3));  // places outlive their calls until they lapse
+
+    co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got3.has_value(); }, 10s));
+    BOOST_TEST(!*got3, got3->message());
+    BOOST_TEST(p3.valid());
+    BOOST_TEST(!p1.lock.owns());
+    co_await third.async_unlock(std::move(p3.lock), asio::use_awaitable);
+    BOOST_TEST(fleet.keys_without_ttl("").empty(), fleet.keys_without_ttl(""));
+    for (auto* c : {&holder, &cancelled, &third}) co_await c->async_shutdown(asio::use_awaitable);
   }());
 }
 

@@ -5,6 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "async_helpers.hpp"  // prints redlock::error in failed checks
@@ -22,19 +23,20 @@ using kind = sweep_step::kind;
 
 namespace {
 
-// The indices a sweep of `permits` starting at `first` tries when every try is contended.
-std::vector<std::size_t> order(std::size_t permits, std::size_t first) {
+// The tries (index, span, last) of a sweep of `permits` from `first` when every try is held.
+std::vector<std::tuple<std::size_t, std::size_t, bool>> order(std::size_t permits,
+                                                              std::size_t first) {
   permit_sweep s{permits};
-  std::vector<std::size_t> tried;
+  std::vector<std::tuple<std::size_t, std::size_t, bool>> tried;
   for (sweep_step step = s.start(first); step.what == kind::try_permit;
        step = s.tried(error::contended))
-    tried.push_back(step.index);
+    tried.emplace_back(step.index, step.span, step.last);
   return tried;
 }
 
-// The outcome of a sweep of `outcomes.size()` permits whose tries end as given.
-sweep_step sweep(const std::vector<error_code>& outcomes) {
-  permit_sweep s{outcomes.size()};
+// The outcome of a sweep of `permits` whose windows' tries end as given.
+sweep_step sweep(std::size_t permits, const std::vector<error_code>& outcomes) {
+  permit_sweep s{permits};
   sweep_step step = s.start(0);
   for (const error_code& ec : outcomes) {
     BOOST_TEST_REQUIRE((step.what == kind::try_permit));
@@ -43,44 +45,83 @@ sweep_step sweep(const std::vector<error_code>& outcomes) {
   return step;
 }
 
+using try_at = std::tuple<std::size_t, std::size_t, bool>;
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(permit_sweeps)
 
-BOOST_AUTO_TEST_CASE(each_permit_is_tried_once_from_the_first_wrapping_around) {
-  BOOST_TEST(order(4, 2) == (std::vector<std::size_t>{2, 3, 0, 1}),
-             boost::test_tools::per_element());
-  BOOST_TEST(order(1, 0) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
-  BOOST_TEST(order(3, 7) == (std::vector<std::size_t>{1, 2, 0}), boost::test_tools::per_element());
+BOOST_AUTO_TEST_CASE(one_try_reads_a_window_of_up_to_sixteen_permits) {
+  // Up to 16 permits: one try, which reads them all from the first, and is the last.
+  BOOST_TEST((order(4, 2) == std::vector<try_at>{{2, 4, true}}));
+  BOOST_TEST((order(1, 0) == std::vector<try_at>{{0, 1, true}}));
+  BOOST_TEST((order(16, 7) == std::vector<try_at>{{7, 16, true}}));
+  // More: windows from the first, wrapping; only the one that reads the rest is the last.
+  BOOST_TEST(
+      (order(40, 30) == std::vector<try_at>{{30, 16, false}, {6, 16, false}, {22, 8, true}}));
+  BOOST_TEST((order(20, 5) == std::vector<try_at>{{5, 16, false}, {1, 4, true}}));
 }
 
 BOOST_AUTO_TEST_CASE(a_won_try_hands_out_that_permit_and_ends_the_sweep) {
-  permit_sweep s{5};
+  permit_sweep s{40};
   BOOST_TEST(s.start(3).index == 3u);
   const sweep_step next = s.tried(error::contended);
-  BOOST_TEST(next.index == 4u);
+  BOOST_TEST(next.index == 19u);
   const sweep_step won = s.tried({});
   BOOST_TEST((won.what == kind::won));
-  BOOST_TEST(won.index == 4u);
+  BOOST_TEST(won.index == 19u);
+}
+
+BOOST_AUTO_TEST_CASE(a_free_permit_a_try_points_at_is_asked_for_next) {
+  permit_sweep s{4};
+  s.start(1);
+  const sweep_step turn = s.tried(error::contended, 2);
+  BOOST_TEST((turn.what == kind::try_permit));
+  BOOST_TEST(turn.index == 3u);
+  BOOST_TEST(turn.span == 4u);
+  BOOST_TEST(turn.last);
+  const sweep_step won = s.tried({});
+  BOOST_TEST((won.what == kind::won));
+  BOOST_TEST(won.index == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(pointers_outside_the_window_are_ignored_and_turns_are_bounded) {
+  permit_sweep s{4};
+  s.start(0);
+  // Past the window (4 permits read): not a permit the try read.
+  BOOST_TEST((s.tried(error::contended, 4).what == kind::failed));
+  // A free permit taken by another each time: a sweep follows at most `permits` pointers.
+  s.start(0);
+  std::size_t turns = 0;
+  sweep_step step = s.tried(error::contended, 1);
+  while (step.what == kind::try_permit) {
+    ++turns;
+    step = s.tried(error::contended, 1);
+  }
+  BOOST_TEST(turns == 4u);
+  BOOST_TEST((step.what == kind::failed));
+  BOOST_TEST(step.ec == error::contended);
 }
 
 BOOST_AUTO_TEST_CASE(every_permit_held_is_contended) {
-  const sweep_step s = sweep({error::contended, error::contended, error::contended});
+  const sweep_step s = sweep(40, {error::contended, error::contended, error::contended});
   BOOST_TEST((s.what == kind::failed));
   BOOST_TEST(s.ec == error::contended);
 }
 
-BOOST_AUTO_TEST_CASE(a_permit_that_could_not_be_asked_wins_over_held_ones) {
-  // The unasked permit may be free: "all held" would be a guess (and exit 75 for 69).
-  const sweep_step s = sweep({error::contended, error::no_quorum, error::validity_exhausted});
+BOOST_AUTO_TEST_CASE(a_window_that_could_not_be_asked_wins_over_held_ones) {
+  // The unasked permits may be free: "all held" would be a guess (and exit 75 for 69).
+  const sweep_step s = sweep(40, {error::contended, error::no_quorum, error::validity_exhausted});
   BOOST_TEST((s.what == kind::failed));
   BOOST_TEST(s.ec == error::no_quorum);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_type_fails_the_sweep_only_at_every_permit) {
-  const sweep_step some = sweep({error::wrong_type, error::contended});
+  // The script says wrong type only when its whole window is; the sweep only when every
+  // window said so.
+  const sweep_step some = sweep(20, {error::wrong_type, error::contended});
   BOOST_TEST(some.ec == error::contended);
-  const sweep_step all = sweep({error::wrong_type, error::wrong_type});
+  const sweep_step all = sweep(20, {error::wrong_type, error::wrong_type});
   BOOST_TEST(all.ec == error::wrong_type);
 }
 
@@ -104,7 +145,7 @@ BOOST_AUTO_TEST_CASE(another_count_on_the_nodes_ends_the_call_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(a_new_sweep_forgets_the_last_ones_failures) {
-  permit_sweep s{2};
+  permit_sweep s{20};
   s.start(0);
   s.tried(error::no_quorum);
   BOOST_TEST(s.tried(error::contended).ec == error::no_quorum);
@@ -180,6 +221,9 @@ resp::node integer(std::int64_t v) {
 resp::node text(std::string_view t) {
   return {.kind = type::bulk_string, .depth = 1, .text = t};
 }
+resp::node nil() {
+  return {.kind = type::null, .depth = 1};
+}
 
 }  // namespace
 
@@ -207,9 +251,42 @@ BOOST_AUTO_TEST_CASE(a_permit_try_is_otherwise_read_as_a_lock_try) {
       detail::read_permit_answer(array({integer(1), integer(9), text("marker")}), true);
   BOOST_TEST((fenced.what == answer::taken));
   BOOST_TEST(fenced.counter == 9u);
-  // No waiter line for permits: a fair answer is not one of theirs.
+  // No fair line for permits: a fair answer is not one of theirs.
   BOOST_TEST((detail::read_permit_answer(array({integer(3), text("id")}), false).what ==
               answer::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(a_held_permit_with_a_free_one_further_on_points_at_it) {
+  for (const bool fenced : {false, true}) {
+    const auto a = detail::read_permit_answer(array({integer(5), integer(2)}), fenced);
+    BOOST_TEST((a.what == answer::held));
+    BOOST_TEST(a.free_at == 2u);
+    BOOST_TEST(!a.named);
+    // Not a permit after the one asked for: not an answer the script gives.
+    for (const std::int64_t bad : {0, -1})
+      BOOST_TEST((detail::read_permit_answer(array({integer(5), integer(bad)}), fenced).what ==
+                  answer::malformed));
+    BOOST_TEST((detail::read_permit_answer(array({integer(5), text("2")}), fenced).what ==
+                answer::malformed));
+  }
+  // A permit of another type in the way: held, nobody named.
+  const auto odd = detail::read_permit_answer(array({integer(0), nil()}), false);
+  BOOST_TEST((odd.what == answer::held));
+  BOOST_TEST(!odd.named);
+}
+
+BOOST_AUTO_TEST_CASE(a_semaphores_line_lives_beside_its_permits) {
+  for (const std::string prefix : {"", "app{x:"}) {
+    const std::string record = prefix + detail::permit_record_name("pool");
+    const auto keys = detail::permit_line_of(record);
+    BOOST_TEST(keys.line == prefix + "redlock:permit:{pool}:line");
+    BOOST_TEST(keys.lapse == prefix + "redlock:permit:{pool}:lapse");
+    // Named alike from a permit's key, and in the permits' slot.
+    const auto from_permit = detail::permit_line_of(prefix + detail::permit_key_name("pool", 7));
+    BOOST_TEST(from_permit.line == keys.line);
+    BOOST_TEST(detail::key_slot(keys.line) == detail::key_slot(record));
+    BOOST_TEST(detail::key_slot(keys.lapse) == detail::key_slot(record));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -67,6 +67,11 @@ std::string fence_text(const node_report& r) {
 bool readers_record(std::string_view value) {
   return value.starts_with("R|");
 }
+// A semaphore's permit that a release handed to the first call in its line holds "o|" and
+// that call's place until the call takes it (an offer, not a holder's token).
+bool offer(std::string_view value) {
+  return value.starts_with("o|");
+}
 std::string readers_text(std::string_view record) {
   const auto entries = std::count(record.begin(), record.end(), ' ') / 2;
   const bool writer_waits = !record.starts_with("R|0 ");
@@ -78,7 +83,7 @@ std::string readers_text(std::string_view record) {
 // when a majority says so: nodes that did not answer, or hold a key of another type,
 // cannot vouch for it.
 struct verdict {
-  enum class of : std::uint8_t { held, shared, free, partly, wrong_type, unknown };
+  enum class of : std::uint8_t { held, shared, offered, free, partly, wrong_type, unknown };
   of what;
   std::string text;
 };
@@ -93,7 +98,7 @@ std::string held_text(const std::string& token) {
 
 verdict judge(const std::vector<node_report>& reports) {
   const std::size_t n = reports.size(), quorum = redlock::majority(n);
-  std::size_t free = 0, wrong = 0, shared = 0, holding = 0;
+  std::size_t free = 0, wrong = 0, shared = 0, offered = 0, holding = 0;
   std::map<std::string, std::size_t> holders;
   for (const node_report& r : reports) {
     if (r.error) continue;
@@ -101,11 +106,19 @@ verdict judge(const std::vector<node_report>& reports) {
     if (r.key == node_report::key_state::wrong_type) ++wrong;
     if (r.key != node_report::key_state::held) continue;
     ++holding;
-    readers_record(r.holder) ? ++shared : ++holders[r.holder];
+    if (readers_record(r.holder))
+      ++shared;
+    else if (offer(r.holder))
+      ++offered;
+    else
+      ++holders[r.holder];
   }
   for (const auto& [token, count] : holders)
     if (count >= quorum) return {verdict::of::held, held_text(token)};
   if (shared >= quorum) return {verdict::of::shared, "held shared by readers on a majority"};
+  if (offered >= quorum)
+    return {verdict::of::offered,
+            "offered to the call first in line on a majority (being handed over)"};
   if (free >= quorum) return {verdict::of::free, "free"};
   if (wrong >= quorum)
     return {verdict::of::wrong_type,
@@ -127,7 +140,9 @@ void print_key_table(const std::vector<node_report>& reports) {
     }
     const bool held = r.key == node_report::key_state::held;
     const bool readers = held && readers_record(r.holder);
+    const bool offered = held && offer(r.holder);
     const char* state = readers                                       ? "shared"
+                        : offered                                     ? "offered"
                         : held                                        ? "held"
                         : r.key == node_report::key_state::free       ? "free"
                         : r.key == node_report::key_state::wrong_type ? "wrong type"
@@ -185,7 +200,10 @@ int status_command(const status_options& o) {
     print_key_table(each[i]);
     const verdict v = judge(each[i]);
     fmt::print("permit {}: {}\n", i, v.text);
-    held += v.what == verdict::of::held || v.what == verdict::of::shared ? 1 : 0;
+    held += v.what == verdict::of::held || v.what == verdict::of::shared ||
+                    v.what == verdict::of::offered
+                ? 1
+                : 0;
     free += v.what == verdict::of::free ? 1 : 0;
   }
   const std::size_t unknown = permits - held - free;
