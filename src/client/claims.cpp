@@ -198,7 +198,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     if (items_.size() > 1) seen.reserve(items_.size());
     for (std::uint32_t j = 0; j < items_.size(); ++j) {
       auto& it = items_[j];
-      it.key = s_->cfg.key_prefix + it.resource;
+      it.key = s_->names.key(it.resource);
       if (items_.size() > 1 && !seen.emplace(it.resource, j).second) {
         fsm_.duplicate(j);
         continue;

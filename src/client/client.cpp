@@ -167,6 +167,7 @@ client_state::~client_state() = default;
 client_state::client_state(asio::any_io_executor ex, config c)
     : strand(asio::make_strand(ex)),
       cfg(std::move(c)),
+      names(cfg),
       obs(cfg.observer.get()),
       rng(std::random_device{}()) {
   auto uris = validate(cfg);

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/keyspace.hpp"
 #include "client/lines.hpp"
 #include "client/parts.hpp"
 #include "client/permit_line.hpp"
@@ -51,7 +52,7 @@ class claim_coalescer;
 class wake_hub;
 
 /// Where the fencing counters of a lock key live: a hash and its marker key. One pair per
-/// fleet (key_prefix + "redlock:fence", "...:marker"), or, on a fleet with a Redis Cluster
+/// fleet (keyspace::fence_hash and fence_marker), or, on a fleet with a Redis Cluster
 /// node, the pair of the key's slot ("redlock:fence:{T}", "redlock:fence:marker:{T}" with
 /// T = slot_tag), so that a script touches keys of one slot only. Views into the client's
 /// strings, or owned.
@@ -80,6 +81,7 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
 
   strand_type strand;
   config cfg;
+  keyspace names;  // every name of a key, from cfg
   /// detail::set_fence_writeback_hook's hook (tests and the benchmark), or empty.
   std::function<void(std::string_view)> before_fence_writeback;
   /// cfg.observer, or null: every event is built only after checking it.
@@ -151,8 +153,8 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// each release of the key known here (wake_waiter: local, or announced by a node) calls
   /// them, so that they read again at once. On the strand.
   std::unordered_multimap<std::string, std::function<void()>> release_listeners;
-  std::string fence_hash_key;    // key_prefix + "redlock:fence"
-  std::string fence_marker_key;  // key_prefix + "redlock:fence:marker"
+  std::string fence_hash_key;    // names.fence_hash()
+  std::string fence_marker_key;  // names.fence_marker()
 
   /// What a server's error text needs added for a person (quorum_op's describing text).
   static std::string server_hint(std::string_view text) {

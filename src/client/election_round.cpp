@@ -131,10 +131,10 @@ void launch_round(std::shared_ptr<client_state> s, bool read, std::string payloa
 }  // namespace
 
 std::string election_record_key(const client_state& s, std::string_view name) {
-  const std::string key = s.cfg.key_prefix + std::string{name};
+  const std::string key = s.names.key(name);
   std::string tag;
   if (auto t = s.colocation_tag(key)) tag = fmt::format("{{{}}}:", *t);
-  return fmt::format("{}redlock:election:{}{}", s.cfg.key_prefix, tag, name);
+  return s.names.election_record(tag, name);
 }
 
 void start_election_write(std::shared_ptr<client_state> s, std::string lock_key,

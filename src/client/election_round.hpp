@@ -34,7 +34,7 @@ struct election_round_result {
 using election_round_handler =
     erased_handler<void(boost::system::error_code, election_round_result)>;
 
-/// The key of election `name`'s record: beside its lock key (key_prefix + name), in the
+/// The key of election `name`'s record: beside its lock key (the prefixed name), in the
 /// lock key's slot where a node spreads keys by slot, so that one script may touch both.
 std::string election_record_key(const client_state& s, std::string_view name);
 

@@ -39,8 +39,8 @@ namespace redlock::detail {
 // ---- who votes ---------------------------------------------------------------------
 
 void client_state::wire_events() {
-  fence_hash_key = cfg.key_prefix + "redlock:fence";
-  fence_marker_key = cfg.key_prefix + "redlock:fence:marker";
+  fence_hash_key = names.fence_hash();
+  fence_marker_key = names.fence_marker();
   std::weak_ptr<client_state> self = weak_from_this();
   for (auto& n : nodes) {
     n->on_event = [self](node& c, node_event::kind k, const std::string& msg) {
@@ -114,8 +114,8 @@ fence_key_pair client_state::fence_keys(std::string_view key) const {
     k.marker = fence_marker_key;
     return k;
   }
-  k.own_hash = fmt::format("{}redlock:fence:{{{}}}", cfg.key_prefix, *tag);
-  k.own_marker = fmt::format("{}redlock:fence:marker:{{{}}}", cfg.key_prefix, *tag);
+  k.own_hash = names.fence_hash(*tag);
+  k.own_marker = names.fence_marker(*tag);
   k.hash = k.own_hash;
   k.marker = k.own_marker;
   return k;

@@ -36,7 +36,7 @@ class inspect_op final
     else {
       // The counters' hash is the fleet's, or on a fleet with a cluster node the one of the
       // lock key's slot: the script's two keys share a slot.
-      const std::string key = s_->cfg.key_prefix + resource;
+      const std::string key = s_->names.key(resource);
       const fence_key_pair fence = s_->fence_keys(key);
       write_inspect(payload_, key, fence.hash, s_->fence_field(resource));
     }

@@ -117,7 +117,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     if (diag_) subject_ = join_names(resources_);
     keys_.reserve(resources_.size());
     for (const auto& r : resources_) {
-      keys_.push_back(s_->cfg.key_prefix + r);
+      keys_.push_back(s_->names.key(r));
       // Each key's counter pair: the fleet's, or on a fleet with a cluster node the one
       // in the key's slot.
       if (opts_.fenced) fields_.push_back(s_->fence_field(r));

@@ -14,8 +14,8 @@
 
 namespace redlock::detail {
 
-const std::string& permit_places::channel(std::string_view prefix, std::string_view random) {
-  if (channel_.empty()) channel_ = fmt::format("{}redlock:permit:offers:{}", prefix, random);
+const std::string& permit_places::channel(std::string name) {
+  if (channel_.empty()) channel_ = std::move(name);
   return channel_;
 }
 
@@ -44,7 +44,7 @@ std::string client_state::join_permit_line(permit_waiter& w) {
   if (places.channel().empty()) {
     std::string random;
     tokens.next(random);
-    places.channel(cfg.key_prefix, random);
+    places.channel(names.permit_offers(random));
   }
   if (!wakes) wakes = std::make_unique<wake_hub>(*this);
   wakes->watch_offers(places.channel());

@@ -32,9 +32,8 @@ class permit_waiter {
 /// The calls of one client waiting in semaphores' lines, by their id.
 class permit_places {
  public:
-  /// The client's channel (named at the first call, `prefix` its key prefix and `random` a
-  /// token of its own).
-  const std::string& channel(std::string_view prefix, std::string_view random);
+  /// Names the client's channel (at the first call: keyspace::permit_offers).
+  const std::string& channel(std::string name);
   const std::string& channel() const { return channel_; }
   /// Registers `w` and returns its place: "<channel> <id>", as the nodes' line records it.
   std::string join(permit_waiter& w);

@@ -3,25 +3,9 @@
 
 #include "client/permit_sweep.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 namespace redlock::detail {
-
-std::string permit_key_name(std::string_view resource, std::size_t index) {
-  return fmt::format("redlock:permit:{{{}}}:{}", resource, index);
-}
-
-std::string permit_record_name(std::string_view resource) {
-  return fmt::format("redlock:permit:{{{}}}:count", resource);
-}
-
-permit_line_keys permit_line_of(std::string_view semaphore_key) {
-  // "...:count" or "...:<i>" -> "...:line", "...:lapse": the same hash tag, so the same slot.
-  const std::string_view stem = semaphore_key.substr(0, semaphore_key.rfind(':') + 1);
-  return {fmt::format("{}line", stem), fmt::format("{}lapse", stem)};
-}
 
 std::string semaphore_name_problem(std::string_view resource) {
   if (resource.empty()) return "an empty resource name";

@@ -12,33 +12,13 @@
 #include <string>
 #include <string_view>
 
+#include "client/keyspace.hpp"
 #include "redlock/error.hpp"
 
 namespace redlock::detail {
 
 using boost::system::error_code;
 
-// ---- a semaphore's keys ------------------------------------------------------------------
-//
-// Every key of semaphore R starts with call_checks.hpp's semaphore_names, which plain calls
-// refuse: "redlock:permit:{R}:<i>" for permit i, "redlock:permit:{R}:count" for the record of
-// its count, "redlock:permit:{R}:line" and "redlock:permit:{R}:lapse" for its line of waiters
-// (after the client's key prefix). They are alike up to and including "{R}", so they
-// hash to one slot whatever braces the key prefix or R hold: on a Redis Cluster one script may
-// touch a permit and the record (and the fencing pair of that slot). A name that cannot be a
-// hash tag (one starting with '}': "{}" is none) is refused for semaphores.
-
-/// The resource name of permit `index` of semaphore `resource` (its lock's resource()).
-std::string permit_key_name(std::string_view resource, std::size_t index);
-/// The resource name of the nodes' record of semaphore `resource`'s count.
-std::string permit_record_name(std::string_view resource);
-/// The keys of a semaphore's line of waiters on a node (permit_acquire_script), named from
-/// the key of its record or of one of its permits (with the client's key prefix): the
-/// places, and when each lapses.
-struct permit_line_keys {
-  std::string line, lapse;
-};
-permit_line_keys permit_line_of(std::string_view semaphore_key);
 /// Why `resource` cannot name a semaphore (empty: it can).
 std::string semaphore_name_problem(std::string_view resource);
 /// How long the record lives at least after a permit of `ttl` was granted or renewed: past

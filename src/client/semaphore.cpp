@@ -78,13 +78,13 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
     if (s_->closed) return complete(error::shut_down);
     if (!check_arguments()) return;
     target_ = std::make_shared<permit_target>(
-        permit_target{.record_key = s_->cfg.key_prefix + permit_record_name(resource_),
+        permit_target{.record_key = s_->names.key(permit_record_name(resource_)),
                       .permits = permits_,
-                      .line = permit_line_of(s_->cfg.key_prefix + permit_record_name(resource_)),
+                      .line = permit_line_of(s_->names.key(permit_record_name(resource_))),
                       .place_ttl = permit_place_lasts(s_->cfg)});
     target_->keys.reserve(permits_);
     for (std::size_t i = 0; i < permits_; ++i)
-      target_->keys.push_back(s_->cfg.key_prefix + permit_key_name(resource_, i));
+      target_->keys.push_back(s_->names.key(permit_key_name(resource_, i)));
     // The place's order in every node's line: when the call started, by this client's clock.
     target_->ticket = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::system_clock::now().time_since_epoch())

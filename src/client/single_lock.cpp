@@ -22,8 +22,8 @@ void single_lock_call::name_extra_keys(const client_state& s, waiter& place) {
   // fencing counters), so that one script may touch the lock key and its line.
   std::string tag;
   if (auto t = s.colocation_tag(key_)) tag = fmt::format("{{{}}}:", *t);
-  line_key_ = s.cfg.key_prefix + "redlock:line:" + tag + resource_;
-  expiry_key_ = s.cfg.key_prefix + "redlock:line-expiry:" + tag + resource_;
+  line_key_ = s.names.fair_line(tag, resource_);
+  expiry_key_ = s.names.fair_expiry(tag, resource_);
   place.line_ticket = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

@@ -96,8 +96,7 @@ class single_lock_call {
   /// Names the call's keys, once its arguments passed their checks. A fair call also
   /// takes its place in line (`place`'s ticket): chosen once, so that retries keep it.
   void name_keys(const client_state& s, waiter& place) {
-    key_.assign(s.cfg.key_prefix);
-    key_.append(resource_);
+    s.names.key_into(key_, resource_);
     if (opts_.fenced || opts_.fair) name_extra_keys(s, place);
   }
   /// A new token for the next attempt (and a fair call's id, once). Throws system_error

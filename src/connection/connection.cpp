@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "client/keyspace.hpp"
 #include "redlock/error.hpp"
 
 namespace redlock::detail {
@@ -294,7 +295,7 @@ void connection::on_connected() {
   handshake_steps_.push_back(step::info);
   resp::append_command(handshake_payload_, "ROLE");
   handshake_steps_.push_back(step::role);
-  resp::append_command(handshake_payload_, "GET", cfg_.key_prefix + "redlock:fence:marker");
+  resp::append_command(handshake_payload_, "GET", keyspace{cfg_}.fence_marker());
   handshake_steps_.push_back(step::marker);
   if (preload_) {
     for (const script* lua : *preload_) {

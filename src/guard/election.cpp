@@ -339,7 +339,7 @@ std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,
   if (opts.poll_interval < std::chrono::milliseconds{1})
     fail(error::invalid_argument, "election_observer: poll_interval under 1 ms");
   auto st = std::make_shared<observer_state>(s);
-  st->lock_key = s->cfg.key_prefix + std::string{name};
+  st->lock_key = s->names.key(name);
   st->record_key = election_record_key(*s, name);
   st->opts = opts;
   return st;

@@ -10,9 +10,11 @@
 
 #include "async_helpers.hpp"  // prints redlock::error in failed checks
 #include "client/call_checks.hpp"
+#include "client/keyspace.hpp"
 #include "client/lock_answer.hpp"
 #include "client/permit_sweep.hpp"
 #include "connection/slots.hpp"
+#include "redlock/config.hpp"
 #include "redlock/semaphore.hpp"
 
 using namespace redlock;
@@ -287,6 +289,46 @@ BOOST_AUTO_TEST_CASE(a_semaphores_line_lives_beside_its_permits) {
     BOOST_TEST(detail::key_slot(keys.line) == detail::key_slot(record));
     BOOST_TEST(detail::key_slot(keys.lapse) == detail::key_slot(record));
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- the keyspace: every name of a key, from the config's prefix --------------------------
+
+BOOST_AUTO_TEST_SUITE(keyspace_names)
+
+BOOST_AUTO_TEST_CASE(every_name_starts_with_the_prefix_and_keeps_its_layout) {
+  redlock::config cfg;
+  cfg.key_prefix = "app:";
+  const detail::keyspace k{cfg};
+  BOOST_TEST(k.prefix_size() == 4u);
+  BOOST_TEST(k.key("orders") == "app:orders");
+  BOOST_TEST(k.fence_hash() == "app:redlock:fence");
+  BOOST_TEST(k.fence_marker() == "app:redlock:fence:marker");
+  BOOST_TEST(k.fence_hash("t") == "app:redlock:fence:{t}");
+  BOOST_TEST(k.fence_marker("t") == "app:redlock:fence:marker:{t}");
+  BOOST_TEST(k.fair_line("{t}:", "orders") == "app:redlock:line:{t}:orders");
+  BOOST_TEST(k.fair_expiry("", "orders") == "app:redlock:line-expiry:orders");
+  BOOST_TEST(k.election_record("", "boss") == "app:redlock:election:boss");
+  BOOST_TEST(k.permit_offers("r1") == "app:redlock:permit:offers:r1");
+  BOOST_TEST(k.key(detail::permit_key_name("pool", 2)) == "app:redlock:permit:{pool}:2");
+}
+
+BOOST_AUTO_TEST_CASE(key_into_writes_what_key_returns_over_what_was_there) {
+  redlock::config cfg;
+  cfg.key_prefix = "p/";
+  const detail::keyspace k{cfg};
+  std::string out = "something longer than the key";
+  k.key_into(out, "r");
+  BOOST_TEST(out == k.key("r"));
+  BOOST_TEST(out == "p/r");
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_prefix_names_the_bare_keys) {
+  const detail::keyspace k{redlock::config{}};
+  BOOST_TEST(k.prefix_size() == 0u);
+  BOOST_TEST(k.key("r") == "r");
+  BOOST_TEST(k.fence_marker() == "redlock:fence:marker");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
