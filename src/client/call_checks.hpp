@@ -22,7 +22,7 @@ struct call_problem {
 };
 
 /// The start of every name of a key a semaphore owns (its permits, its record: see
-/// permit_sweep.hpp). A plain lock, set, claim or election named so is refused, so that no
+/// permit_sweep_fsm.hpp). A plain lock, set, claim or election named so is refused, so that no
 /// plain call can take a permit or rewrite a semaphore's count.
 inline constexpr std::string_view semaphore_names = "redlock:permit";
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "client/client_state.hpp"
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 #include "client/script_calls.hpp"
 #include "client/wake.hpp"
 

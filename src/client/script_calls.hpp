@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 #include "client/scripts.hpp"
 #include "resp/resp.hpp"
 

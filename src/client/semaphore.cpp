@@ -43,7 +43,7 @@
 #include "client/call_checks.hpp"
 #include "client/client_state.hpp"
 #include "client/permit_line.hpp"
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 #include "client/single_lock.hpp"
 #include "quorum/completion.hpp"
 

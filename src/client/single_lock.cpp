@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "client/lock_answer.hpp"
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 #include "client/script_calls.hpp"
 #include "quorum/observed.hpp"
 

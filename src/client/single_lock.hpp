@@ -16,7 +16,7 @@
 #include "client/client_state.hpp"
 #include "client/lines.hpp"
 #include "client/lock_answer.hpp"
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 #include "client/script_calls.hpp"
 #include "quorum/round.hpp"
 #include "redlock/client.hpp"

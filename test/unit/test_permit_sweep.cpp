@@ -12,7 +12,7 @@
 #include "client/call_checks.hpp"
 #include "client/keyspace.hpp"
 #include "client/lock_answer.hpp"
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 #include "connection/slots.hpp"
 #include "redlock/config.hpp"
 #include "redlock/semaphore.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// A semaphore's sweep over its permits: see permit_sweep.hpp.
+// A semaphore's sweep over its permits: see permit_sweep_fsm.hpp.
 
-#include "client/permit_sweep.hpp"
+#include "client/permit_sweep_fsm.hpp"
 
 #include <algorithm>
 
