@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "quorum/rules.hpp"
+
 namespace redlock::detail {
 
 std::string semaphore_name_problem(std::string_view resource) {
@@ -69,6 +71,34 @@ error_code permit_sweep::reason() const {
   // Every permit that answered was held; one of another type only takes its permit out
   // of use.
   return error::contended;
+}
+
+void permit_try_answers::sent(std::uint64_t id, bool with_place) {
+  id_ = id;
+  with_place_ = with_place;
+  free_at_ = {};
+  in_line_ = {};
+}
+
+bool permit_try_answers::held(std::uint64_t id, std::size_t node, std::size_t free_at) {
+  if (id != id_ || node >= in_line_.size()) return false;
+  if (free_at != 0) {
+    if (free_at < free_at_.size()) ++free_at_[free_at];
+    return false;
+  }
+  if (!with_place_) return false;
+  in_line_[node] = true;
+  return won_;
+}
+
+std::array<bool, max_nodes> permit_try_answers::won() {
+  won_ = true;
+  return with_place_ ? in_line_ : std::array<bool, max_nodes>{};
+}
+
+std::size_t permit_try_answers::pointed(std::size_t nodes) const {
+  const auto best = std::ranges::max_element(free_at_);
+  return *best >= quorum(nodes) ? static_cast<std::size_t>(best - free_at_.begin()) : 0;
 }
 
 }  // namespace redlock::detail

@@ -6,13 +6,16 @@
 // here; between sweeps, acquire_fsm decides the waits. test_permit_sweep feeds it
 // outcomes without a server.
 
+#include <array>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "client/keyspace.hpp"
+#include "redlock/config.hpp"
 #include "redlock/error.hpp"
 
 namespace redlock::detail {
@@ -75,6 +78,34 @@ class permit_sweep {
   std::size_t turns_ = 0;
   std::size_t wrong_type_ = 0;  // permits the regular tries found of another type
   error_code other_{};
+};
+
+/// What a sweep's tries were told besides their votes (acquire_op counts those): where a
+/// majority of the nodes pointed the current try at a free permit of its window (the sweep's
+/// next turn), and where the call's place in the line was kept, which the call leaves once it
+/// has won (a place left there would be handed a permit nobody takes). Answers to an earlier
+/// try, which come late, are ignored: each try has its id.
+class permit_try_answers {
+ public:
+  /// Try `id` goes out, carrying the call's place in the line or not.
+  void sent(std::uint64_t id, bool with_place);
+  /// Node `node` answered try `id` "held", pointing `free_at` permits after the one asked for
+  /// (0: no pointer). Returns whether the call leaves its place there now: the node kept it,
+  /// and the call has already won.
+  bool held(std::uint64_t id, std::size_t node, std::size_t free_at);
+  /// The call won with its current try: the nodes that kept its place so far, to leave now.
+  std::array<bool, max_nodes> won();
+  /// How far after the permit asked for a majority of `nodes` nodes pointed the current try
+  /// (0: nowhere). One node's free permit is a lost try's leftover or a release not yet run
+  /// elsewhere, and would be asked for in vain.
+  std::size_t pointed(std::size_t nodes) const;
+
+ private:
+  std::uint64_t id_ = 0;
+  bool with_place_ = false;
+  bool won_ = false;
+  std::array<std::uint8_t, permit_sweep::window> free_at_{};
+  std::array<bool, max_nodes> in_line_{};
 };
 
 }  // namespace redlock::detail

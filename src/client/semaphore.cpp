@@ -199,9 +199,7 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
     target_->first = step.index;
     target_->span = step.span;
     target_->place = step.last ? place_ : std::string{};
-    target_->free_at = {};
-    target_->in_line = {};
-    ++target_->tries;
+    target_->answers.sent(++target_->tries, !target_->place.empty());
     auto on_done = [self = shared_from_this()](error_code ec, lock lk) {
       self->tried(ec, std::move(lk));
     };
@@ -219,21 +217,12 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
     // A won call leaves the line where its try only kept its place (those nodes still held
     // the permit): a place left there would be offered a permit nobody takes. Answers that
     // come after this one leave it as they come (permit_target::held_answer).
-    if (!ec && !place_.empty()) {
-      target_->won = true;
+    if (!ec) {
+      const auto kept = target_->answers.won();
       for (std::size_t i = 0; i < s_->size(); ++i)
-        if (target_->in_line[i]) target_->leave_line(*s_, i);
+        if (kept[i]) target_->leave_line(*s_, i);
     }
-    next(sweep_.tried(ec, free_permit()));
-  }
-
-  // Where a majority of the nodes pointed the last try at a free permit: how far after the
-  // permit it asked for (0: nowhere). One node's free permit is a lost try's leftover or a
-  // release not yet run elsewhere, and would be asked for in vain.
-  std::size_t free_permit() const {
-    const auto& votes = target_->free_at;
-    const auto best = std::ranges::max_element(votes);
-    return *best >= majority(s_->size()) ? static_cast<std::size_t>(best - votes.begin()) : 0;
+    next(sweep_.tried(ec, target_->answers.pointed(s_->size())));
   }
 
   void sweep_failed(error_code reason) {

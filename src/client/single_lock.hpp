@@ -44,26 +44,14 @@ struct permit_target {
   std::size_t first = 0, span = 1;
   std::string place;
   std::int64_t ticket = 0;  // the place's order in every node's line: the call's start
-  std::uint64_t tries = 0;  // counts the call's tries: answers to an earlier one are ignored
-  /// Written by the current try: how many nodes said a permit that far after the one asked (the
-  /// index, 1 to window - 1) is free, and which nodes kept the call's place (held there).
-  std::array<std::uint8_t, permit_sweep::window> free_at{};
-  std::array<bool, max_nodes> in_line{};
-  /// The call won (its place is left wherever a try kept it).
-  bool won = false;
+  std::uint64_t tries = 0;  // counts the call's tries (the id of the current one)
+  /// What the current try was told besides its votes (pointers, places kept).
+  permit_try_answers answers;
 
-  /// Node `node` answered "held" to try `try_id` (an earlier try's late answer is ignored):
-  /// a pointer at a free permit counts towards the sweep's next try; else the node kept the
-  /// call's place, if it has one, which a call that already won leaves there at once.
+  /// Node `node` answered "held" to try `try_id`: as permit_try_answers decides, the call
+  /// leaves its place there at once when it has already won.
   void held_answer(client_state& s, std::size_t node, const lock_answer& a, std::uint64_t try_id) {
-    if (try_id != tries) return;
-    if (a.free_at != 0) {
-      if (a.free_at < free_at.size()) ++free_at[a.free_at];
-      return;
-    }
-    if (place.empty()) return;
-    in_line[node] = true;
-    if (won) leave_line(s, node);
+    if (answers.held(try_id, node, a.free_at)) leave_line(s, node);
   }
 
   /// The call's place leaves the line on node `node` (one that kept it), once it won.

@@ -293,6 +293,74 @@ BOOST_AUTO_TEST_CASE(a_semaphores_line_lives_beside_its_permits) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+// ---- what a sweep's tries are told besides their votes --------------------------------------
+
+BOOST_AUTO_TEST_SUITE(permit_try_answers_)
+
+using detail::permit_try_answers;
+
+BOOST_AUTO_TEST_CASE(a_majority_of_pointers_names_the_next_permit_and_a_minority_none) {
+  permit_try_answers a;
+  a.sent(1, true);
+  BOOST_TEST(!a.held(1, 0, 2));
+  BOOST_TEST(a.pointed(3) == 0u);  // one node's free permit: a leftover, not asked for
+  BOOST_TEST(!a.held(1, 1, 3));
+  BOOST_TEST(a.pointed(3) == 0u);  // two nodes, two different permits
+  BOOST_TEST(!a.held(1, 2, 2));
+  BOOST_TEST(a.pointed(3) == 2u);
+  a.sent(2, true);  // a new try starts over
+  BOOST_TEST(a.pointed(3) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(late_answers_of_an_earlier_try_count_for_nothing) {
+  permit_try_answers a;
+  a.sent(1, true);
+  a.sent(2, true);
+  BOOST_TEST(!a.held(1, 0, 1));
+  BOOST_TEST(!a.held(1, 1, 1));
+  BOOST_TEST(a.pointed(3) == 0u);
+  BOOST_TEST(!a.held(1, 2, 0));  // a place kept by the earlier try: not this try's
+  const auto kept = a.won();
+  BOOST_TEST(!kept[2]);
+}
+
+BOOST_AUTO_TEST_CASE(a_won_call_leaves_the_places_its_try_kept_and_those_kept_after) {
+  permit_try_answers a;
+  a.sent(7, true);
+  BOOST_TEST(!a.held(7, 1, 0));  // held, place kept: left only once the call won
+  const auto kept = a.won();
+  BOOST_TEST(kept[1]);
+  BOOST_TEST(!kept[0]);
+  BOOST_TEST(!kept[2]);
+  BOOST_TEST(a.held(7, 2, 0));   // a late answer that kept the place: left at once
+  BOOST_TEST(!a.held(7, 0, 3));  // a pointer keeps no place
+  BOOST_TEST(!a.held(8, 0, 0));  // nor does an answer to another try
+}
+
+BOOST_AUTO_TEST_CASE(a_try_without_a_place_keeps_none_to_leave) {
+  permit_try_answers a;
+  a.sent(1, false);
+  BOOST_TEST(!a.held(1, 0, 0));
+  BOOST_TEST(!a.held(1, 1, 0));
+  const auto kept = a.won();
+  BOOST_TEST(!kept[0]);
+  BOOST_TEST(!kept[1]);
+  BOOST_TEST(!a.held(1, 2, 0));
+}
+
+BOOST_AUTO_TEST_CASE(pointers_past_the_window_and_unknown_nodes_are_ignored) {
+  permit_try_answers a;
+  a.sent(1, true);
+  BOOST_TEST(!a.held(1, 0, detail::permit_sweep::window));
+  BOOST_TEST(!a.held(1, 1, detail::permit_sweep::window + 5));
+  BOOST_TEST(a.pointed(2) == 0u);
+  BOOST_TEST(!a.held(1, max_nodes, 0));
+  const auto kept = a.won();
+  for (bool k : kept) BOOST_TEST(!k);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 // ---- the keyspace: every name of a key, from the config's prefix --------------------------
 
 BOOST_AUTO_TEST_SUITE(keyspace_names)
