@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "quorum/rules.hpp"
+
 namespace redlock::detail {
 
 std::string format_election_record(std::uint64_t term, std::string_view token,
@@ -42,7 +44,7 @@ bool read_election_answer(const resp::reply& r, election_node_view& out) {
 }
 
 leader_view decide_leader(std::span<const election_node_view> nodes, std::size_t n) {
-  const std::size_t quorum = n / 2 + 1;
+  const std::size_t needed = quorum(n);
   // At most one token can reach a majority of n: count each candidate against the rest.
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const election_node_view& c = nodes[i];
@@ -54,7 +56,7 @@ leader_view decide_leader(std::span<const election_node_view> nodes, std::size_t
           v.record.token == c.lock_token && v.record.term == c.record.term &&
           v.record.value == c.record.value)
         ++agree;
-    if (agree >= quorum) return {true, c.record.term, c.lock_token, c.record.value};
+    if (agree >= needed) return {true, c.record.term, c.lock_token, c.record.value};
   }
   return {};
 }
@@ -68,14 +70,14 @@ std::size_t answered_without(std::span<const election_node_view> nodes, std::str
 
 bool leader_news(const observer_memory& m, const leader_view& seen,
                  std::span<const election_node_view> nodes, std::size_t n) {
-  const std::size_t quorum = n / 2 + 1;
+  const std::size_t needed = quorum(n);
   if (seen.leading) return seen.term > m.highest;
   if (!m.reported) {
     const auto answered =
         std::count_if(nodes.begin(), nodes.end(), [](const auto& v) { return v.answered; });
-    return static_cast<std::size_t>(answered) >= quorum;
+    return static_cast<std::size_t>(answered) >= needed;
   }
-  return m.last.leading && answered_without(nodes, m.last.token) >= quorum;
+  return m.last.leading && answered_without(nodes, m.last.token) >= needed;
 }
 
 }  // namespace redlock::detail

@@ -67,7 +67,7 @@ class election_round_op final
     const std::size_t in = round_.yes + round_.no + round_.held + round_.failed;
     if (read_) {
       if (!election_read_decided(decide_leader(views_, n), in, n)) return;
-    } else if (round_.yes < n / 2 + 1 && in < n) {
+    } else if (round_.yes < quorum(n) && in < n) {
       return;
     }
     complete({}, found());

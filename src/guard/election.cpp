@@ -138,7 +138,7 @@ auto read_election(const observer_state& st, Token&& token) {
 }
 
 bool majority(const client_state& s, std::size_t n) {
-  return n >= s.size() / 2 + 1;
+  return n >= quorum(s.size());
 }
 
 // The record outlives a missed refresh or two (a record without its lock key is never
