@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/config_check.hpp"
 #include "client/keyspace.hpp"
 #include "client/lines.hpp"
 #include "client/parts.hpp"
@@ -39,10 +40,6 @@ lock_ptr make_lock_data();
 
 using redlock::max_nodes;           // redlock/config.hpp: shared with the CLI
 using redlock::max_resource_bytes;  // likewise
-
-/// For an ACL refusal inside one of our scripts (reported by Redis with the script's
-/// SHA1 only): " [the script runs GET PEXPIRE; ...]", else "".
-std::string acl_hint(std::string_view server_text);
 
 class renewal_scheduler;
 /// Stops every keeper of a client (at shutdown): defined by the guard layer above, so
@@ -234,9 +231,6 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
 /// Whether the client behind `owner` still holds what it handed out (not shut down or
 /// destroyed). Any thread.
 bool owner_holds(const std::weak_ptr<client_state>& owner) noexcept;
-
-/// Validates a configuration; throws system_error(invalid_config) naming the field.
-std::vector<node_uri> validate(const config& c);
 
 /// Grants the ops access to lock's private members.
 struct lock_access {
