@@ -27,6 +27,33 @@ void client_state::set_stops(set_waiter& w, const std::vector<std::string>& keys
   for (std::string_view key : lines.set_stops(w, keys)) line_gone(std::string{key});
 }
 
+void client_state::wake_waiter_after(std::string_view key, boot_clock::duration delay) {
+  if (waiter* head = lines.head(key))
+    head->wake_after(std::chrono::duration_cast<std::chrono::nanoseconds>(delay));
+}
+
+void client_state::wake_waiter(std::string_view key, std::string_view token, bool announced) {
+  if (!release_listeners.empty()) {
+    auto [first, last] = release_listeners.equal_range(std::string{key});
+    for (; first != last; ++first) first->second();
+  }
+  waiter* const head = lines.head(key);
+  const bool line = head != nullptr;
+  if (!announced && wakes && !token.empty()) {
+    // A local hand-off wins every race (the woken SET leaves in the same write as the
+    // release): after a run of them, this release is left to its announcement, which
+    // reaches this line's head and every other client's at about the same time.
+    if (line && !wakes->hand_off_locally(key, token)) {
+      wake_sets(key, token);
+      return;
+    }
+    // The nodes' announcements of this release must not wake the next head again.
+    wakes->heard(key, token);
+  }
+  if (head) head->wake();
+  wake_sets(key, token);
+}
+
 void client_state::wake_sets(std::string_view key, std::string_view token) {
   if (!lines.any_sets()) return;  // the common path: nobody waits on a set
   for (set_waiter* w : lines.sets_on(key)) w->wake(token);
