@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "client/config_check.hpp"
-#include "client/keyspace.hpp"
 #include "client/lines.hpp"
 #include "client/parts.hpp"
 #include "client/permit_line.hpp"
@@ -32,6 +31,7 @@
 #include "redlock/config.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/observer.hpp"
+#include "util/keyspace.hpp"
 
 namespace redlock::detail {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "client/keyspace.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
+#include "util/keyspace.hpp"
 
 namespace redlock::detail {
 

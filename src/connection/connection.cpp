@@ -19,8 +19,8 @@
 #include <filesystem>
 #include <utility>
 
-#include "client/keyspace.hpp"
 #include "redlock/error.hpp"
+#include "util/keyspace.hpp"
 
 namespace redlock::detail {
 namespace {

@@ -10,12 +10,12 @@
 
 #include "async_helpers.hpp"  // prints redlock::error in failed checks
 #include "client/call_checks.hpp"
-#include "client/keyspace.hpp"
 #include "client/lock_answer.hpp"
 #include "client/permit_sweep_fsm.hpp"
 #include "connection/slots.hpp"
 #include "redlock/config.hpp"
 #include "redlock/semaphore.hpp"
+#include "util/keyspace.hpp"
 
 using namespace redlock;
 using boost::system::error_code;

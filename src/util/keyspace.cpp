@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // The names of every key: see keyspace.hpp.
 
-#include "client/keyspace.hpp"
+#include "util/keyspace.hpp"
 
 #include <fmt/format.h>
 
