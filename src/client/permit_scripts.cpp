@@ -118,7 +118,8 @@ return {1, redis.call("HINCRBY", KEYS[w + 4], ARGV[9], 1), redis.call("GET", KEY
 // nobody hears (ARGV[3] "1": a node whose subscribers are the clients' own, not a cluster's) is
 // skipped. With no one in line (or no PUBLISH for this ACL user) the permit is deleted. KEYS:
 // the permit key, the line, the lapse times; ARGV: token or offer, how long an offer lives (ms),
-// whether to skip the unheard. 1 released, 0 not held by ARGV[1].
+// whether to skip the unheard. 1 released, 0 not held by ARGV[1]. A place splits at its last
+// space (the id is digits): the channel carries the key prefix, which may hold spaces.
 const script permit_release_script{.body = R"lua(
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return 0
@@ -135,9 +136,9 @@ while true do
     break
   end
   redis.call("ZREM", KEYS[3], head)
-  local sp = string.find(head, " ", 1, true)
-  if sp then
-    local heard = redis.pcall("PUBLISH", string.sub(head, 1, sp - 1), string.sub(head, sp + 1) .. " " .. KEYS[1])
+  local channel, id = string.match(head, "^(.+) (%d+)$")
+  if channel then
+    local heard = redis.pcall("PUBLISH", channel, id .. " " .. KEYS[1])
     if type(heard) ~= "number" then
       break
     end
@@ -150,7 +151,7 @@ end
 redis.call("DEL", KEYS[1])
 return 1
 )lua",
-                                   .sha = "859ca4d1094bdb32bc88ff41f96613d654b6e230"};
+                                   .sha = "80613fd7a40aea44821c815191a00f6ea3cd9c19"};
 
 // A node's late offer of a permit this client holds already (it won the permit on other
 // nodes while this one still had it in line): the offer becomes the holder's token there, so

@@ -118,9 +118,12 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
     BOOST_TEST(fleet.keys_without_ttl("fence").empty(), fleet.keys_without_ttl("fence"));
   }
 
-  // The places in semaphore `name`'s line of waiters on node i, first first.
-  std::vector<std::string> line(std::size_t i, const std::string& name) {
-    const auto r = fleet[i].command({"ZRANGE", "redlock:permit:{" + name + "}:line", "0", "-1"});
+  // The places in semaphore `name`'s line of waiters on node i, first first (`prefix`: the
+  // clients' config::key_prefix).
+  std::vector<std::string> line(std::size_t i, const std::string& name,
+                                const std::string& prefix = "") {
+    const auto r =
+        fleet[i].command({"ZRANGE", prefix + "redlock:permit:{" + name + "}:line", "0", "-1"});
     std::vector<std::string> out;
     for (const auto& e : r.elements) out.push_back(e.text);
     return out;
@@ -134,15 +137,15 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
   // Whether a majority of the nodes' lines of `name` have `n` places: all a waiter needs (a
   // node that ran its try before an earlier grant reached it gave it the permit instead,
   // taken back when the try lost, and keeps no place for it).
-  bool in_line(const std::string& name, std::size_t n) {
+  bool in_line(const std::string& name, std::size_t n, const std::string& prefix = "") {
     std::size_t nodes = 0;
     for (std::size_t i = 0; i < fleet.size(); ++i)
-      if (line(i, name).size() == n) ++nodes;
+      if (line(i, name, prefix).size() == n) ++nodes;
     return nodes >= redlock::majority(fleet.size());
   }
   // The offers channels clients listen on at node i (one per client with a waiting call).
   std::size_t offer_channels(std::size_t i) {
-    return fleet[i].command({"PUBSUB", "CHANNELS", "redlock:permit:offers:*"}).elements.size();
+    return fleet[i].command({"PUBSUB", "CHANNELS", "*redlock:permit:offers:*"}).elements.size();
   }
   // Whether `n` clients listen for offers at every node (a node skips a waiter it cannot tell).
   bool listening_everywhere(std::size_t n) {
@@ -496,6 +499,34 @@ BOOST_AUTO_TEST_CASE(a_release_hands_its_permit_to_the_first_in_line_alone) {
     BOOST_TEST(fleet.keys_without_ttl("").empty(), fleet.keys_without_ttl(""));
     BOOST_TEST(fleet[0].command({"EXISTS", "redlock:permit:{fifo}:0"}).integer == 0);
     for (auto* c : {&holder, &first, &second}) co_await c->async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_key_prefix_with_spaces_still_carries_offers) {
+  // The offers channel starts with the key prefix, so a place ("<channel> <id>") may hold
+  // more than one space: the release must still tell the waiter, which retries only after
+  // 15 s, so that a permit taken in time was taken on the offer.
+  auto cfg = config();
+  cfg.key_prefix = "my app: ";
+  auto holder = make_client(cfg);
+  cfg.retry_delay = never;
+  auto waiter = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await redlock::async_try_lock_permit(holder, "spaced", 1, {.ttl = 20s},
+                                                        asio::use_awaitable);
+    std::optional<error_code> got;
+    redlock::permit p;
+    start_wait(waiter, "spaced", 1, got, p);
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return in_line("spaced", 1, "my app: ") && listening_everywhere(1); }));
+    BOOST_TEST(!got.has_value());
+    co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got.has_value(); }, 10s));
+    BOOST_TEST(!*got, got->message());
+    BOOST_TEST(p.valid());
+    co_await waiter.async_unlock(std::move(p.lock), asio::use_awaitable);
+    BOOST_TEST(fleet.keys_without_ttl("").empty(), fleet.keys_without_ttl(""));
+    for (auto* c : {&holder, &waiter}) co_await c->async_shutdown(asio::use_awaitable);
   }());
 }
 
