@@ -246,8 +246,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
                     fmt::format("holds the semaphore with {} permits", a.count));
         return vote::failed;
       case lock_answer::kind::held:
+      case lock_answer::kind::readers:
+      case lock_answer::kind::writer_waiting:
         if (permit_) permit_->held_answer(*s_, i, a, permit_try_);
-        return a.named ? held_by(i, a.holder) : vote::held;
+        return held(i, a);
       case lock_answer::kind::waiter_first:
         round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
         return vote::held;
@@ -275,36 +277,35 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     return vote::yes;
   }
 
+  // Held: by readers (a writer refused marks that it waits when the attempt fails), by a
+  // waiting writer's mark (a reader waits for the writer's turn), or by a token (a reader
+  // refused by a writer's may be refused by this client's own writer).
+  vote held(std::size_t i, const lock_answer& a) {
+    if (a.what == lock_answer::kind::readers) {
+      readers_[i] = true;
+      other_mode_seen_ = other_mode_seen_ || !opts_.shared;
+      if (diag_) round_.texts[i] = "held shared by readers";
+      return vote::held;
+    }
+    if (opts_.shared && a.what == lock_answer::kind::writer_waiting) {
+      if (diag_) round_.texts[i] = "a writer waits for it: new readers wait until it had its turn";
+      return vote::held;
+    }
+    if (!a.named) return vote::held;
+    other_mode_seen_ = other_mode_seen_ || opts_.shared;
+    return held_by(i, a.holder);
+  }
+
   // A node still held by a token whose release this client has heard has not run that
   // release yet (announcements and local releases reach the nodes at different times):
   // the attempt is tried again at once, not after the retry delay (once per release).
   vote held_by(std::size_t i, std::string_view holder) {
-    if (shared_holder(i, holder)) return vote::held;
     if (diag_) round_.texts[i] = held_by_text(holder, s_->holds_token(key_, holder));
     if (s_->wakes && holder != retried_for_ && s_->wakes->released(key_, holder)) {
       retry_now_ = true;
       stale_holder_.assign(holder);
     }
     return vote::held;
-  }
-
-  // Shared locks: a writer refused by readers (a readers' record, scripts.cpp) marks that it
-  // waits when the attempt fails; a reader refused by a writer's token may be refused by
-  // this client's own writer. Returns true when the answer was a record or a waiting mark.
-  bool shared_holder(std::size_t i, std::string_view holder) {
-    if (holder.starts_with("R|")) {
-      readers_[i] = true;
-      other_mode_seen_ = other_mode_seen_ || !opts_.shared;
-      if (diag_) round_.texts[i] = "held shared by readers";
-      return true;
-    }
-    if (!opts_.shared) return false;
-    if (holder == "W") {
-      if (diag_) round_.texts[i] = "a writer waits for it: new readers wait until it had its turn";
-      return true;
-    }
-    other_mode_seen_ = true;
-    return false;
   }
 
   // Refused by this client's own lease or lock of the other mode: waiting would wait on

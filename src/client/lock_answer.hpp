@@ -18,11 +18,13 @@ namespace redlock::detail {
 
 struct lock_answer {
   enum class kind : std::uint8_t {
-    taken,         ///< the key is ours now
-    held,          ///< someone else holds it (`holder` when `named`)
-    waiter_first,  ///< fair mode: an earlier waiter is first in the nodes' line
-    other_count,   ///< a permit's try: the node records the semaphore with `count` permits
-    malformed,     ///< not an answer the call's script gives
+    taken,           ///< the key is ours now
+    held,            ///< someone else holds it (`holder` when `named`)
+    readers,         ///< readers hold it shared: `holder` is their record ("R|...")
+    writer_waiting,  ///< a reader's try: a waiting writer's mark keeps new readers out ("W")
+    waiter_first,    ///< fair mode: an earlier waiter is first in the nodes' line
+    other_count,     ///< a permit's try: the node records the semaphore with `count` permits
+    malformed,       ///< not an answer the call's script gives
   };
   kind what = kind::malformed;
   bool named = false;                  ///< held: the holder's token was given
@@ -39,9 +41,15 @@ struct lock_answer {
 /// first).
 namespace answer_detail {
 
+// A value is a writer's token, a readers' record ("R|<mark> <expiry> <token> ...", scripts.cpp)
+// or, only in a reader's answer, "W": no token starts with "R|" or is "W" (config::owner is
+// checked, and tokens are hex digits before it).
 inline lock_answer held(const resp::node& holder) {
   if (!holder.is_string()) return {.what = lock_answer::kind::held};
-  return {.what = lock_answer::kind::held, .named = true, .holder = holder.text};
+  lock_answer::kind what = lock_answer::kind::held;
+  if (holder.text.starts_with("R|")) what = lock_answer::kind::readers;
+  if (holder.text == "W") what = lock_answer::kind::writer_waiting;
+  return {.what = what, .named = true, .holder = holder.text};
 }
 
 }  // namespace answer_detail
@@ -74,17 +82,54 @@ inline lock_answer read_lock_answer(const resp::reply& r, bool fenced, bool fair
   }
 }
 
-/// A set's acquisition answered "held" ({0, k, holder}: multi_acquire_script stops at the
-/// first key held): the 1-based index k of that key when a readers' record holds it
-/// ("R|..."), so that a set waiting for it can leave a writer's mark there; 0 when a
-/// writer's token holds it, or for any other answer.
-inline std::size_t set_blocked_by_readers(const resp::reply& r, std::size_t keys) {
-  if (r.size() < 4 || r[0].kind != resp::type::array || r[1].kind != resp::type::integer ||
-      r[1].integer != 0 || r[2].kind != resp::type::integer || !r[3].is_string())
-    return 0;
-  const std::int64_t k = r[2].integer;
-  if (k < 1 || static_cast<std::size_t>(k) > keys || !r[3].text.starts_with("R|")) return 0;
-  return static_cast<std::size_t>(k);
+/// How a node answered a set's acquisition (multi_acquire_script). A key of another type fails
+/// the script with WRONGTYPE before anything is set: an error reply, not read here.
+struct set_answer {
+  enum class kind : std::uint8_t {
+    taken,      ///< every key of the set is ours now on that node
+    held,       ///< the script stopped at the first key held (`blocker`)
+    malformed,  ///< not an answer the script gives
+  };
+  kind what = kind::malformed;
+  std::size_t blocker =
+      0;               ///< held: the 1-based index of that key (0: not given, or not in the set)
+  bool named = false;  ///< held: its value was given
+  std::string_view holder{};  ///< held: that value, a token or a readers' record (into the reply)
+  bool readers = false;       ///< held: a readers' record holds `blocker` (a writer may mark it)
+};
+
+/// Reads node's reply `r` to the acquisition of a set of `keys` keys: {1} taken, fenced {1,
+/// counter, marker, ...} a counter and a marker per key in the set's order (set_counter,
+/// set_marker); {0, k, holder} held, key k (1-based) the first the script found held.
+inline set_answer read_set_answer(const resp::reply& r, std::size_t keys, bool fenced) {
+  if (r[0].kind != resp::type::array || r.size() < 2 || r[1].kind != resp::type::integer) return {};
+  if (r[1].integer == 1) {
+    if (r.size() != (fenced ? 2 * keys + 2 : 2)) return {};
+    for (std::size_t k = 0; fenced && k < keys; ++k)
+      if (r[2 * k + 2].kind != resp::type::integer) return {};
+    return {.what = set_answer::kind::taken};
+  }
+  if (r[1].integer != 0) return {};
+  set_answer a{.what = set_answer::kind::held};
+  if (r.size() >= 3 && r[2].kind == resp::type::integer && r[2].integer >= 1 &&
+      static_cast<std::uint64_t>(r[2].integer) <= keys)
+    a.blocker = static_cast<std::size_t>(r[2].integer);
+  if (r.size() >= 4 && r[3].is_string()) {
+    a.named = true;
+    a.holder = r[3].text;
+    a.readers = a.blocker != 0 && a.holder.starts_with("R|");
+  }
+  return a;
+}
+
+/// A fenced, taken set answer's counter of key k (0-based), checked by read_set_answer.
+inline std::uint64_t set_counter(const resp::reply& r, std::size_t k) {
+  return static_cast<std::uint64_t>(r[2 * k + 2].integer);
+}
+
+/// The same answer's fence marker for key k, for the operation to vet.
+inline const resp::node& set_marker(const resp::reply& r, std::size_t k) {
+  return r[2 * k + 3];
 }
 
 /// How long a waiting writer's mark keeps new readers out (writer_wait_script): until its

@@ -190,64 +190,48 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
-    // {1} / {1, counter, marker, ...} taken; {0, k, holder} held. A key of another type
-    // fails the script with WRONGTYPE before anything is set (on_reply records it).
-    // (pairs_, not keys_: a late answer may come after the keys went to the set handed out.)
+    // pairs_ (fenced) and resources_ (not) count the set's keys: a late answer may come after
+    // the names went to the set handed out, and then names no key.
     const std::size_t n = pairs_.size();
-    if (r[0].kind != resp::type::array || r.size() < 2 || r[1].kind != resp::type::integer)
-      return vote::failed;
-    switch (r[1].integer) {
-      case 1: {
-        if (!opts_.fenced) return r.size() == 2 ? vote::yes : vote::failed;
-        if (r.size() != 2 * n + 2) return vote::failed;
-        bool trusted = true;
-        for (std::size_t k = 0; k < n; ++k) {
-          if (r[2 * k + 2].kind != resp::type::integer) return vote::failed;
-          counters_[i * n + k] = static_cast<std::uint64_t>(r[2 * k + 2].integer);
-          if (trusted_marker(i, r[2 * k + 3])) continue;
-          // This key's pair is not vouched for on this node: repaired, and the node's
-          // vote does not count.
-          trusted = false;
-          unmarked_keys_.resize(n);
-          unmarked_keys_[k] = true;
-        }
-        marked_[i] = trusted;
-        count_fenced_yes(trusted);
-        if (trusted) return vote::yes;
-        // One that answers after the decision (a slow node behind the majority) is
-        // repaired too: a node that always lags would otherwise never be.
-        if (fsm_.decided()) repair_unmarked();
-        round_.texts[i] =
-            "took the set, but its fencing counters await repair (new, or restarted or "
-            "promoted since they were last repaired), so its vote does not count";
-        return vote::yes;
-      }
-      case 0:
-        round_.texts[i] = held_text(r);
-        readers_block_[i] = set_blocked_by_readers(r, resources_.size());
-        return vote::held;
-      default:
-        return vote::failed;
+    const set_answer a = read_set_answer(r, opts_.fenced ? n : resources_.size(), opts_.fenced);
+    if (a.what == set_answer::kind::malformed) return vote::failed;
+    if (a.what == set_answer::kind::held) {
+      round_.texts[i] = held_text(a);
+      readers_block_[i] = a.readers && a.blocker <= keys_.size() ? a.blocker : 0;
+      return vote::held;
     }
+    if (!opts_.fenced) return vote::yes;
+    bool trusted = true;
+    for (std::size_t k = 0; k < n; ++k) {
+      counters_[i * n + k] = set_counter(r, k);
+      if (trusted_marker(i, set_marker(r, k))) continue;
+      // This key's pair is not vouched for on this node: repaired, and the node's vote does
+      // not count.
+      trusted = false;
+      unmarked_keys_.resize(n);
+      unmarked_keys_[k] = true;
+    }
+    marked_[i] = trusted;
+    count_fenced_yes(trusted);
+    if (trusted) return vote::yes;
+    // One that answers after the decision (a slow node behind the majority) is repaired too:
+    // a node that always lags would otherwise never be.
+    if (fsm_.decided()) repair_unmarked();
+    round_.texts[i] =
+        "took the set, but its fencing counters await repair (new, or restarted or promoted "
+        "since they were last repaired), so its vote does not count";
+    return vote::yes;
   }
 
   // "\"b\" held by web2:42 (token 3fa2c1d0...)", or "by this client, in another of its
   // calls" when the token is one this client holds.
-  std::string held_text(const resp::reply& r) const {
-    const std::string_view name = blocker(r);
-    if (name == "?" || r.size() < 4 || !r[3].is_string())
-      return fmt::format("\"{}\" held by another owner", name);
+  std::string held_text(const set_answer& a) const {
+    if (a.blocker == 0 || a.blocker > resources_.size()) return "\"?\" held by another owner";
+    const std::string& name = resources_[a.blocker - 1];
+    if (!a.named) return fmt::format("\"{}\" held by another owner", name);
     // keys_ may be gone to the set handed out when this is a late answer.
-    const std::size_t k = static_cast<std::size_t>(r[2].integer) - 1;
-    const bool ours = k < keys_.size() && s_->holds_token(keys_[k], r[3].text);
-    return fmt::format("\"{}\" {}", name, held_by_text(r[3].text, ours));
-  }
-
-  std::string_view blocker(const resp::reply& r) const {
-    if (r.size() < 3 || r[2].kind != resp::type::integer || r[2].integer < 1 ||
-        static_cast<std::size_t>(r[2].integer) > resources_.size())
-      return "?";
-    return resources_[static_cast<std::size_t>(r[2].integer) - 1];
+    const bool ours = a.blocker <= keys_.size() && s_->holds_token(keys_[a.blocker - 1], a.holder);
+    return fmt::format("\"{}\" {}", name, held_by_text(a.holder, ours));
   }
 
   void on_tally() override { tally(); }

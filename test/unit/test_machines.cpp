@@ -740,19 +740,87 @@ BOOST_AUTO_TEST_CASE(a_plain_set_answered_with_anything_else_is_malformed) {
        answer::malformed));
 }
 
+using set_kind = detail::set_answer::kind;
+
+BOOST_AUTO_TEST_CASE(a_set_answered_one_took_every_key) {
+  BOOST_TEST((detail::read_set_answer(array({integer(1)}), 3, false).what == set_kind::taken));
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_set_answer_gives_a_counter_and_a_marker_per_key) {
+  const auto r = array({integer(1), integer(5), text("m1"), integer(7), text("m2")});
+  BOOST_TEST_REQUIRE((detail::read_set_answer(r, 2, true).what == set_kind::taken));
+  BOOST_TEST(detail::set_counter(r, 0) == 5u);
+  BOOST_TEST(detail::set_counter(r, 1) == 7u);
+  BOOST_TEST(detail::set_marker(r, 0).text == "m1");
+  BOOST_TEST(detail::set_marker(r, 1).text == "m2");
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_set_answer_short_of_a_key_or_with_a_bad_counter_is_malformed) {
+  // Two pairs for a set of three keys; a counter that is text; pairs for an unfenced set.
+  const auto two = array({integer(1), integer(5), text("m1"), integer(7), text("m2")});
+  BOOST_TEST((detail::read_set_answer(two, 3, true).what == set_kind::malformed));
+  const auto bad = array({integer(1), text("5"), text("m1")});
+  BOOST_TEST((detail::read_set_answer(bad, 1, true).what == set_kind::malformed));
+  BOOST_TEST((detail::read_set_answer(two, 2, false).what == set_kind::malformed));
+  // An unfenced {1} for a fenced set: the counters are missing.
+  BOOST_TEST((detail::read_set_answer(array({integer(1)}), 1, true).what == set_kind::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(a_set_held_names_the_first_key_held_and_its_holder) {
+  const auto a = detail::read_set_answer(array({integer(0), integer(2), text("tok-w")}), 3, false);
+  BOOST_TEST((a.what == set_kind::held));
+  BOOST_TEST(a.blocker == 2u);
+  BOOST_TEST(a.named);
+  BOOST_TEST(a.holder == "tok-w");
+  BOOST_TEST(!a.readers);  // a writer's token: nothing to mark
+}
+
 BOOST_AUTO_TEST_CASE(a_set_held_by_readers_names_the_key_to_mark) {
-  // {0, k, holder}: the set's second key is held by a readers' record.
-  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(2), text("R|0 123 tok-r")}),
-                                            3) == 2u);
-  // Held by a writer's token: nothing to mark.
-  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(2), text("tok-w")}), 3) ==
-             0u);
-  // Taken, or an index outside the set: nothing either.
-  BOOST_TEST(detail::set_blocked_by_readers(array({integer(1)}), 3) == 0u);
-  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(4), text("R|0 123 tok-r")}),
-                                            3) == 0u);
-  BOOST_TEST(detail::set_blocked_by_readers(array({integer(0), integer(0), text("R|0 123 tok-r")}),
-                                            3) == 0u);
+  const auto a =
+      detail::read_set_answer(array({integer(0), integer(2), text("R|0 123 tok-r")}), 3, true);
+  BOOST_TEST((a.what == set_kind::held));
+  BOOST_TEST(a.readers);
+  BOOST_TEST(a.blocker == 2u);
+  // An index outside the set names no key, so there is nothing to mark.
+  for (std::int64_t k : {0, 4}) {
+    const auto out =
+        detail::read_set_answer(array({integer(0), integer(k), text("R|0 123 tok-r")}), 3, false);
+    BOOST_TEST((out.what == set_kind::held));
+    BOOST_TEST(out.blocker == 0u);
+    BOOST_TEST(!out.readers);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_set_held_without_a_holder_is_still_held) {
+  const auto a = detail::read_set_answer(array({integer(0), integer(1)}), 2, false);
+  BOOST_TEST((a.what == set_kind::held));
+  BOOST_TEST(a.blocker == 1u);
+  BOOST_TEST(!a.named);
+}
+
+BOOST_AUTO_TEST_CASE(a_set_answer_of_another_shape_is_malformed) {
+  BOOST_TEST((detail::read_set_answer(array({integer(7)}), 1, false).what == set_kind::malformed));
+  BOOST_TEST((detail::read_set_answer(array({text("1")}), 1, false).what == set_kind::malformed));
+  BOOST_TEST((detail::read_set_answer({nil(0)}, 1, false).what == set_kind::malformed));
+  BOOST_TEST((detail::read_set_answer({integer(1)}, 1, false).what == set_kind::malformed));
+}
+
+BOOST_AUTO_TEST_CASE(a_readers_record_is_read_as_readers_not_as_a_token) {
+  // A writer's SET NX GET, and a fenced try's {0, holder}: the record is not a holder's token.
+  const auto plain = detail::read_lock_answer({text("R|0 123 tok-r", 0)}, false, false);
+  BOOST_TEST((plain.what == answer::readers));
+  BOOST_TEST(plain.holder == "R|0 123 tok-r");
+  const auto fenced =
+      detail::read_lock_answer(array({integer(0), text("R|9 123 tok-r")}), true, false);
+  BOOST_TEST((fenced.what == answer::readers));
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_writers_mark_is_read_as_such_and_only_when_exact) {
+  BOOST_TEST(
+      (detail::read_lock_answer({text("W", 0)}, false, false).what == answer::writer_waiting));
+  BOOST_TEST((detail::read_lock_answer(array({integer(0), text("W")}), true, false).what ==
+              answer::writer_waiting));
+  BOOST_TEST((detail::read_lock_answer({text("W/host:1", 0)}, false, false).what == answer::held));
 }
 
 BOOST_AUTO_TEST_CASE(a_writers_mark_lasts_until_its_next_attempt_and_a_slow_node) {
