@@ -15,6 +15,7 @@
 
 #include "client/acquire_fsm.hpp"
 #include "client/client_state.hpp"
+#include "client/lock_answer.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
 
@@ -177,9 +178,7 @@ class attempt_driver {
   // node may still vote for a lock of `ttl`.
   void count_write_back(const client_state& s, std::size_t i, error_code ec, const resp::reply* r,
                         std::chrono::milliseconds ttl) {
-    bool ack = !ec && (*r)[0].kind == resp::type::array && r->size() >= 3 &&
-               r->size() == (*r)[0].size + 1 && (*r)[1].kind == resp::type::integer &&
-               (*r)[1].integer == 1 && s.votes(i, ttl, boot_clock::now());
+    bool ack = !ec && write_back_raised(*r) && s.votes(i, ttl, boot_clock::now());
     for (std::size_t m = 2; ack && m < r->size(); ++m) ack = marker_trusted((*reqs2_)[i], (*r)[m]);
     ack ? ++acks_ : ++refusals_;
   }

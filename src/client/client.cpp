@@ -31,6 +31,7 @@
 #include "client/release.hpp"
 #include "client/script_calls.hpp"
 #include "client/scripts.hpp"
+#include "client/shared_decisions.hpp"
 #include "client/single_lock.hpp"
 #include "client/testing.hpp"
 #include "client/wake.hpp"
@@ -196,8 +197,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     begin_attempt();
     repair_asked_ = false;
     retry_now_ = false;
-    readers_ = {};
-    other_mode_seen_ = false;
+    modes_.begin_attempt();
     try {
       new_token(*s_, *this);
     } catch (const boost::system::system_error& e) {
@@ -277,23 +277,14 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     return vote::yes;
   }
 
-  // Held: by readers (a writer refused marks that it waits when the attempt fails), by a
-  // waiting writer's mark (a reader waits for the writer's turn), or by a token (a reader
-  // refused by a writer's may be refused by this client's own writer).
+  // Held: the answers about the modes of a shared resource are mode_refusals'; an ordinary
+  // holder's is judged here.
   vote held(std::size_t i, const lock_answer& a) {
-    if (a.what == lock_answer::kind::readers) {
-      readers_[i] = true;
-      other_mode_seen_ = other_mode_seen_ || !opts_.shared;
-      if (diag_) round_.texts[i] = "held shared by readers";
+    if (const std::string_view why = modes_.held(i, a); !why.empty()) {
+      if (diag_) round_.texts[i] = why;
       return vote::held;
     }
-    if (opts_.shared && a.what == lock_answer::kind::writer_waiting) {
-      if (diag_) round_.texts[i] = "a writer waits for it: new readers wait until it had its turn";
-      return vote::held;
-    }
-    if (!a.named) return vote::held;
-    other_mode_seen_ = other_mode_seen_ || opts_.shared;
-    return held_by(i, a.holder);
+    return a.named ? held_by(i, a.holder) : vote::held;
   }
 
   // A node still held by a token whose release this client has heard has not run that
@@ -311,9 +302,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // Refused by this client's own lease or lock of the other mode: waiting would wait on
   // itself (a writer's lock never comes while its reader's lease is renewed).
   bool waits_on_itself() {
-    if (!other_mode_seen_ || !s_->holds(key_, !opts_.shared, boot_clock::now())) return false;
-    extra_ = opts_.shared ? ": this client holds it exclusively (a writer's lock)"
-                          : ": this client holds a reader's lease of it (lock_options::shared)";
+    const std::string_view why =
+        modes_.waits_on_itself(s_->holds(key_, !opts_.shared, boot_clock::now()));
+    if (why.empty()) return false;
+    extra_ = fmt::format(": {}", why);
     return true;
   }
 
@@ -385,8 +377,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
         act(fsm_.wake_after(std::chrono::nanoseconds::zero(), now));  // it ended already
       return;
     }
-    if (!opts_.shared && std::find(readers_.begin(), readers_.end(), true) != readers_.end())
-      mark_waiting(*s_, readers_);
+    if (modes_.mark_writer_waiting()) mark_waiting(*s_, modes_.readers());
     last_reason_ = reason;
     if (std::exchange(retry_now_, false)) retried_for_ = std::move(stale_holder_);
     if (next.what == acquire_action::kind::wait) return retry_after(next);
@@ -497,10 +488,7 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // Refused by a node still holding a token heard released: retry at once, once per token.
   bool retry_now_ = false;
   std::string stale_holder_, retried_for_;
-  // Shared locks: the nodes that answered with a readers' record, and whether a holder of
-  // the other mode (a record for a writer, a writer's token for a reader) refused us.
-  std::array<bool, max_nodes> readers_{};
-  bool other_mode_seen_ = false;
+  mode_refusals modes_{opts_.shared};  // shared locks: what this attempt heard of the other mode
 };
 
 }  // namespace

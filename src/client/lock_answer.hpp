@@ -132,6 +132,15 @@ inline const resp::node& set_marker(const resp::reply& r, std::size_t k) {
   return r[2 * k + 3];
 }
 
+/// Whether node's reply `r` to a fenced acquisition's write-back (fence_raise_script,
+/// multi_raise_script) says the counters were raised: {1, marker, ...}, a marker per key from
+/// r[2] on, each for the operation to vet. Anything else (0: the keys are no longer ours there)
+/// raised nothing.
+inline bool write_back_raised(const resp::reply& r) {
+  return r[0].kind == resp::type::array && r.size() >= 3 && r.size() == r[0].size + 1 &&
+         r[1].kind == resp::type::integer && r[1].integer == 1;
+}
+
 /// How long a waiting writer's mark keeps new readers out (writer_wait_script): until its
 /// next attempt, with room for the retry's jitter and a slow node, so that a writer that
 /// gave up keeps readers out no longer than that.

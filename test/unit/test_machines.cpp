@@ -13,6 +13,7 @@
 #include "client/lines.hpp"
 #include "client/lock_answer.hpp"
 #include "client/parts.hpp"
+#include "client/shared_decisions.hpp"
 #include "redlock/multi_lock.hpp"
 
 using namespace redlock;
@@ -821,6 +822,85 @@ BOOST_AUTO_TEST_CASE(a_waiting_writers_mark_is_read_as_such_and_only_when_exact)
   BOOST_TEST((detail::read_lock_answer(array({integer(0), text("W")}), true, false).what ==
               answer::writer_waiting));
   BOOST_TEST((detail::read_lock_answer({text("W/host:1", 0)}, false, false).what == answer::held));
+}
+
+namespace {
+
+detail::lock_answer held_as(answer what, std::string_view holder = "tok") {
+  return {.what = what, .named = !holder.empty(), .holder = holder};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_writer_refused_by_readers_marks_those_nodes_alone) {
+  detail::mode_refusals modes{false};
+  BOOST_TEST(!modes.held(1, held_as(answer::readers, "R|0 9 r")).empty());
+  BOOST_TEST(modes.held(2, held_as(answer::held)).empty());  // another writer: as any lock
+  BOOST_TEST(modes.mark_writer_waiting());
+  BOOST_TEST(!modes.readers()[0]);
+  BOOST_TEST(modes.readers()[1]);
+  BOOST_TEST(!modes.readers()[2]);
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_waits_for_a_writers_mark_and_marks_nothing) {
+  detail::mode_refusals modes{true};
+  BOOST_TEST(modes.held(0, held_as(answer::writer_waiting, "W")).find("writer waits") !=
+             std::string_view::npos);
+  BOOST_TEST(!modes.mark_writer_waiting());
+  // Readers never refuse a reader, but a record in a reader's answer marks nothing either.
+  modes.held(1, held_as(answer::readers, "R|0 9 r"));
+  BOOST_TEST(!modes.mark_writer_waiting());
+}
+
+BOOST_AUTO_TEST_CASE(a_writer_takes_a_W_for_an_ordinary_holder) {
+  detail::mode_refusals modes{false};
+  BOOST_TEST(modes.held(0, held_as(answer::writer_waiting, "W")).empty());
+  BOOST_TEST(!modes.mark_writer_waiting());
+  BOOST_TEST(modes.waits_on_itself(true).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_writer_refused_by_readers_while_this_client_reads_is_an_upgrade) {
+  detail::mode_refusals modes{false};
+  modes.held(0, held_as(answer::readers, "R|0 9 r"));
+  BOOST_TEST(modes.waits_on_itself(true).find("reader's lease") != std::string_view::npos);
+  // The client holds no lease: the readers are others', so it waits.
+  BOOST_TEST(modes.waits_on_itself(false).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_refused_by_a_token_while_this_client_writes_is_refused) {
+  detail::mode_refusals modes{true};
+  BOOST_TEST(modes.held(0, held_as(answer::held, "3fa2")).empty());
+  BOOST_TEST(modes.waits_on_itself(true).find("exclusively") != std::string_view::npos);
+  // An unnamed holder could not be told from anything: not this client's for sure.
+  detail::mode_refusals unnamed{true};
+  unnamed.held(0, held_as(answer::held, ""));
+  BOOST_TEST(unnamed.waits_on_itself(true).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_new_attempt_forgets_the_last_ones_refusals) {
+  detail::mode_refusals modes{false};
+  modes.held(0, held_as(answer::readers, "R|0 9 r"));
+  modes.begin_attempt();
+  BOOST_TEST(!modes.mark_writer_waiting());
+  BOOST_TEST(!modes.readers()[0]);
+  BOOST_TEST(modes.waits_on_itself(true).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_write_back_raised_the_counters_only_when_it_answers_one_and_markers) {
+  BOOST_TEST(detail::write_back_raised(array({integer(1), text("m1")})));
+  BOOST_TEST(detail::write_back_raised(array({integer(1), text("m1"), text("m2")})));
+  // The keys were no longer ours there; no marker; not an array.
+  BOOST_TEST(!detail::write_back_raised(array({integer(0), text("m1")})));
+  BOOST_TEST(!detail::write_back_raised(array({integer(1)})));
+  BOOST_TEST(!detail::write_back_raised({integer(1)}));
+}
+
+BOOST_AUTO_TEST_CASE(a_write_back_answer_whose_array_size_disagrees_raised_nothing) {
+  // The header says three elements, two follow: a cut reply is not an ack.
+  resp::reply cut{{.kind = type::array, .size = 3}};
+  cut.push_back(integer(1));
+  cut.push_back(text("m1"));
+  BOOST_TEST(!detail::write_back_raised(cut));
 }
 
 BOOST_AUTO_TEST_CASE(a_writers_mark_lasts_until_its_next_attempt_and_a_slow_node) {
