@@ -50,24 +50,13 @@ inline constexpr asio::cancellation_type_t cancel_with_effects =
 inline constexpr asio::cancellation_type_t cancel_any =
     cancel_with_effects | asio::cancellation_type::total;
 
-template <typename State, typename Signature>
-class quorum_op;
-
-template <typename State, typename... Args>
-class quorum_op<State, void(error_code, Args...)> : public request_sink, public pooled {
+/// The engine's part that does not depend on the handler's signature: rounds, requests,
+/// counting, describing and lifetime. quorum_op adds the handler.
+template <typename State>
+class quorum_core : public request_sink, public pooled {
  public:
-  using handler_type = erased_handler<void(error_code, Args...)>;
-  using completion_type = completion<void(error_code, Args...)>;
-
-  /// Constructed in the initiating call: work on the handler's executor is counted from
-  /// here until the handler is handed over.
-  quorum_op(std::shared_ptr<State> s, diagnostics* diag, handler_type h)
-      : s_(std::move(s)), diag_(diag), handler_(std::move(h), s_->strand.get_inner_executor()) {}
-  /// For a handler taken earlier (a template, so that `{}` means "no handler" above).
-  template <std::same_as<completion_type> C>
-  quorum_op(std::shared_ptr<State> s, diagnostics* diag, C c)
-      : s_(std::move(s)), diag_(diag), handler_(std::move(c)) {}
-  virtual ~quorum_op() = default;
+  quorum_core(std::shared_ptr<State> s, diagnostics* diag) : s_(std::move(s)), diag_(diag) {}
+  virtual ~quorum_core() = default;
 
   /// Runs f (the op's start, or a wake) on the strand: a completion decided inside it is
   /// posted, never run inline, and the op deletes itself afterwards if it is finished.
@@ -85,7 +74,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   /// destroyed without running, as when its io_context goes away) may free the op.
   class hold {
    public:
-    explicit hold(quorum_op* op) : op_(op) { ++op_->holds_; }
+    explicit hold(quorum_core* op) : op_(op) { ++op_->holds_; }
     hold(hold&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
     hold& operator=(hold&&) = delete;
     ~hold() {
@@ -93,7 +82,7 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
     }
 
    private:
-    quorum_op* op_;
+    quorum_core* op_;
   };
 
   /// Sends `payload` to every node that should_send(), as request i of node i (a new
@@ -191,40 +180,6 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
     return false;
   }
 
-  /// Completes the user's handler on its executor. The op may live on until its last
-  /// request comes back.
-  void complete(error_code ec, Args... args) {
-    if (done_) return;
-    done_ = true;
-    before_complete(ec);
-    if (slot_.is_connected()) slot_.clear();
-    if (diag_) record_diagnostics(ec);
-    if (!handler_) return;  // an op that completes to nobody (renewal, repair, batch)
-    // Decided inside the initiating call (every node refused at once): the handler
-    // must not run inside it, or a retry loop would recurse without bound.
-    if (initiating_) return handler_.post(ec, std::move(args)...);
-    // On the handler's own executor: inline when this thread already runs it.
-    handler_.dispatch(ec, std::move(args)...);
-  }
-
-  /// Hands the handler `ec` now (posted) while the op carries on to nobody: for a
-  /// cancellation that must not wait for the replies, when the op still has to undo what
-  /// it took once they are in.
-  void complete_now(error_code ec, Args... args) {
-    // Forgotten too: the slot's signal may end with the handler.
-    if (slot_.is_connected()) std::exchange(slot_, {}).clear();
-    if (handler_) handler_.post(ec, std::move(args)...);
-  }
-
-  /// Connects the handler's cancellation slot for the types in `honoured` (the others are
-  /// ignored, as Asio's filters do); the emitter may run on another executor, so the op
-  /// only reacts once on the strand, if still alive.
-  void watch_cancellation(asio::cancellation_type_t honoured) {
-    slot_ = handler_.slot();
-    if (!slot_.is_connected()) return;
-    slot_.template emplace<cancel_handler>(this, honoured);
-  }
-
   /// Node i's answer in this round, for an observer, with its latency from `round_start`
   /// to `replied` (zero: no reply).
   node_reply observed(std::size_t i, boot_clock::time_point round_start,
@@ -285,7 +240,6 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
 
   std::shared_ptr<State> s_;
   diagnostics* diag_;
-  completion_type handler_;
   asio::cancellation_slot slot_;
   fleet_array<request> reqs_;  // sized to the fleet by the first round
   round round_;
@@ -302,6 +256,24 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
   std::string subject_;
   std::string extra_;
   const char* no_text_ = "refused";
+
+  /// The slot handler of watch_cancellation (quorum_op): hops onto the strand.
+  struct cancel_handler {
+    cancel_handler(quorum_core* op, asio::cancellation_type_t honoured)
+        : op_(op), honoured_(honoured) {}
+    void operator()(asio::cancellation_type_t type) {
+      if ((type & honoured_) == asio::cancellation_type::none) return;
+      // Cancellation must be emitted from the op's executor or the handler's (as for
+      // any Asio operation); hop onto the strand before touching the op. The slot is
+      // cleared on completion, so op_ is alive whenever this runs.
+      quorum_core* op = op_;
+      asio::dispatch(op->s_->strand, [op, h = hold{op}] {
+        if (!op->done_) op->on_cancel();
+      });
+    }
+    quorum_core* op_;
+    asio::cancellation_type_t honoured_;
+  };
 
  private:
   void maybe_destroy() {
@@ -327,26 +299,75 @@ class quorum_op<State, void(error_code, Args...)> : public request_sink, public 
     if (!done_) on_tally();
   }
 
-  struct cancel_handler {
-    cancel_handler(quorum_op* op, asio::cancellation_type_t honoured)
-        : op_(op), honoured_(honoured) {}
-    void operator()(asio::cancellation_type_t type) {
-      if ((type & honoured_) == asio::cancellation_type::none) return;
-      // Cancellation must be emitted from the op's executor or the handler's (as for
-      // any Asio operation); hop onto the strand before touching the op. The slot is
-      // cleared on completion, so op_ is alive whenever this runs.
-      quorum_op* op = op_;
-      asio::dispatch(op->s_->strand, [op, h = hold{op}] {
-        if (!op->done_) op->on_cancel();
-      });
-    }
-    quorum_op* op_;
-    asio::cancellation_type_t honoured_;
-  };
-
   // Calls in progress and handlers not yet run (retry timer, cancellation) that refer
   // to the op. Atomic: a cancellation may be emitted from another thread.
   std::atomic<int> holds_{0};
+};
+
+template <typename State, typename Signature>
+class quorum_op;
+
+template <typename State, typename... Args>
+class quorum_op<State, void(error_code, Args...)> : public quorum_core<State> {
+  using core = quorum_core<State>;
+
+ public:
+  using handler_type = erased_handler<void(error_code, Args...)>;
+  using completion_type = completion<void(error_code, Args...)>;
+
+  /// Constructed in the initiating call: work on the handler's executor is counted from
+  /// here until the handler is handed over.
+  quorum_op(std::shared_ptr<State> s, diagnostics* diag, handler_type h)
+      : core(std::move(s), diag), handler_(std::move(h), this->s_->strand.get_inner_executor()) {}
+  /// For a handler taken earlier (a template, so that `{}` means "no handler" above).
+  template <std::same_as<completion_type> C>
+  quorum_op(std::shared_ptr<State> s, diagnostics* diag, C c)
+      : core(std::move(s), diag), handler_(std::move(c)) {}
+
+ protected:
+  using core::before_complete;
+  using core::diag_;
+  using core::done_;
+  using core::initiating_;
+  using core::record_diagnostics;
+  using core::s_;
+  using core::slot_;
+
+  /// Completes the user's handler on its executor. The op may live on until its last
+  /// request comes back.
+  void complete(error_code ec, Args... args) {
+    if (done_) return;
+    done_ = true;
+    before_complete(ec);
+    if (slot_.is_connected()) slot_.clear();
+    if (diag_) record_diagnostics(ec);
+    if (!handler_) return;  // an op that completes to nobody (renewal, repair, batch)
+    // Decided inside the initiating call (every node refused at once): the handler
+    // must not run inside it, or a retry loop would recurse without bound.
+    if (initiating_) return handler_.post(ec, std::move(args)...);
+    // On the handler's own executor: inline when this thread already runs it.
+    handler_.dispatch(ec, std::move(args)...);
+  }
+
+  /// Hands the handler `ec` now (posted) while the op carries on to nobody: for a
+  /// cancellation that must not wait for the replies, when the op still has to undo what
+  /// it took once they are in.
+  void complete_now(error_code ec, Args... args) {
+    // Forgotten too: the slot's signal may end with the handler.
+    if (slot_.is_connected()) std::exchange(slot_, {}).clear();
+    if (handler_) handler_.post(ec, std::move(args)...);
+  }
+
+  /// Connects the handler's cancellation slot for the types in `honoured` (the others are
+  /// ignored, as Asio's filters do); the emitter may run on another executor, so the op
+  /// only reacts once on the strand, if still alive.
+  void watch_cancellation(asio::cancellation_type_t honoured) {
+    slot_ = handler_.slot();
+    if (!slot_.is_connected()) return;
+    slot_.template emplace<typename core::cancel_handler>(this, honoured);
+  }
+
+  completion_type handler_;
 };
 
 /// The hop of launch_op onto the strand: runs `start(*op)` guarded. It names its
