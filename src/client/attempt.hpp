@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <boost/system/system_error.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +16,9 @@
 
 #include "client/acquire_fsm.hpp"
 #include "client/client_state.hpp"
+#include "client/lines.hpp"
 #include "client/lock_answer.hpp"
+#include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
 
@@ -36,12 +39,88 @@ inline error_code failure_reason(std::span<const error_code> errors, std::size_t
 /// first round, carries out the machine's actions, owns the retry timer and runs the
 /// fenced write-back round. The op supplies what differs: attempt() (build and send a
 /// round), hand_out() (a won round), succeed() (a won write-back), fail_attempt(),
-/// repair_unmarked(), and the fields start_, opts_, token noun (`tokens_noun`). On the
-/// strand; the op keeps itself alive across a wait with a hold.
-template <typename Op>
-class attempt_driver {
+/// repair_unmarked(), abandon_attempt() (undo a lost or stopped round), the field opts_ and
+/// the token noun (`tokens_noun`). On the strand; the op keeps itself alive across a wait with
+/// a hold.
+template <typename Op, typename Signature>
+class attempt_driver : public quorum_op<client_state, Signature>, public acquisition {
+  using base = quorum_op<client_state, Signature>;
+
+ public:
+  void end_at_shutdown() override {
+    if (this->done_) return;
+    // Guarded: the handler is posted, never run inside the shutdown's walk of the calls.
+    this->run_guarded([this] { stop(fsm_.client_closed(this->sent_)); });
+  }
+
  protected:
-  explicit attempt_driver(const strand_type& strand) : strand_(&strand) {}
+  attempt_driver(std::shared_ptr<client_state> s, diagnostics* diag, typename base::handler_type h)
+      : base(std::move(s), diag, std::move(h)), strand_(&this->s_->strand) {}
+
+  // quorum_op's hooks, the same for every acquisition.
+  bool should_send(std::size_t i) override { return counts(i); }
+  bool counts(std::size_t i) override { return this->voter(i, op().opts_.ttl); }
+  // A fenced yes from a node whose counters await repair set the keys but cannot count.
+  std::size_t counted_yes() const override { return yes_votes(); }
+  void on_tally() override { tally(); }
+  void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
+    write_back_reply(i, ec, r);
+  }
+  void on_cancel() override { stop(fsm_.cancel(this->sent_)); }
+
+  /// A closed client makes no new attempt (the io_context is going away and its connections'
+  /// close failed our requests, without a shutdown's end of the calls): true when that
+  /// completed the call.
+  bool ended_by_close() {
+    if (!this->s_->closed) return false;
+    fsm_.finish();
+    this->complete(error::shut_down, {});
+    return true;
+  }
+
+  /// Draws the attempt's token with `draw`; without randomness from the kernel the call is
+  /// refused rather than given a guessable token (false: it completed).
+  template <typename Draw>
+  bool drew_token(Draw&& draw) {
+    try {
+      draw();
+      return true;
+    } catch (const boost::system::system_error& e) {
+      fsm_.finish();
+      this->complete(e.code(), {});
+      return false;
+    }
+  }
+
+  /// Sends the attempt's round to every node. Validity counts from before the first byte can
+  /// leave: now, at enqueue. A connection still being made (a fresh client) is waited for
+  /// within the attempt.
+  void send_attempt(std::string_view payload, const script* lua) {
+    client_state& s = *this->s_;
+    start_ = boot_clock::now();
+    valid_until_ = validity_deadline(start_, op().opts_.ttl, s.cfg.drift_factor);
+    this->send_to_all(payload, lua, request_deadline(start_, s.cfg.node_timeout, valid_until_),
+                      valid_until_);
+    tally();
+  }
+
+  /// A wake (a release, the line's head leaving): an attempt now if the machine says so.
+  /// Guarded: an attempt decided at once completes from a posted handler.
+  void wake_attempt() {
+    const acquire_action next = fsm_.wake(this->outstanding_);
+    if (next.cancel_timer) cancel_retry();
+    if (next.what != acquire_action::kind::send_attempt) return;
+    this->run_guarded([this] { op().attempt(); });
+  }
+
+  /// Cancelled or shut down (`a` says which): completes now; an attempt whose round is out
+  /// is undone behind it on every connection, and its late answers are still read.
+  void stop(const acquire_action& a) {
+    if (a.what != acquire_action::kind::complete) return;
+    cancel_retry();
+    if (a.release) op().abandon_attempt(a.ec);
+    this->complete(a.ec, {});
+  }
 
   /// Starts an attempt's count of fenced answers.
   void begin_attempt() {
@@ -132,9 +211,7 @@ class attempt_driver {
 
   /// The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
   /// of this attempt's keys is left (valid_until_, computed when the attempt was sent).
-  bool granted_in_time() const {
-    return detail::granted_in_time(boot_clock::now(), op().valid_until_);
-  }
+  bool granted_in_time() const { return detail::granted_in_time(boot_clock::now(), valid_until_); }
 
   /// Round two of a fenced acquisition: sends `payload` (the script raising the counters
   /// where our token still holds the keys) to every node, as request max_nodes + i; a
@@ -167,6 +244,8 @@ class attempt_driver {
   }
 
   acquire_fsm fsm_;
+  boot_clock::time_point start_{};        // the attempt's round left (validity counts from it)
+  boot_clock::time_point valid_until_{};  // and when the keys it takes stop being valid
 
  private:
   Op& op() { return static_cast<Op&>(*this); }

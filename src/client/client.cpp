@@ -27,6 +27,7 @@
 #include "client/claims.hpp"
 #include "client/client_state.hpp"
 #include "client/extend.hpp"
+#include "client/local_waiter.hpp"
 #include "client/lock_answer.hpp"
 #include "client/release.hpp"
 #include "client/script_calls.hpp"
@@ -133,19 +134,17 @@ namespace {
 
 // ---- acquire -----------------------------------------------------------------------
 
-class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
-                         public acquisition,
-                         public waiter,
-                         private attempt_driver<acquire_op>,
+class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock)>,
+                         public local_waiter<acquire_op>,
                          private single_lock_call {
-  friend class attempt_driver<acquire_op>;
+  friend class attempt_driver<acquire_op, void(error_code, lock)>;
+  friend class local_waiter<acquire_op>;
   static constexpr std::string_view tokens_noun = "token";
 
  public:
   acquire_op(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
              diagnostics* diag, lock_handler h, std::shared_ptr<permit_target> permit = nullptr)
-      : quorum_op(std::move(s), diag, std::move(h)),
-        attempt_driver(s_->strand),
+      : attempt_driver(std::move(s), diag, std::move(h)),
         single_lock_call(std::move(resource), opts, wait, std::move(permit)) {
     no_text_ = "refused";
     if (permit_) permit_try_ = permit_->tries;
@@ -169,71 +168,29 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     attempt();
   }
 
-  void end_at_shutdown() override {
-    if (done_) return;
-    // Guarded: the handler is posted, never run inside the shutdown's walk of the calls.
-    run_guarded([this] { stop(fsm_.client_closed(sent_)); });
-  }
-
  private:
-  // A release of this resource was just left to its announcement, so that other clients'
-  // waiters get their turn (wake_hub::hand_off_locally): a new call of this client joins
-  // the back of its line instead of racing them, and waits to be woken as its head.
-  bool queue_behind_yield() {
-    if (!wait_ || opts_.fair || !s_->wakes || !s_->wakes->yielding(key_)) return false;
-    if (!s_->lines.has_line(key_)) return false;
-    join_local_line();  // no attempt in flight: a wake tries at once
-    retry_after(fsm_.park(boot_clock::now(), std::nullopt));
-    return true;
-  }
-
   void attempt() {
-    if (s_->closed) {
-      // Closed without a shutdown's end of the calls (the io_context is going away and
-      // its connections' close failed our requests): no new attempt.
-      fsm_.finish();
-      return complete(error::shut_down, lock{});
-    }
+    if (ended_by_close()) return;
     begin_attempt();
     repair_asked_ = false;
     retry_now_ = false;
     modes_.begin_attempt();
-    try {
-      new_token(*s_, *this);
-    } catch (const boost::system::system_error& e) {
-      // No randomness from the kernel: refuse rather than take a guessable token.
-      fsm_.finish();
-      return complete(e.code(), lock{});
-    }
+    if (!drew_token([this] { new_token(*s_, *this); })) return;
     if (opts_.fenced) repair_unmarked_nodes(*s_);
     // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
     // attempt too (the same script, so the same permissions, whatever the timing); a
     // single try only checks that nobody waits.
     const script* lua = write_attempt(payload_, s_->cfg, opts_.fair && wait_, line_ticket);
-    // Validity counts from before the first byte can leave: now, at enqueue.
-    start_ = boot_clock::now();
-    valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
-    const auto deadline = request_deadline(start_, s_->cfg.node_timeout, valid_until_);
-    sent_ = true;
     ++attempts_;
-    // A connection still being made (a fresh client) is waited for within the attempt.
-    send_to_all(payload_, lua, deadline, valid_until_);
-    on_tally();
+    send_attempt(payload_, lua);
   }
 
   void repair_unmarked() { repair_pair_once(*s_); }
-
-  bool should_send(std::size_t i) override { return counts(i); }
 
   // A lost permit try's node that never answered may have run it.
   void on_failed(std::size_t i) override {
     if (late_undo_ && may_have_taken(vote::failed, round_.errors[i], true)) undo_late(*s_, i);
   }
-
-  bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
-
-  // A fenced yes from a node whose counters await repair sets the key but cannot count.
-  std::size_t counted_yes() const override { return yes_votes(); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     const lock_answer a = permit_ ? read_permit_answer(r, opts_.fenced)
@@ -309,8 +266,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     return true;
   }
 
-  void on_tally() override { tally(); }
-
   void hand_out() {
     if (opts_.fenced) return hand_out_fenced();
     grant(0);
@@ -319,12 +274,10 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   // A fenced win, in time: T is handed out at once when a majority of marked nodes already
   // holds it (decide_fence), else after the write-back round.
   void hand_out_fenced() {
-    std::array<fence_report, max_nodes> reports;
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      reports[i] = {round_.votes[i] == vote::yes && marked_[i], fence_[i]};
-    const fence_decision d = decide_fence(s_->size(), {reports.data(), s_->size()});
-    fence_token_ = d.token;
-    if (!d.write_back) return grant(fence_token_);
+    const std::size_t n = s_->size();
+    std::array<bool, max_nodes> counted{};
+    for (std::size_t i = 0; i < n; ++i) counted[i] = round_.votes[i] == vote::yes && marked_[i];
+    if (!decide_fences(n, counted, 1, fence_, {&fence_token_, 1})) return grant(fence_token_);
     start_write_back();
   }
 
@@ -335,10 +288,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     payload2_.clear();
     write_fence_raise(payload2_, key_, fence_keys_, token_, field_, fence_token_);
     send_write_back(payload2_, &fence_raise_script, valid_until_);
-  }
-
-  void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    write_back_reply(i, ec, r);
   }
 
   // A fenced win whose write-back won in time.
@@ -354,11 +303,14 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     complete({}, make_lock(s_, valid_until_, fence));
   }
 
-  void release_attempt() { undo(*s_, round_); }
+  // A lost or stopped attempt: reported, and undone where it may have taken the key.
+  void abandon_attempt(error_code reason) {
+    if (s_->obs) report_attempt(reason, 0);
+    undo(*s_, round_);
+  }
 
   void fail_attempt(error_code reason) {
-    if (s_->obs) report_attempt(reason, 0);
-    release_attempt();
+    abandon_attempt(reason);
     if (waits_on_itself()) {
       fsm_.finish();
       return complete(error::upgrade_refused, lock{});
@@ -381,52 +333,15 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     last_reason_ = reason;
     if (std::exchange(retry_now_, false)) retried_for_ = std::move(stale_holder_);
     if (next.what == acquire_action::kind::wait) return retry_after(next);
-    if (reason == error::contended && !queued_) {
-      // Waiters for one resource inside one client form a line: only its head polls;
-      // a local release wakes the head at once, and the next one moves up when the head
-      // leaves. The nodes still decide who holds the lock.
-      join_local_line();
-    }
-    // Parked behind the head: only the wait deadline (or a promotion) wakes it; in fair
-    // mode it also renews its place on the nodes in time.
-    const bool parked = queued_ && s_->lines.head(key_) != static_cast<waiter*>(this);
+    // Held by others: this client's waiters for the resource form a line (local_waiter).
+    if (reason == error::contended) join_local_line();
+    // Parked behind the head, it is woken by the wait deadline or a promotion; in fair mode
+    // it also renews its place on the nodes in time.
     retry_after(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay),
-                                      .parked = parked,
+                                      .parked = parked(),
                                       .renew = renew_interval(s_->cfg)}));
   }
 
-  // The local line is in arrival order; fair calls are placed by their ticket among the
-  // fair ones, the order of the nodes' line (waiter_lines::join).
-  void join_local_line() {
-    queued_ = true;
-    if (s_->lines.join(key_, *this)) s_->line_formed(key_);
-  }
-
- public:
-  /// A local release of this resource (or the head leaving the line): try now if
-  /// waiting, or right after the attempt in flight.
-  void wake() override {
-    if (done_) return;
-    const acquire_action next = fsm_.wake(outstanding_);
-    if (next.cancel_timer) cancel_retry();
-    if (next.what != acquire_action::kind::send_attempt) return;
-    // Now, not from the timer's handler: the SET joins the release queued in this same
-    // turn and leaves in the same write, right behind it on every connection. Guarded:
-    // an attempt decided at once completes from a posted handler, not inside the release.
-    run_guarded([this] { attempt(); });
-  }
-
-  void wake_after(std::chrono::nanoseconds delay) override {
-    if (!done_) act(fsm_.wake_after(delay, boot_clock::now()));
-  }
-
-  /// Moved to the head of the line: start polling (a local release still wakes it).
-  void promote() override {
-    if (done_) return;
-    act(fsm_.promote(boot_clock::now(), s_->jitter(s_->cfg.retry_delay), renew_interval(s_->cfg)));
-  }
-
- private:
   void before_complete(error_code ec) override {
     s_->lines.end_call(*this);
     s_->forget_repair_wait(this);
@@ -452,29 +367,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
     s_->obs->on_attempt(e);
   }
 
-  void leave_line() {
-    if (!std::exchange(queued_, false)) return;
-    const auto left = s_->lines.leave(key_, *this);
-    if (left.gone) s_->line_gone(key_);
-    if (left.promoted) left.promoted->promote();
-  }
-
-  void on_cancel() override { stop(fsm_.cancel(sent_)); }
-
-  // Cancelled or shut down (`a` says which): completes now; an attempt whose round is out
-  // is undone behind it on every connection, and its late answers are still read.
-  void stop(const acquire_action& a) {
-    if (a.what != acquire_action::kind::complete) return;
-    cancel_retry();
-    if (a.release) {
-      if (s_->obs) report_attempt(a.ec, 0);
-      release_attempt();
-    }
-    complete(a.ec, lock{});
-  }
-
-  boot_clock::time_point start_{};
-  boot_clock::time_point valid_until_{};
   buffer payload_;
   std::string payload2_;
   error_code last_reason_;
@@ -482,8 +374,6 @@ class acquire_op final : public quorum_op<client_state, void(error_code, lock)>,
   std::array<std::uint64_t, max_nodes> fence_{};
   std::array<bool, max_nodes> marked_{};
   std::uint64_t fence_token_ = 0;
-  // The local line of waiters (client_state::waiters).
-  bool queued_ = false;
   std::uint64_t permit_try_ = 0;  // a permit's try: which of its call's tries this is
   // Refused by a node still holding a token heard released: retry at once, once per token.
   bool retry_now_ = false;

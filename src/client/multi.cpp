@@ -88,18 +88,15 @@ void mark_waiting(client_state& s, const std::vector<std::string>& keys,
   }
 }
 
-class lock_all_op final : public quorum_op<client_state, void(error_code, multi_lock)>,
-                          public acquisition,
-                          public set_waiter,
-                          private attempt_driver<lock_all_op> {
-  friend class attempt_driver<lock_all_op>;
+class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, multi_lock)>,
+                          public set_waiter {
+  friend class attempt_driver<lock_all_op, void(error_code, multi_lock)>;
   static constexpr std::string_view tokens_noun = "tokens";
 
  public:
   lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
               lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
-      : quorum_op(std::move(s), diag, std::move(h)),
-        attempt_driver(s_->strand),
+      : attempt_driver(std::move(s), diag, std::move(h)),
         resources_(std::move(resources)),
         opts_(opts),
         wait_(wait) {
@@ -130,28 +127,12 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     attempt();
   }
 
-  void end_at_shutdown() override {
-    if (done_) return;
-    // Guarded: the handler is posted, never run inside the shutdown's walk of the calls.
-    run_guarded([this] { stop(fsm_.client_closed(true)); });
-  }
-
  private:
   void attempt() {
-    if (s_->closed) {
-      // Closed without a shutdown's end of the calls (the io_context is going away and
-      // its connections' close failed our requests): no new attempt.
-      fsm_.finish();
-      return complete(error::shut_down, multi_lock{});
-    }
+    if (ended_by_close()) return;
     begin_attempt();
     unmarked_keys_.clear();
-    try {
-      s_->tokens.next(token_);
-    } catch (const boost::system::system_error& e) {
-      fsm_.finish();
-      return complete(e.code(), multi_lock{});
-    }
+    if (!drew_token([this] { s_->tokens.next(token_); })) return;
     payload_.clear();
     write_set_acquire(payload_, keys_, pairs_, fields_, token_, opts_.ttl);
     // The fleet's one pair: unmarked nodes are repaired; pairs per slot are repaired from
@@ -163,17 +144,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
           break;
         }
     }
-    send_attempt(&multi_acquire_script);
-  }
-
-  void send_attempt(const script* lua) {
-    // Validity counts from before the first byte can leave: now, at enqueue.
-    start_ = boot_clock::now();
-    valid_until_ = validity_deadline(start_, opts_.ttl, s_->cfg.drift_factor);
-    // A connection still being made (a fresh client) is waited for within the attempt.
-    send_to_all(payload_, lua, request_deadline(start_, s_->cfg.node_timeout, valid_until_),
-                valid_until_);
-    on_tally();
+    send_attempt(payload_, &multi_acquire_script);
   }
 
   // Starts the repairs this attempt's unmarked answers call for: the pair of each key an
@@ -182,12 +153,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
       if (unmarked_keys_[k]) s_->start_fence_repair(opts_.ttl, pairs_[k]);
   }
-
-  // A fenced yes from a node whose counters await repair sets the keys but cannot count.
-  std::size_t counted_yes() const override { return yes_votes(); }
-
-  bool should_send(std::size_t i) override { return voter(i, opts_.ttl); }
-  bool counts(std::size_t i) override { return voter(i, opts_.ttl); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     // pairs_ (fenced) and resources_ (not) count the set's keys: a late answer may come after
@@ -234,8 +199,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     return fmt::format("\"{}\" {}", name, held_by_text(a.holder, ours));
   }
 
-  void on_tally() override { tally(); }
-
   void hand_out() {
     if (opts_.fenced) return hand_out_fenced();
     succeed();
@@ -245,18 +208,11 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   // nodes (decide_fence). The set is handed out at once when, for every resource, a
   // majority of marked nodes already holds its T; else after the write-back round.
   void hand_out_fenced() {
-    const std::size_t n = keys_.size();
-    fences_.assign(n, 0);
-    bool write_back = false;
-    std::array<fence_report, max_nodes> reports;
-    for (std::size_t k = 0; k < n; ++k) {
-      for (std::size_t i = 0; i < s_->size(); ++i)
-        reports[i] = {round_.votes[i] == vote::yes && marked_[i], counters_[i * n + k]};
-      const fence_decision d = decide_fence(s_->size(), {reports.data(), s_->size()});
-      fences_[k] = d.token;
-      write_back = write_back || d.write_back;
-    }
-    if (!write_back) return succeed();
+    std::array<bool, max_nodes> counted{};
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      counted[i] = round_.votes[i] == vote::yes && marked_[i];
+    fences_.assign(keys_.size(), 0);
+    if (!decide_fences(s_->size(), counted, keys_.size(), counters_, fences_)) return succeed();
     start_write_back();
   }
 
@@ -266,10 +222,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     payload2_.clear();
     write_set_raise(payload2_, keys_, pairs_, fields_, fences_, token_);
     send_write_back(payload2_, &multi_raise_script, valid_until_);
-  }
-
-  void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
-    write_back_reply(i, ec, r);
   }
 
   void succeed() {
@@ -291,7 +243,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   // Undoes what this attempt may have taken: every node the script went to, except
   // those that answered "held" or "another type" (they took nothing: the script checks
   // every key before it sets any). Queued behind the script on each connection.
-  void release_attempt() {
+  void abandon_attempt(error_code = {}) {
     std::array<bool, max_nodes> mask{};
     bool any = false;
     for (std::size_t i = 0; i < s_->size(); ++i) {
@@ -306,7 +258,7 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   }
 
   void fail_attempt(error_code reason) {
-    release_attempt();
+    abandon_attempt();
     if (s_->closed) {
       fsm_.finish();
       return complete(error::shut_down, multi_lock{});
@@ -334,12 +286,8 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
       if (token == last_release_) return;  // heard already on another key of the set
       last_release_.assign(token);
     }
-    const acquire_action next = fsm_.wake(outstanding_);
-    if (next.cancel_timer) cancel_retry();
-    if (next.what != acquire_action::kind::send_attempt) return;
     // Now: after a local release, the script leaves right behind it on every connection.
-    // Guarded like a start: an attempt decided at once completes from a posted handler.
-    run_guarded([this] { attempt(); });
+    wake_attempt();
   }
 
  private:
@@ -365,17 +313,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
     s_->set_stops(*this, keys_);
   }
 
-  void on_cancel() override { stop(fsm_.cancel(true)); }
-
-  // Cancelled or shut down (`a` says which): completes now; an attempt whose round is out
-  // is undone behind it on every connection, and its late answers are still read.
-  void stop(const acquire_action& a) {
-    if (a.what != acquire_action::kind::complete) return;
-    cancel_retry();
-    if (a.release) release_attempt();
-    complete(a.ec, multi_lock{});
-  }
-
   std::vector<std::string> resources_;
   std::vector<std::string> keys_;
   std::vector<std::string> fields_;
@@ -385,8 +322,6 @@ class lock_all_op final : public quorum_op<client_state, void(error_code, multi_
   std::vector<bool> unmarked_keys_;
   lock_options opts_;
   bool wait_;
-  boot_clock::time_point start_{};
-  boot_clock::time_point valid_until_{};
   std::string token_;
   std::string payload_;
   std::string payload2_;

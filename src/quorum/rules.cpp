@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace redlock::detail {
 
@@ -118,6 +119,19 @@ error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_ty
   // otherwise the missing votes of unavailable nodes are the reason.
   if (held + wrong_type > spare) return error::contended;
   return error::no_quorum;
+}
+
+bool decide_fences(std::size_t n, std::span<const bool> counted, std::size_t keys,
+                   std::span<const std::uint64_t> counters, std::span<std::uint64_t> tokens) {
+  std::array<fence_report, max_nodes> reports;
+  bool write_back = false;
+  for (std::size_t k = 0; k < keys; ++k) {
+    for (std::size_t i = 0; i < n; ++i) reports[i] = {counted[i], counters[i * keys + k]};
+    const fence_decision d = decide_fence(n, {reports.data(), n});
+    tokens[k] = d.token;
+    write_back = write_back || d.write_back;
+  }
+  return write_back;
 }
 
 fence_decision decide_fence(std::size_t n, std::span<const fence_report> reports) {

@@ -185,6 +185,13 @@ struct fence_decision {
 /// checks the skip (docs/safety.md, "Fencing tokens").
 fence_decision decide_fence(std::size_t n, std::span<const fence_report> reports);
 
+/// decide_fence for every key of a won fenced acquisition of `keys` keys (a set; one for a
+/// single lock) on n nodes: node i's counters count when `counted[i]` (it said yes and its
+/// marker was trusted), its counter for key k is counters[i * keys + k]. Key k's T goes to
+/// tokens[k]. True when any key still needs the write-back round.
+bool decide_fences(std::size_t n, std::span<const bool> counted, std::size_t keys,
+                   std::span<const std::uint64_t> counters, std::span<std::uint64_t> tokens);
+
 // ---- release ------------------------------------------------------------------------
 
 /// The outcome of a compare-and-delete sent to n nodes: `deleted` nodes removed our key,

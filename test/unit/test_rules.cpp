@@ -341,6 +341,51 @@ BOOST_AUTO_TEST_CASE(the_skip_is_exactly_a_majority_of_counted_reports_at_the_ma
   }
 }
 
+// decide_fences: the rule per key of a set, over one flat table of counters (node-major).
+
+BOOST_AUTO_TEST_CASE(a_set_takes_each_keys_largest_counted_counter) {
+  const std::array<bool, 3> counted{true, true, false};
+  // Node 2 did not count: its larger counters are not read.
+  const std::array<std::uint64_t, 6> counters{5, 2, 4, 3, 9, 9};
+  std::array<std::uint64_t, 2> tokens{};
+  BOOST_TEST(detail::decide_fences(3, counted, 2, counters, tokens));
+  BOOST_TEST(tokens[0] == 5u);
+  BOOST_TEST(tokens[1] == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_set_skips_the_write_back_only_when_every_key_may) {
+  const std::array<bool, 3> counted{true, true, true};
+  std::array<std::uint64_t, 2> tokens{};
+  // Both keys at their T on two of three nodes: no write-back.
+  const std::array<std::uint64_t, 6> agree{5, 3, 5, 3, 1, 1};
+  BOOST_TEST(!detail::decide_fences(3, counted, 2, agree, tokens));
+  BOOST_TEST(tokens[0] == 5u);
+  BOOST_TEST(tokens[1] == 3u);
+  // The second key's T on one node only: the whole set writes back.
+  const std::array<std::uint64_t, 6> one_short{5, 3, 5, 2, 0, 0};
+  BOOST_TEST(detail::decide_fences(3, counted, 2, one_short, tokens));
+  BOOST_TEST(tokens[1] == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(one_key_decides_as_the_single_rule_does) {
+  // Every combination of 3 nodes, each unmarked or at a counter of 1, 2 or 3.
+  for (std::size_t code = 0; code < 64; ++code) {
+    std::array<fence_report, 3> reports{};
+    std::array<bool, 3> counted{};
+    std::array<std::uint64_t, 3> counters{};
+    for (std::size_t i = 0, c = code; i < 3; ++i, c /= 4) {
+      counted[i] = c % 4 != 0;
+      counters[i] = c % 4;
+      reports[i] = {counted[i], counters[i]};
+    }
+    std::uint64_t token = 0;
+    const bool write_back = detail::decide_fences(3, counted, 1, counters, {&token, 1});
+    const auto d = decide_fence(3, {reports.data(), 3});
+    BOOST_TEST(token == d.token, "code=" << code);
+    BOOST_TEST(write_back == d.write_back, "code=" << code);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(release)
