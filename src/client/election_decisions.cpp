@@ -80,4 +80,32 @@ bool leader_news(const observer_memory& m, const leader_view& seen,
   return m.last.leading && answered_without(nodes, m.last.token) >= needed;
 }
 
+std::chrono::milliseconds election_record_ttl(std::chrono::milliseconds ttl,
+                                              std::chrono::milliseconds renew_ttl) {
+  using namespace std::chrono_literals;
+  return std::min<std::chrono::milliseconds>(2 * std::max(ttl, renew_ttl), 24h);
+}
+
+std::chrono::milliseconds election_refresh_delay(bool on_majority,
+                                                 std::chrono::milliseconds record_ttl,
+                                                 std::chrono::milliseconds retry_delay) {
+  return on_majority ? record_ttl / 4 : retry_delay;
+}
+
+observer_step after_election_read(bool news, bool woken) {
+  if (news) return observer_step::report;
+  return woken ? observer_step::read_again : observer_step::wait;
+}
+
+leader_report report_of(const observer_memory& m) {
+  if (m.last.leading) return {true, m.last.term, m.last.value};
+  return {false, m.highest, {}};
+}
+
+void remember_report(observer_memory& m, leader_view seen) {
+  m.reported = true;
+  m.last = std::move(seen);
+  if (m.last.leading) m.highest = std::max(m.highest, m.last.term);
+}
+
 }  // namespace redlock::detail

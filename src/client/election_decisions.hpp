@@ -2,9 +2,11 @@
 #pragma once
 // Leader election's decisions, pure functions of what the nodes answered (no I/O): how a
 // node's answer to election_read_script reads, who leads by a majority's agreement, and
-// which change an observer reports. The driver (src/client/election.cpp) asks them;
+// which change an observer reports, when the record is rewritten and how long it lives.
+// The driver (src/guard/election.cpp) asks them;
 // test/unit/test_election_rules.cpp checks them without a server.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -85,5 +87,40 @@ std::size_t answered_without(std::span<const election_node_view> nodes, std::str
 ///   node that did not answer still holding its token): no news, the observer reads again.
 bool leader_news(const observer_memory& m, const leader_view& seen,
                  std::span<const election_node_view> nodes, std::size_t n);
+
+// ---- the leader's record and the observer's steps (src/guard/election.cpp drives them) ----
+
+/// How long the leader's record lives: past a missed refresh or two of the longer of the lock's
+/// TTL and its renewal TTL (a record without its lock key is never trusted, so living on after
+/// the leader costs only memory), within the 24 h any key of ours may live.
+std::chrono::milliseconds election_record_ttl(std::chrono::milliseconds ttl,
+                                              std::chrono::milliseconds renew_ttl);
+
+/// When the leader rewrites its record next: every quarter of the record's TTL once a
+/// majority holds it, so that observers keep seeing it; at the client's retry delay while the
+/// last write reached fewer nodes.
+std::chrono::milliseconds election_refresh_delay(bool on_majority,
+                                                 std::chrono::milliseconds record_ttl,
+                                                 std::chrono::milliseconds retry_delay);
+
+/// What an observer's async_next does once a read is in.
+enum class observer_step : std::uint8_t {
+  report,      ///< the read is news: report it
+  read_again,  ///< no news, but a release or a new record was announced during the read
+  wait,        ///< no news: wait for the poll interval or an announcement
+};
+observer_step after_election_read(bool news, bool woken);
+
+/// What the report of what an observer remembers says (election_observer::last, async_next):
+/// the last leader while one leads, else no leader with the highest term reported so far.
+struct leader_report {
+  bool leading = false;
+  std::uint64_t term = 0;
+  std::string value;
+};
+leader_report report_of(const observer_memory& m);
+
+/// Remembers `seen` as the observer's new report.
+void remember_report(observer_memory& m, leader_view seen);
 
 }  // namespace redlock::detail

@@ -1,23 +1,21 @@
 // SPDX-License-Identifier: BSL-1.0
 // Leader election (include/redlock/election.hpp) on the lock, the keeper and the
 // election's two rounds (src/client/election_round.hpp). Every Asio template of it is
-// here: campaign, resignation, the record's refresher and the observer are coroutines on
-// the client's strand (off the hot path: one per campaign or observer change, not per
-// request), entered from the public templates through any_completion_handler.
+// here: campaign, resignation, the record's refresher and the observer are operations on the
+// client's strand whose steps are handlers (no coroutine: the lifetime is the engine's one,
+// the op held by its own pending handlers), entered from the public templates through
+// any_completion_handler. What each step decides is election_decisions.hpp's.
 
 #include "redlock/election.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 #include <functional>
 #include <mutex>
@@ -28,6 +26,7 @@
 #include "client/client_state.hpp"
 #include "client/election_round.hpp"
 #include "guard/renewal.hpp"
+#include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 
 namespace redlock {
@@ -35,7 +34,6 @@ namespace detail {
 
 namespace asio = boost::asio;
 using boot_timer = asio::basic_waitable_timer<boot_clock>;
-constexpr auto tupled = asio::as_tuple(asio::use_awaitable);
 
 struct election_access {
   static const std::shared_ptr<client_state>& state(const client& c) { return c.state_; }
@@ -53,6 +51,7 @@ struct leader_state {
   boot_timer timer;  // the record's refresher waits on it (on the strand)
   // Resigned or dropped: the refresher ends. Set from the thread that drops the leadership.
   std::atomic<bool> stopped{false};
+  bool ended = false;  // lost, or the keeper stopped: the refresher ends (on the strand)
 };
 
 struct observer_state {
@@ -78,92 +77,67 @@ namespace {
   throw boost::system::system_error(ec, what);
 }
 
-// What a coroutine's exception says, for a handler that takes an error_code: our own
-// errors travel as system_error; a cancellation surfaces as operation_aborted (thrown by
-// the next co_await after it).
-error_code error_of(const std::exception_ptr& e) {
-  if (!e) return {};
-  try {
-    std::rethrow_exception(e);
-  } catch (const boost::system::system_error& x) {
-    if (x.code() == asio::error::operation_aborted) return error::cancelled;
-    return x.code();
-  } catch (const std::bad_alloc&) {
-    return make_error_code(std::errc::not_enough_memory);
-  } catch (...) {
-    return make_error_code(std::errc::state_not_recoverable);
-  }
-}
-
-// Runs `a` on the client's strand and completes `h` with its result on the handler's
-// executor; the handler's cancellation slot cancels the coroutine.
-template <typename T>
-void spawn_for(const std::shared_ptr<client_state>& s, asio::awaitable<T> a,
-               erased_handler<void(error_code, T)> h) {
-  auto done = take_handler(std::move(h), s);
-  const auto slot = done.slot();
-  asio::co_spawn(s->strand, std::move(a),
-                 asio::bind_cancellation_slot(
-                     slot, [done = std::move(done)](std::exception_ptr e, T v) mutable {
-                       done.dispatch(error_of(e), std::move(v));
-                     }));
-}
-
-void spawn_for(const std::shared_ptr<client_state>& s, asio::awaitable<error_code> a,
-               void_handler h) {
-  auto done = take_handler(std::move(h), s);
-  const auto slot = done.slot();
-  asio::co_spawn(s->strand, std::move(a),
-                 asio::bind_cancellation_slot(
-                     slot, [done = std::move(done)](std::exception_ptr e, error_code ec) mutable {
-                       done.dispatch(e ? error_of(e) : ec);
-                     }));
-}
-
-template <typename Token>
-auto write_record(const leader_state& st, Token&& token) {
-  return asio::async_initiate<Token, void(error_code, election_round_result)>(
-      [&st](auto h) {
-        start_election_write(st.s, st.lock_key, st.record_key, std::string{st.k.token()}, st.term,
-                             st.value, st.record_ttl, std::move(h));
-      },
-      token);
-}
-
-template <typename Token>
-auto read_election(const observer_state& st, Token&& token) {
-  return asio::async_initiate<Token, void(error_code, election_round_result)>(
-      [&st](auto h) { start_election_read(st.s, st.lock_key, st.record_key, std::move(h)); },
-      token);
-}
-
 bool majority(const client_state& s, std::size_t n) {
   return n >= quorum(s.size());
 }
 
-// The record outlives a missed refresh or two (a record without its lock key is never
-// trusted, so living on after the leader costs only memory), within the 24 h any key we
-// write may live.
-std::chrono::milliseconds record_ttl_for(const campaign_options& o) {
-  using namespace std::chrono_literals;
-  const auto longest = std::max(o.ttl, o.renew.ttl);
-  return std::min<std::chrono::milliseconds>(2 * longest, 24h);
+// Binds an internal step's handler to the client's strand, where every step runs.
+template <typename F>
+auto on_strand(const std::shared_ptr<client_state>& s, F f) {
+  return asio::bind_executor(s->strand, std::move(f));
 }
 
-// Rewrites the record every quarter of its TTL while leading (sooner, at the client's
-// retry delay, while it has not reached a majority), so that observers keep seeing it.
-// Ends at once when leadership ends (resigned, lost, or the client shut down), so that a
-// shut-down client's io_context::run() is not held up by its timer.
-asio::awaitable<void> keep_record(std::shared_ptr<leader_state> st, bool on_majority) {
-  using namespace asio::experimental::awaitable_operators;
-  for (;;) {
-    st->timer.expires_after(on_majority ? st->record_ttl / 4 : st->s->cfg.retry_delay);
-    auto woke = co_await (st->timer.async_wait(tupled) || st->k.async_wait_lost(tupled));
-    if (woke.index() == 1 || st->stopped || !st->k.valid()) co_return;
-    auto [ec, found] = co_await write_record(*st, tupled);
-    if (ec) co_return;  // shut down
-    on_majority = majority(*st->s, found.written);
-  }
+// Forwards a caller's cancellation, of the types in `honoured`, to `op` on the strand (an
+// emitter may run on another thread): op.cancelled(type) decides what it stops.
+template <typename Op>
+void forward_cancellation(asio::cancellation_slot slot, const std::shared_ptr<Op>& op,
+                          asio::cancellation_type_t honoured) {
+  if (!slot.is_connected()) return;
+  slot.assign([w = std::weak_ptr<Op>(op), honoured](asio::cancellation_type_t type) {
+    if ((type & honoured) == asio::cancellation_type::none) return;
+    auto self = w.lock();
+    if (!self) return;
+    auto strand = self->strand();
+    asio::dispatch(strand, [self, type] { self->cancelled(type); });
+  });
+}
+
+// ---- the record's refresher -------------------------------------------------------
+//
+// Rewrites the record while leading (election_refresh_delay says when), so that observers keep
+// seeing it. Its timer's handler and write hold the leader's state; it ends at once when
+// leadership ends (resigned or dropped: `stopped`; lost, or the client shut down: the keeper's
+// loss cancels the timer), so that a shut-down client's io_context::run() is not held up by it.
+
+void refresh_after(const std::shared_ptr<leader_state>& st, bool on_majority);
+
+void refresh_now(std::shared_ptr<leader_state> st) {
+  if (st->stopped || st->ended || !st->k.valid()) return;
+  auto s = st->s;
+  start_election_write(s, st->lock_key, st->record_key, std::string{st->k.token()}, st->term,
+                       st->value, st->record_ttl,
+                       on_strand(s, [st](error_code ec, election_round_result found) {
+                         if (!ec) refresh_after(st, majority(*st->s, found.written));
+                       }));
+}
+
+void refresh_after(const std::shared_ptr<leader_state>& st, bool on_majority) {
+  if (st->stopped || st->ended) return;
+  st->timer.expires_after(
+      election_refresh_delay(on_majority, st->record_ttl, st->s->cfg.retry_delay));
+  st->timer.async_wait([st](error_code) { refresh_now(st); });
+}
+
+void start_refresher(const std::shared_ptr<leader_state>& st, bool on_majority) {
+  // The keeper's loss (or stop) ends it; the wait does not keep the state alive.
+  keeper_wait_lost(keeper_access::entry(st->k),
+                   on_strand(st->s, [w = std::weak_ptr<leader_state>(st)](error_code) {
+                     if (auto st = w.lock()) {
+                       st->ended = true;
+                       st->timer.cancel();
+                     }
+                   }));
+  refresh_after(st, on_majority);
 }
 
 void stop_refresher(const std::shared_ptr<leader_state>& st) noexcept {
@@ -175,93 +149,130 @@ void stop_refresher(const std::shared_ptr<leader_state>& st) noexcept {
   }
 }
 
-asio::awaitable<leadership> campaign(client& c, std::string name, std::string value,
-                                     campaign_options o, diagnostics* diag) {
-  if (value.size() > max_resource_bytes) {
-    if (diag) diag->message = "campaign: the value is over 64 KiB";
-    fail(error::invalid_argument, "campaign: the value is over 64 KiB");
-  }
-  // A renewal TTL the keeper would refuse is refused before anything is taken (one above
-  // the lock's TTL, with max_ttl unset, would outlive the restart guard).
-  const auto renew_ttl = o.renew.ttl.count() > 0 ? o.renew.ttl : o.ttl;
-  if (auto why = check_renewal_ttl(renew_ttl, o.ttl, election_access::state(c)->cfg);
-      !why.empty()) {
-    why = "campaign: renewal: " + why;
-    if (diag) diag->message = why;
-    fail(error::invalid_ttl, why.c_str());
-  }
-  // Waiting for the lock honours partial cancellation too, as async_lock does.
-  co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation());
-  lock_options acquire;  // not braced inside co_await (GCC 12)
-  acquire.ttl = o.ttl;
-  acquire.wait = o.wait;
-  acquire.fenced = true;
-  lock lk;
-  if (diag) {
-    auto [ec, won] = co_await c.async_lock(name, acquire, *diag, tupled);
-    if (ec) fail(ec);
-    lk = std::move(won);
-  } else {
-    auto [ec, won] = co_await c.async_lock(name, acquire, tupled);
-    if (ec) fail(ec);
-    lk = std::move(won);
-  }
-  // Won: from here the campaign completes with its leadership; a late cancellation must
-  // not throw the lock away after others were made to wait for it.
-  co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
+// ---- campaign ---------------------------------------------------------------------
+//
+// Waits for the election's lock (fenced: its token is the term), then keeps it renewed and
+// writes the leader's record beside it. Cancellable (terminal or partial, as async_lock) while
+// it waits for the lock; once won, it completes with its leadership: a late cancellation must
+// not throw the lock away after others were made to wait for it.
 
-  const auto& s = election_access::state(c);
-  auto st = std::make_shared<leader_state>(s);
-  st->name = std::move(name);
-  st->value = std::move(value);
-  st->lock_key = std::string{lk.key()};
-  st->record_key = election_record_key(*s, st->name);
-  st->term = lk.fence();
-  st->record_ttl = record_ttl_for(o);
-  try {
-    st->k = keeper{c, std::move(lk), o.renew};
-  } catch (const boost::system::system_error& e) {
-    if (diag) diag->message = e.what();
-    throw;  // the lock, left in `lk`, is released in the background
-  }
-  auto [ec, found] = co_await write_record(*st, tupled);
-  if (ec) fail(ec);
-  // A record short of a majority is retried soon by the refresher; the leader leads
-  // meanwhile (it holds the lock), observers only learn it a little later.
-  asio::co_spawn(s->strand, keep_record(st, majority(*s, found.written)), asio::detached);
-  leadership l;
-  election_access::state(l) = std::move(st);
-  co_return l;
-}
+class campaign_op : public std::enable_shared_from_this<campaign_op> {
+ public:
+  campaign_op(client& c, std::string name, std::string value, campaign_options o, diagnostics* diag,
+              leader_handler h)
+      : c_(&c),
+        s_(election_access::state(c)),
+        name_(std::move(name)),
+        value_(std::move(value)),
+        o_(o),
+        diag_(diag),
+        done_(take_handler(std::move(h), s_)) {}
 
-asio::awaitable<error_code> resign(std::shared_ptr<leader_state> st) {
-  // Stepping down is not undone halfway: a cancellation would leave the lock to expire.
-  co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
+  const strand_type& strand() const { return s_->strand; }
+
+  void start() {
+    if (value_.size() > max_resource_bytes)
+      return refuse(error::invalid_argument, "campaign: the value is over 64 KiB");
+    // A renewal TTL the keeper would refuse is refused before anything is taken (one above
+    // the lock's TTL, with max_ttl unset, would outlive the restart guard).
+    const auto renew_ttl = o_.renew.ttl.count() > 0 ? o_.renew.ttl : o_.ttl;
+    if (auto why = check_renewal_ttl(renew_ttl, o_.ttl, s_->cfg); !why.empty())
+      return refuse(error::invalid_ttl, "campaign: renewal: " + why);
+    forward_cancellation(done_.slot(), shared_from_this(), cancel_with_effects);
+    const lock_options acquire{.ttl = o_.ttl, .wait = o_.wait, .fenced = true};
+    start_lock(
+        s_, buffer{name_}, acquire, true, diag_,
+        asio::bind_cancellation_slot(
+            inner_.slot(), on_strand(s_, [self = shared_from_this()](error_code ec, lock lk) {
+              self->locked(ec, std::move(lk));
+            })));
+  }
+
+  // While waiting for the lock only.
+  void cancelled(asio::cancellation_type_t type) {
+    if (waiting_) inner_.emit(type);
+  }
+
+ private:
+  void refuse(error e, std::string why) {
+    if (diag_) diag_->message = why;
+    finish(e);
+  }
+
+  void locked(error_code ec, lock lk) {
+    waiting_ = false;
+    if (ec) return finish(ec);
+    auto st = std::make_shared<leader_state>(s_);
+    st->name = std::move(name_);
+    st->value = std::move(value_);
+    st->lock_key = std::string{lk.key()};
+    st->record_key = election_record_key(*s_, st->name);
+    st->term = lk.fence();
+    st->record_ttl = election_record_ttl(o_.ttl, o_.renew.ttl);
+    try {
+      st->k = keeper{*c_, std::move(lk), o_.renew};
+    } catch (const boost::system::system_error& e) {
+      // The lock, left in `lk`, is released in the background.
+      if (diag_) diag_->message = e.what();
+      return finish(e.code());
+    }
+    start_election_write(
+        s_, st->lock_key, st->record_key, std::string{st->k.token()}, st->term, st->value,
+        st->record_ttl,
+        on_strand(s_, [self = shared_from_this(), st](error_code ec, election_round_result found) {
+          self->written(ec, st, found.written);
+        }));
+  }
+
+  // A record short of a majority is retried soon by the refresher; the leader leads meanwhile
+  // (it holds the lock), observers only learn it a little later.
+  void written(error_code ec, const std::shared_ptr<leader_state>& st, std::size_t nodes) {
+    if (ec) return finish(ec);  // the state goes, and its keeper releases the lock
+    start_refresher(st, majority(*s_, nodes));
+    leadership l;
+    election_access::state(l) = st;
+    finish({}, std::move(l));
+  }
+
+  void finish(error_code ec, leadership l = {}) {
+    done_.slot().clear();
+    done_.dispatch(ec, std::move(l));
+  }
+
+  client* c_;  // the caller keeps the client for the campaign (the keeper is made on it)
+  std::shared_ptr<client_state> s_;
+  std::string name_, value_;
+  campaign_options o_;
+  diagnostics* diag_;
+  completion<void(error_code, leadership)> done_;
+  asio::cancellation_signal inner_;  // the lock's wait
+  bool waiting_ = true;
+};
+
+// ---- resignation ------------------------------------------------------------------
+
+// Stepping down is not undone halfway (a cancellation would leave the lock to expire): the
+// keeper stops, then the lock is released with the record in one script.
+void resign(const std::shared_ptr<leader_state>& st, completion<void(error_code)> done) {
   st->stopped = true;
   st->timer.cancel();
-  auto [stop_ec, held] = co_await st->k.async_stop(tupled);
-  if (stop_ec) co_return stop_ec;  // lock_lost: nothing left to release
-  auto [ec] = co_await asio::async_initiate<decltype(tupled), void(error_code)>(
-      [&](auto h) { start_election_resign(st->s, std::move(held), st->record_key, std::move(h)); },
-      tupled);
-  co_return ec;
+  auto s = st->s;
+  keeper_stop(keeper_access::entry(st->k),
+              on_strand(s, [st, done = std::move(done)](error_code ec, lock held) mutable {
+                if (ec) return done.dispatch(ec);  // lock_lost: nothing left to release
+                start_election_resign(
+                    st->s, std::move(held), st->record_key,
+                    [done = std::move(done)](error_code ec) mutable { done.dispatch(ec); });
+              }));
 }
 
-// The keeper's wait, its loss named as a leadership's: leadership_lost, which compares
-// equal to condition::lock_lost as the keeper's lock_lost does. Every cancellation type
-// the keeper honours reaches it.
-leader_info info_of(const observer_memory& m) {
-  if (m.last.leading) return {true, m.last.term, m.last.value};
-  return {false, m.highest, {}};
-}
+// ---- observer ---------------------------------------------------------------------
 
 // Remembers a report and publishes it for last(), before its async_next completes.
 leader_info report(observer_state& st, leader_view seen) {
-  observer_memory& m = st.memory;
-  m.reported = true;
-  m.last = std::move(seen);
-  if (m.last.leading) m.highest = std::max(m.highest, m.last.term);
-  leader_info out = info_of(m);
+  remember_report(st.memory, std::move(seen));
+  const leader_report r = report_of(st.memory);
+  leader_info out{r.leading, r.term, r.value};
   std::lock_guard<std::mutex> g{st.published_mutex};
   st.published = out;
   return out;
@@ -291,22 +302,73 @@ void stop_listening(observer_state& st) {
   st.listening.clear();
 }
 
-asio::awaitable<leader_info> observe_next(std::shared_ptr<observer_state> st) {
-  // Reads and waits only: every cancellation type stops it cleanly.
-  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-  if (st->listening.empty() && !st->closed) listen(st);
-  for (;;) {
-    if (st->closed) fail(error::cancelled);
-    auto [ec, found] = co_await read_election(*st, tupled);
-    if (ec) fail(ec);
-    if (leader_news(st->memory, found.leader, found.nodes, st->s->size()))
-      co_return report(*st, std::move(found.leader));
-    if (std::exchange(st->woken, false)) continue;  // announced during the read
-    st->timer.expires_after(st->opts.poll_interval);
-    auto [wait_ec] = co_await st->timer.async_wait(tupled);
-    (void)wait_ec;  // woken early (a release announced) or cancelled: the loop says which
+// One async_next: reads the nodes until a read is news (after_election_read), waiting between
+// reads for the poll interval or an announcement. Reads and waits only: every cancellation
+// type stops it.
+class observe_op : public std::enable_shared_from_this<observe_op> {
+ public:
+  observe_op(std::shared_ptr<observer_state> st, leader_info_handler h)
+      : st_(std::move(st)), done_(take_handler(std::move(h), st_->s)) {}
+
+  const strand_type& strand() const { return st_->s->strand; }
+
+  void start() {
+    forward_cancellation(done_.slot(), shared_from_this(), cancel_any);
+    if (st_->listening.empty() && !st_->closed) listen(st_);
+    read();
   }
-}
+
+  void cancelled(asio::cancellation_type_t type) {
+    if (finished_) return;
+    cancelled_ = true;
+    if (reading_) return inner_.emit(type);  // the read completes cancelled
+    st_->timer.cancel();
+  }
+
+ private:
+  void read() {
+    if (cancelled_ || st_->closed) return finish(error::cancelled);
+    reading_ = true;
+    auto s = st_->s;
+    start_election_read(
+        s, st_->lock_key, st_->record_key,
+        asio::bind_cancellation_slot(
+            inner_.slot(),
+            on_strand(s, [self = shared_from_this()](error_code ec, election_round_result found) {
+              self->got(ec, std::move(found));
+            })));
+  }
+
+  void got(error_code ec, election_round_result found) {
+    reading_ = false;
+    if (ec) return finish(ec);
+    const bool news = leader_news(st_->memory, found.leader, found.nodes, st_->s->size());
+    switch (after_election_read(news, std::exchange(st_->woken, false))) {
+      case observer_step::report:
+        return finish({}, report(*st_, std::move(found.leader)));
+      case observer_step::read_again:
+        return read();
+      case observer_step::wait:
+        break;
+    }
+    st_->timer.expires_after(st_->opts.poll_interval);
+    // Woken early (a release announced, or closed) or cancelled: read() says which.
+    st_->timer.async_wait([self = shared_from_this()](error_code) { self->read(); });
+  }
+
+  void finish(error_code ec, leader_info info = {}) {
+    if (std::exchange(finished_, true)) return;
+    done_.slot().clear();
+    done_.dispatch(ec, std::move(info));
+  }
+
+  std::shared_ptr<observer_state> st_;
+  completion<void(error_code, leader_info)> done_;
+  asio::cancellation_signal inner_;  // the read in flight
+  bool reading_ = false;
+  bool cancelled_ = false;
+  bool finished_ = false;
+};
 
 }  // namespace
 
@@ -314,19 +376,25 @@ void start_campaign(client& c, std::string name, std::string value, campaign_opt
                     diagnostics* diag, leader_handler h) {
   const auto& s = election_access::state(c);
   if (!s) return complete_without_client(std::move(h), leadership{});
-  spawn_for(s, campaign(c, std::move(name), std::move(value), opts, diag), std::move(h));
+  auto op =
+      std::make_shared<campaign_op>(c, std::move(name), std::move(value), opts, diag, std::move(h));
+  // Posted: a campaign refused at once must not complete inside its initiating function.
+  asio::post(s->strand, [op] { op->start(); });
 }
 
 void start_resign(std::shared_ptr<leader_state> st, void_handler h) {
   if (!st) return take_handler(std::move(h), nullptr).post(error_code{error::no_lock});
+  auto done = take_handler(std::move(h), st->s);
   const auto s = st->s;
-  spawn_for(s, resign(std::move(st)), std::move(h));
+  asio::post(s->strand, [st = std::move(st), done = std::move(done)]() mutable {
+    resign(st, std::move(done));
+  });
 }
 
 void leadership_wait_lost(const std::shared_ptr<leader_state>& st, void_handler h) {
   if (!st) return take_handler(std::move(h), nullptr).post(error_code{error::cancelled});
-  // Not a coroutine: the keeper's own wait, which honours cancellation without a
-  // co_spawn whose cancellation could outlive it, reporting the loss by its election name.
+  // The keeper's own wait, which honours cancellation, reporting the loss by its election
+  // name: leadership_lost, which compares equal to condition::lock_lost as lock_lost does.
   keeper_wait_lost(keeper_access::entry(st->k), std::move(h), error::leadership_lost);
 }
 
@@ -348,8 +416,8 @@ std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,
 void start_observe_next(std::shared_ptr<observer_state> st, leader_info_handler h) {
   if (!st)
     return take_handler(std::move(h), nullptr).post(error_code{error::no_lock}, leader_info{});
-  const auto s = st->s;
-  spawn_for(s, observe_next(std::move(st)), std::move(h));
+  auto op = std::make_shared<observe_op>(st, std::move(h));
+  asio::post(st->s->strand, [op] { op->start(); });
 }
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -532,6 +533,62 @@ BOOST_AUTO_TEST_CASE(cancelling_a_campaign_leaves_nothing_held) {
     BOOST_TEST_REQUIRE(ended);
     BOOST_TEST((ec == redlock::error::cancelled));
     BOOST_TEST(la.valid());
+    co_await la.async_resign();
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_campaign_waiting_for_the_lock_ignores_total_and_honours_partial) {
+  // As async_lock: a campaign may have taken the lock when cancelled, so total cancellation
+  // (which promises no effect) is not honoured; partial is.
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto la = co_await redlock::async_campaign(a, "elect:types", "a", {.ttl = 5s});
+    asio::cancellation_signal stop;
+    std::optional<error_code> ec;
+    redlock::async_campaign(b, "elect:types", "b", {.ttl = 5s, .wait = 30s},
+                            asio::bind_cancellation_slot(
+                                stop.slot(), [&](error_code e, redlock::leadership) { ec = e; }));
+    // Its start and first attempt have run once a round trip of the other client is in: it
+    // was refused, and waits.
+    co_await a.async_inspect("elect:types", asio::use_awaitable);
+    BOOST_TEST_REQUIRE(!ec.has_value());
+    stop.emit(asio::cancellation_type::total);
+    // Anything the emission set off has run once a full round trip of the other client is in.
+    co_await a.async_inspect("elect:types", asio::use_awaitable);
+    BOOST_TEST(!ec.has_value());
+    stop.emit(asio::cancellation_type::partial);
+    const bool ended = co_await redlock::test::eventually([&] { return ec.has_value(); }, 5s);
+    BOOST_TEST_REQUIRE(ended);
+    BOOST_TEST((*ec == redlock::error::cancelled));
+    BOOST_TEST(la.valid());
+    co_await la.async_resign();
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_an_observers_wait_ends_it_and_the_next_wait_works) {
+  auto a = make_client();
+  auto o = make_client();
+  // A poll interval far past the test's bound: only the cancellation can end the wait.
+  redlock::election_observer watch{o, "elect:obs-cancel", {.poll_interval = 600s}};
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto first = co_await watch.async_next();
+    BOOST_TEST(!first.leading);
+    asio::cancellation_signal stop;
+    std::optional<error_code> ec;
+    watch.async_next(asio::bind_cancellation_slot(
+        stop.slot(), [&](error_code e, redlock::leader_info) { ec = e; }));
+    // Reads with no news, then waits: cancelled with the type that promises no effect.
+    co_await a.async_inspect("elect:obs-cancel", asio::use_awaitable);
+    stop.emit(asio::cancellation_type::total);
+    const bool ended = co_await redlock::test::eventually([&] { return ec.has_value(); }, 5s);
+    BOOST_TEST_REQUIRE(ended);
+    BOOST_TEST((*ec == redlock::error::cancelled));
+    // The observer still works: a leader is heard (announced, not polled for).
+    auto la = co_await redlock::async_campaign(a, "elect:obs-cancel", "a", {.ttl = 5s});
+    auto seen = co_await watch.async_next();
+    BOOST_TEST(seen.leading);
+    BOOST_TEST(seen.term == la.term());
     co_await la.async_resign();
   }());
 }

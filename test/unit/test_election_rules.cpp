@@ -211,4 +211,70 @@ BOOST_AUTO_TEST_CASE(the_resign_call_declares_the_lock_and_the_record_key) {
   BOOST_TEST(args_of(text)[1] == detail::election_resign_script.body);
 }
 
+// ---- the leader's record and the observer's steps ----
+
+BOOST_AUTO_TEST_CASE(the_record_lives_twice_the_longer_of_the_ttls) {
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::election_record_ttl(10s, 0ms) == 20s));
+  BOOST_TEST((detail::election_record_ttl(10s, 30s) == 60s));
+  BOOST_TEST((detail::election_record_ttl(40s, 30s) == 80s));
+}
+
+BOOST_AUTO_TEST_CASE(the_record_lives_at_most_a_day) {
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::election_record_ttl(20h, 0ms) == 24h));
+}
+
+BOOST_AUTO_TEST_CASE(a_record_on_a_majority_is_rewritten_every_quarter_of_its_ttl) {
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::election_refresh_delay(true, 20s, 50ms) == 5s));
+}
+
+BOOST_AUTO_TEST_CASE(a_record_short_of_a_majority_is_rewritten_at_the_retry_delay) {
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::election_refresh_delay(false, 20s, 50ms) == 50ms));
+}
+
+BOOST_AUTO_TEST_CASE(news_is_reported_whatever_was_announced_meanwhile) {
+  BOOST_TEST((detail::after_election_read(true, false) == detail::observer_step::report));
+  BOOST_TEST((detail::after_election_read(true, true) == detail::observer_step::report));
+}
+
+BOOST_AUTO_TEST_CASE(an_announcement_during_a_read_without_news_reads_again) {
+  BOOST_TEST((detail::after_election_read(false, true) == detail::observer_step::read_again));
+}
+
+BOOST_AUTO_TEST_CASE(a_read_without_news_or_announcement_waits) {
+  BOOST_TEST((detail::after_election_read(false, false) == detail::observer_step::wait));
+}
+
+BOOST_AUTO_TEST_CASE(a_report_of_a_leader_names_its_term_and_value) {
+  detail::observer_memory m;
+  detail::remember_report(m, {.leading = true, .term = 5, .token = "t5", .value = "v"});
+  const auto r = detail::report_of(m);
+  BOOST_TEST(r.leading);
+  BOOST_TEST(r.term == 5u);
+  BOOST_TEST(r.value == "v");
+  BOOST_TEST(m.reported);
+  BOOST_TEST(m.highest == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(a_report_of_no_leader_carries_the_highest_term_reported) {
+  detail::observer_memory m;
+  detail::remember_report(m, {.leading = true, .term = 5, .token = "t5", .value = "v"});
+  detail::remember_report(m, {});
+  const auto r = detail::report_of(m);
+  BOOST_TEST(!r.leading);
+  BOOST_TEST(r.term == 5u);
+  BOOST_TEST(r.value.empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_highest_term_never_goes_down) {
+  detail::observer_memory m;
+  detail::remember_report(m, {.leading = true, .term = 7, .token = "t7"});
+  detail::remember_report(m, {.leading = true, .term = 3, .token = "t3"});
+  BOOST_TEST(m.highest == 7u);
+  BOOST_TEST(detail::report_of(m).term == 3u);  // the report is the last one, as read
+}
+
 BOOST_AUTO_TEST_SUITE_END()
