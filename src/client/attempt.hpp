@@ -140,17 +140,14 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   void tally() {
     Op& o = op();
     if (fsm_.decided()) return act(fsm_.requests_back(o.outstanding_));
-    // With fencing, only nodes whose counters are trusted (marked) can make a majority:
-    // that majority must meet every earlier write-back's majority.
-    const std::size_t no =
-        o.round_.held + o.round_.failed + o.round_.no + (o.opts_.fenced ? unmarked_yes_ : 0);
-    const vote_state v = decide(o.s_->size(), yes_votes(), no);
+    // With fencing, only nodes whose counters are trusted (marked) can make a majority.
+    const fenced_tally t =
+        tally_fenced(o.s_->size(), yes_votes(), o.opts_.fenced ? unmarked_yes_ : 0,
+                     o.round_.held + o.round_.failed + o.round_.no);
+    const vote_state v = t.state;
     if (v == vote_state::undecided) return;
     if (unmarked_yes_ > 0) o.repair_unmarked();
-    // Lost only because yes votes could not count: with them a majority said yes.
-    lost_to_repair_ =
-        v == vote_state::lost && unmarked_yes_ > 0 &&
-        decide(o.s_->size(), yes_votes() + unmarked_yes_, no - unmarked_yes_) == vote_state::won;
+    lost_to_repair_ = t.lost_to_repair;
     if (v == vote_state::lost && unmarked_yes_ > 0) {
       o.extra_ = "; fence counters are being repaired on nodes that lost them";
       if (!o.s_->repair_problem.empty())

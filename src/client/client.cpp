@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // The lock manager: acquire, release and extend as one operation object per call that
-// sends one request to every node and counts votes as replies are parsed. No coroutine,
-// timer or co_spawn per node: the connections' deadlines bound every request.
+// sends one request to every node and counts votes as replies are parsed. No coroutine or
+// timer per node: the connections' deadlines bound every request.
 
 #include "redlock/client.hpp"
 

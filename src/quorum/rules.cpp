@@ -121,6 +121,15 @@ error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_ty
   return error::no_quorum;
 }
 
+fenced_tally tally_fenced(std::size_t n, std::size_t counted_yes, std::size_t unmarked_yes,
+                          std::size_t refused) {
+  fenced_tally t;
+  t.state = decide(n, counted_yes, refused + unmarked_yes);
+  t.lost_to_repair = t.state == vote_state::lost && unmarked_yes > 0 &&
+                     decide(n, counted_yes + unmarked_yes, refused) == vote_state::won;
+  return t;
+}
+
 bool decide_fences(std::size_t n, std::span<const bool> counted, std::size_t keys,
                    std::span<const std::uint64_t> counters, std::span<std::uint64_t> tokens) {
   std::array<fence_report, max_nodes> reports;

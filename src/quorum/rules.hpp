@@ -185,6 +185,20 @@ struct fence_decision {
 /// checks the skip (docs/safety.md, "Fencing tokens").
 fence_decision decide_fence(std::size_t n, std::span<const fence_report> reports);
 
+/// A fenced acquisition's first round, tallied: only yes votes whose counters are trusted
+/// (`counted_yes`) can make a majority, since that majority must meet every earlier
+/// write-back's; a node that set the keys with untrusted counters (`unmarked_yes`, awaiting a
+/// repair) counts against. `refused`: held, failed and no answers. Unfenced rounds pass
+/// unmarked_yes 0.
+struct fenced_tally {
+  vote_state state = vote_state::undecided;
+  /// Lost only because unmarked yes votes could not count: with them a majority said yes
+  /// (a single try then waits for the repair and tries once more).
+  bool lost_to_repair = false;
+};
+fenced_tally tally_fenced(std::size_t n, std::size_t counted_yes, std::size_t unmarked_yes,
+                          std::size_t refused);
+
 /// decide_fence for every key of a won fenced acquisition of `keys` keys (a set; one for a
 /// single lock) on n nodes: node i's counters count when `counted[i]` (it said yes and its
 /// marker was trusted), its counter for key k is counters[i * keys + k]. Key k's T goes to

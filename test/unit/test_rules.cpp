@@ -341,6 +341,46 @@ BOOST_AUTO_TEST_CASE(the_skip_is_exactly_a_majority_of_counted_reports_at_the_ma
   }
 }
 
+// tally_fenced: a fenced first round, with yes votes that cannot count.
+
+BOOST_AUTO_TEST_CASE(trusted_yes_votes_of_a_majority_win_beside_an_unmarked_one) {
+  const auto t = detail::tally_fenced(3, 2, 1, 0);
+  BOOST_TEST((t.state == detail::vote_state::won));
+  BOOST_TEST(!t.lost_to_repair);
+}
+
+BOOST_AUTO_TEST_CASE(an_unmarked_yes_counts_against_the_majority) {
+  // One trusted yes and one unmarked: undecided while the third node is out...
+  BOOST_TEST((detail::tally_fenced(3, 1, 1, 0).state == detail::vote_state::undecided));
+  // ...and lost once it refuses, where an unfenced count would have won.
+  const auto t = detail::tally_fenced(3, 1, 1, 1);
+  BOOST_TEST((t.state == detail::vote_state::lost));
+  BOOST_TEST((detail::decide(3, 2, 1) == detail::vote_state::won));
+}
+
+BOOST_AUTO_TEST_CASE(a_round_lost_only_to_unmarked_votes_is_lost_to_the_repair) {
+  BOOST_TEST(detail::tally_fenced(3, 1, 1, 1).lost_to_repair);
+  BOOST_TEST(detail::tally_fenced(3, 0, 2, 0).lost_to_repair);
+  BOOST_TEST(detail::tally_fenced(5, 1, 2, 2).lost_to_repair);
+}
+
+BOOST_AUTO_TEST_CASE(a_round_refused_by_a_majority_is_not_lost_to_the_repair) {
+  // Even counted, the unmarked yes would not make a majority.
+  const auto t = detail::tally_fenced(5, 1, 1, 3);
+  BOOST_TEST((t.state == detail::vote_state::lost));
+  BOOST_TEST(!t.lost_to_repair);
+}
+
+BOOST_AUTO_TEST_CASE(an_unfenced_round_is_the_plain_vote) {
+  for (std::size_t n = 1; n <= 5; ++n)
+    for (std::size_t yes = 0; yes <= n; ++yes)
+      for (std::size_t no = 0; yes + no <= n; ++no) {
+        const auto t = detail::tally_fenced(n, yes, 0, no);
+        BOOST_TEST((t.state == detail::decide(n, yes, no)), n << " " << yes << " " << no);
+        BOOST_TEST(!t.lost_to_repair);
+      }
+}
+
 // decide_fences: the rule per key of a set, over one flat table of counters (node-major).
 
 BOOST_AUTO_TEST_CASE(a_set_takes_each_keys_largest_counted_counter) {
