@@ -78,6 +78,14 @@ struct node_report {
   };
   key_state key = key_state::unknown;
   std::string holder{};
+  /// What `holder` is: an owner's token; a readers' record (lock_options::shared), listing
+  /// `readers` readers (some of whose leases may have lapsed since it was written), with
+  /// `writer_mark` when a waiting writer has marked it to keep new readers out (a mark that
+  /// may have passed); or a semaphore's permit offered to the call first in its line.
+  enum class holding : std::uint8_t { token, readers, offer };
+  holding held_as = holding::token;
+  std::size_t readers = 0;
+  bool writer_mark = false;
   /// The key's remaining TTL (-1 ms: none, which no lock key of ours ever lacks).
   std::chrono::milliseconds ttl{-1};
   /// The resource's fencing counter (the last fencing token issued), if it has one.

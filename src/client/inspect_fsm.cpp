@@ -6,6 +6,7 @@
 #include <charconv>
 #include <utility>
 
+#include "client/lock_answer.hpp"
 #include "connection/info.hpp"
 
 namespace redlock::detail {
@@ -32,7 +33,17 @@ void read_key(node_report& o, const resp::reply& r) {
   o.key = type == "none"     ? node_report::key_state::free
           : type == "string" ? node_report::key_state::held
                              : node_report::key_state::wrong_type;
-  if (o.key == node_report::key_state::held) o.holder = r[3].text;
+  if (o.key == node_report::key_state::held) {
+    o.holder = r[3].text;
+    readers_record rec;
+    if (read_readers_record(o.holder, rec)) {
+      o.held_as = node_report::holding::readers;
+      o.readers = rec.entries;
+      o.writer_mark = rec.mark != 0;
+    } else if (held_value_is_offer(o.holder)) {
+      o.held_as = node_report::holding::offer;
+    }
+  }
   if (r[4].kind == resp::type::integer) o.ttl = std::chrono::milliseconds{r[4].integer};
   if (r[5].is_string()) {
     std::uint64_t f = 0;

@@ -141,6 +141,23 @@ inline bool write_back_raised(const resp::reply& r) {
          r[1].kind == resp::type::integer && r[1].integer == 1;
 }
 
+/// A readers' record ("R|<mark> <expiry> <token> ...", scripts.cpp), read without the node's
+/// clock: the mark and the expiries are the node's milliseconds.
+struct readers_record {
+  std::uint64_t mark = 0;   ///< a waiting writer's mark (0: none was set since readers joined)
+  std::size_t entries = 0;  ///< the readers listed
+};
+
+/// Reads a lock key's value as a readers' record: false (and `out` untouched) for anything
+/// else, an owner's token or an offer ("o|...", held_value_is_offer).
+bool read_readers_record(std::string_view value, readers_record& out);
+
+/// Whether a permit key's value is an offer to the call first in its semaphore's line ("o|"
+/// and that call's place, permit_release_script), not a holder's token.
+inline bool held_value_is_offer(std::string_view value) {
+  return value.starts_with("o|");
+}
+
 /// How long a waiting writer's mark keeps new readers out (writer_wait_script): until its
 /// next attempt, with room for the retry's jitter and a slow node, so that a writer that
 /// gave up keeps readers out no longer than that.

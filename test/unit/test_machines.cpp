@@ -903,6 +903,32 @@ BOOST_AUTO_TEST_CASE(a_write_back_answer_whose_array_size_disagrees_raised_nothi
   BOOST_TEST(!detail::write_back_raised(cut));
 }
 
+BOOST_AUTO_TEST_CASE(a_readers_record_gives_its_mark_and_its_readers) {
+  detail::readers_record r;
+  BOOST_TEST_REQUIRE(detail::read_readers_record("R|0 1700000000123 tok-a 1700000000456 tok-b", r));
+  BOOST_TEST(r.mark == 0u);
+  BOOST_TEST(r.entries == 2u);
+  BOOST_TEST_REQUIRE(detail::read_readers_record("R|1700000000999 1700000000123 tok-a", r));
+  BOOST_TEST(r.mark == 1700000000999u);
+  BOOST_TEST(r.entries == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_token_or_an_offer_is_no_readers_record) {
+  detail::readers_record r{.mark = 7, .entries = 9};
+  BOOST_TEST(!detail::read_readers_record("3fa2c1d0/host:1", r));
+  BOOST_TEST(!detail::read_readers_record("o|redlock:permit:offers:ab 4", r));
+  BOOST_TEST(r.mark == 7u);  // untouched
+  BOOST_TEST(detail::held_value_is_offer("o|redlock:permit:offers:ab 4"));
+  BOOST_TEST(!detail::held_value_is_offer("3fa2c1d0/host:1"));
+}
+
+BOOST_AUTO_TEST_CASE(a_readers_record_with_a_bad_mark_or_a_torn_entry_is_refused) {
+  detail::readers_record r;
+  BOOST_TEST(!detail::read_readers_record("R|x 123 tok", r));
+  BOOST_TEST(!detail::read_readers_record("R| 123 tok", r));
+  BOOST_TEST(!detail::read_readers_record("R|0 123", r));
+}
+
 BOOST_AUTO_TEST_CASE(a_writers_mark_lasts_until_its_next_attempt_and_a_slow_node) {
   redlock::config cfg;
   cfg.retry_delay = 200ms;

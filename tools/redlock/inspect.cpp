@@ -62,21 +62,11 @@ std::string fence_text(const node_report& r) {
   return r.fence ? std::to_string(*r.fence) : "-";
 }
 
-// A readers' record (lock_options::shared) holds "R|<mark> <expiry> <token> ..." where a
-// writer's lock holds its token: shown as the readers it lists, not as a token.
-bool readers_record(std::string_view value) {
-  return value.starts_with("R|");
-}
-// A semaphore's permit that a release handed to the first call in its line holds "o|" and
-// that call's place until the call takes it (an offer, not a holder's token).
-bool offer(std::string_view value) {
-  return value.starts_with("o|");
-}
-std::string readers_text(std::string_view record) {
-  const auto entries = std::count(record.begin(), record.end(), ' ') / 2;
-  const bool writer_waits = !record.starts_with("R|0 ");
-  return fmt::format("{} reader{}{}", entries, entries == 1 ? "" : "s",
-                     writer_waits ? ", a writer waits" : "");
+// A readers' record (lock_options::shared), where a writer's lock holds its token, is shown
+// as the readers it lists (node_report::held_as and what the library read of it).
+std::string readers_text(const node_report& r) {
+  return fmt::format("{} reader{}{}", r.readers, r.readers == 1 ? "" : "s",
+                     r.writer_mark ? ", a writer waits" : "");
 }
 
 // What a majority of the nodes say of one key, and the line that says it. "free" only
@@ -106,9 +96,9 @@ verdict judge(const std::vector<node_report>& reports) {
     if (r.key == node_report::key_state::wrong_type) ++wrong;
     if (r.key != node_report::key_state::held) continue;
     ++holding;
-    if (readers_record(r.holder))
+    if (r.held_as == node_report::holding::readers)
       ++shared;
-    else if (offer(r.holder))
+    else if (r.held_as == node_report::holding::offer)
       ++offered;
     else
       ++holders[r.holder];
@@ -139,8 +129,8 @@ void print_key_table(const std::vector<node_report>& reports) {
       continue;
     }
     const bool held = r.key == node_report::key_state::held;
-    const bool readers = held && readers_record(r.holder);
-    const bool offered = held && offer(r.holder);
+    const bool readers = held && r.held_as == node_report::holding::readers;
+    const bool offered = held && r.held_as == node_report::holding::offer;
     const char* state = readers                                       ? "shared"
                         : offered                                     ? "offered"
                         : held                                        ? "held"
@@ -148,7 +138,7 @@ void print_key_table(const std::vector<node_report>& reports) {
                         : r.key == node_report::key_state::wrong_type ? "wrong type"
                                                                       : "error";
     fmt::print("{:<4} {:<24} {:<10} {:<42} {:>10} {:>8}\n", r.node, r.address, state,
-               readers ? readers_text(r.holder)
+               readers ? readers_text(r)
                : held  ? r.holder
                        : "-",
                held ? std::to_string(r.ttl.count()) : "-", fence_text(r));
