@@ -24,16 +24,6 @@
 
 namespace redlock::detail {
 
-/// Why a decided, lost attempt failed, from the nodes' errors and the "held" answers.
-inline error_code failure_reason(std::span<const error_code> errors, std::size_t held) {
-  std::size_t wrong = 0, other_count = 0;
-  for (const error_code& e : errors) {
-    if (e == error::wrong_type) ++wrong;
-    if (e == error::permit_count_mismatch) ++other_count;
-  }
-  return acquire_failure(errors.size(), held, wrong, other_count);
-}
-
 /// The driver of an acquisition's acquire_fsm (`fsm_`), shared by acquire_op and
 /// lock_all_op as a base (`Op` is the op, which befriends this class): it tallies the
 /// first round, carries out the machine's actions, owns the retry timer and runs the

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "client/permit_sweep_fsm.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/multi_lock.hpp"
+#include "util/keyspace.hpp"
 
 namespace redlock::detail {
 
@@ -44,6 +46,19 @@ call_problem name_problem(std::string_view resource) {
 std::string quoted_resource(std::string_view resource) {
   if (resource.size() <= max_resource_bytes) return std::string{resource};
   return fmt::format("{}...", resource.substr(0, 32));
+}
+
+call_problem check_permit_call(std::string_view resource, std::size_t permits,
+                               const lock_options& opts, bool waiting, const config& cfg) {
+  if (permits == 0 || permits > max_permits)
+    return {error::invalid_argument,
+            fmt::format("{} permits: a semaphore has 1 to {}", permits, max_permits)};
+  if (opts.fair) return {error::invalid_argument, "fair mode is for single locks"};
+  if (opts.shared)
+    return {error::invalid_argument, "a permit cannot be shared (lock_options::shared)"};
+  if (auto why = semaphore_name_problem(resource); !why.empty())
+    return {error::invalid_resource, std::move(why)};
+  return check_lock_call(permit_key_name(resource, permits - 1), opts, waiting, cfg, true);
 }
 
 call_problem check_set_call(std::vector<std::string>& resources, const lock_options& opts,

@@ -52,6 +52,13 @@ inline call_problem check_lock_call(std::string_view resource, const lock_option
 call_problem check_set_call(std::vector<std::string>& resources, const lock_options& opts,
                             bool waiting, const config& cfg);
 
+/// A semaphore call (async_lock_permit when `waiting`, else a try) for one of `permits`
+/// permits of `resource`: the count, fair and shared mode (a permit is one holder's), the
+/// semaphore's name, then what the single lock of its last permit would refuse (the longest
+/// name; the TTL and the wait are the same for all).
+call_problem check_permit_call(std::string_view resource, std::size_t permits,
+                               const lock_options& opts, bool waiting, const config& cfg);
+
 /// A resource name as the diagnostics quote it: a name too long to use by its start.
 std::string quoted_resource(std::string_view resource);
 

@@ -108,4 +108,22 @@ void remember_report(observer_memory& m, leader_view seen) {
   if (m.last.leading) m.highest = std::max(m.highest, m.last.term);
 }
 
+election_problem campaign_problem(std::size_t value_size, std::chrono::milliseconds ttl,
+                                  std::chrono::milliseconds renew_ttl, const config& cfg) {
+  if (value_size > max_resource_bytes)
+    return {error::invalid_argument, "campaign: the value is over 64 KiB"};
+  const auto renew = renew_ttl.count() > 0 ? renew_ttl : ttl;
+  if (auto why = check_renewal_ttl(renew, ttl, cfg); !why.empty())
+    return {error::invalid_ttl, "campaign: renewal: " + why};
+  return {};
+}
+
+election_problem observer_problem(std::string_view name, std::chrono::milliseconds poll_interval) {
+  if (name.empty() || name.size() > max_resource_bytes)
+    return {error::invalid_resource, "election_observer: the name is empty or over 64 KiB"};
+  if (poll_interval < std::chrono::milliseconds{1})
+    return {error::invalid_argument, "election_observer: poll_interval under 1 ms"};
+  return {};
+}
+
 }  // namespace redlock::detail

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "redlock/config.hpp"
+#include "redlock/error.hpp"
 #include "resp/resp.hpp"
 
 namespace redlock::detail {
@@ -122,5 +124,24 @@ leader_report report_of(const observer_memory& m);
 
 /// Remembers `seen` as the observer's new report.
 void remember_report(observer_memory& m, leader_view seen);
+
+// ---- arguments, before anything is taken ----
+
+/// The first problem with an election call's arguments: its error (error{} when none) and a
+/// sentence for the diagnostics or the exception.
+struct election_problem {
+  error code{};
+  std::string why{};
+  explicit operator bool() const { return code != error{}; }
+};
+
+/// A campaign's value (its size) and the TTL its keeper renews with (`renew_ttl`, zero: the
+/// lock's `ttl`), which the keeper would refuse later: above the lock's TTL with
+/// config::max_ttl unset, the renewals would outlive the restart guard.
+election_problem campaign_problem(std::size_t value_size, std::chrono::milliseconds ttl,
+                                  std::chrono::milliseconds renew_ttl, const config& cfg);
+
+/// An election_observer's name and poll interval.
+election_problem observer_problem(std::string_view name, std::chrono::milliseconds poll_interval);
 
 }  // namespace redlock::detail

@@ -112,18 +112,7 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
   // Before any I/O: the permit count, fair and shared mode, and what the single lock of the last
   // permit would refuse (the longest name; the TTL and wait are the same for all).
   bool check_arguments() {
-    if (permits_ == 0 || permits_ > max_permits) {
-      return refuse(error::invalid_argument,
-                    fmt::format("{} permits: a semaphore has 1 to {}", permits_, max_permits));
-    }
-    if (opts_.fair) return refuse(error::invalid_argument, "fair mode is for single locks");
-    // A permit is one holder's: a shared permit would let any number hold it.
-    if (opts_.shared)
-      return refuse(error::invalid_argument, "a permit cannot be shared (lock_options::shared)");
-    if (auto why = semaphore_name_problem(resource_); !why.empty())
-      return refuse(error::invalid_resource, why);
-    const std::string longest = permit_key_name(resource_, permits_ - 1);
-    if (auto problem = check_lock_call(longest, opts_, wait_, s_->cfg, true))
+    if (auto problem = check_permit_call(resource_, permits_, opts_, wait_, s_->cfg))
       return refuse(problem.code, problem.why);
     return true;
   }

@@ -171,13 +171,9 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
   const strand_type& strand() const { return s_->strand; }
 
   void start() {
-    if (value_.size() > max_resource_bytes)
-      return refuse(error::invalid_argument, "campaign: the value is over 64 KiB");
-    // A renewal TTL the keeper would refuse is refused before anything is taken (one above
-    // the lock's TTL, with max_ttl unset, would outlive the restart guard).
-    const auto renew_ttl = o_.renew.ttl.count() > 0 ? o_.renew.ttl : o_.ttl;
-    if (auto why = check_renewal_ttl(renew_ttl, o_.ttl, s_->cfg); !why.empty())
-      return refuse(error::invalid_ttl, "campaign: renewal: " + why);
+    // What the keeper would refuse is refused before anything is taken.
+    if (auto problem = campaign_problem(value_.size(), o_.ttl, o_.renew.ttl, s_->cfg))
+      return refuse(problem.code, std::move(problem.why));
     forward_cancellation(done_.slot(), shared_from_this(), cancel_with_effects);
     const lock_options acquire{.ttl = o_.ttl, .wait = o_.wait, .fenced = true};
     start_lock(
@@ -402,10 +398,8 @@ std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,
                                               observe_options opts) {
   const auto& s = election_access::state(c);
   if (!s) fail(error::shut_down, "election_observer: the client was moved from");
-  if (name.empty() || name.size() > max_resource_bytes)
-    fail(error::invalid_resource, "election_observer: the name is empty or over 64 KiB");
-  if (opts.poll_interval < std::chrono::milliseconds{1})
-    fail(error::invalid_argument, "election_observer: poll_interval under 1 ms");
+  if (auto problem = observer_problem(name, opts.poll_interval))
+    fail(problem.code, problem.why.c_str());
   auto st = std::make_shared<observer_state>(s);
   st->lock_key = s->names.key(name);
   st->record_key = election_record_key(*s, name);

@@ -121,6 +121,15 @@ error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_ty
   return error::no_quorum;
 }
 
+error_code failure_reason(std::span<const error_code> errors, std::size_t held) {
+  std::size_t wrong = 0, other_count = 0;
+  for (const error_code& e : errors) {
+    if (e == error::wrong_type) ++wrong;
+    if (e == error::permit_count_mismatch) ++other_count;
+  }
+  return acquire_failure(errors.size(), held, wrong, other_count);
+}
+
 fenced_tally tally_fenced(std::size_t n, std::size_t counted_yes, std::size_t unmarked_yes,
                           std::size_t refused) {
   fenced_tally t;

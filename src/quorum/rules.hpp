@@ -141,6 +141,10 @@ bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseco
 error_code acquire_failure(std::size_t n, std::size_t held, std::size_t wrong_type,
                            std::size_t other_count = 0);
 
+/// acquire_failure read from a round: `errors` one per node (error::wrong_type and
+/// error::permit_count_mismatch are counted), `held` the nodes that answered "held".
+error_code failure_reason(std::span<const error_code> errors, std::size_t held);
+
 /// The grant rule with the validity deadline already known (validity_deadline of the
 /// round's start): a majority's yes at `now` counts only before it.
 constexpr bool granted_in_time(boot_clock::time_point now, boot_clock::time_point valid_until) {

@@ -277,4 +277,45 @@ BOOST_AUTO_TEST_CASE(the_highest_term_never_goes_down) {
   BOOST_TEST(detail::report_of(m).term == 3u);  // the report is the last one, as read
 }
 
+// ---- arguments ----
+
+BOOST_AUTO_TEST_CASE(a_campaign_value_over_64_kib_is_refused) {
+  using namespace std::chrono_literals;
+  const redlock::config cfg;
+  const auto p = detail::campaign_problem(redlock::max_resource_bytes + 1, 10s, 0ms, cfg);
+  BOOST_TEST((p.code == redlock::error::invalid_argument));
+  BOOST_TEST(!detail::campaign_problem(redlock::max_resource_bytes, 10s, 0ms, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(a_campaign_renewing_past_its_ttl_needs_max_ttl) {
+  using namespace std::chrono_literals;
+  redlock::config cfg;
+  const auto p = detail::campaign_problem(1, 10s, 30s, cfg);
+  BOOST_TEST((p.code == redlock::error::invalid_ttl));
+  BOOST_TEST(p.why.starts_with("campaign: renewal: "));
+  cfg.max_ttl = 60s;
+  BOOST_TEST(!detail::campaign_problem(1, 10s, 30s, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(a_campaign_without_a_renewal_ttl_renews_with_its_own) {
+  using namespace std::chrono_literals;
+  const redlock::config cfg;
+  BOOST_TEST(!detail::campaign_problem(1, 10s, 0ms, cfg));
+  BOOST_TEST(!detail::campaign_problem(1, 10s, 5s, cfg));  // shorter renewals are fine
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_needs_a_name_a_lock_could_have) {
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::observer_problem("", 1s).code == redlock::error::invalid_resource));
+  const std::string long_name(redlock::max_resource_bytes + 1, 'n');
+  BOOST_TEST((detail::observer_problem(long_name, 1s).code == redlock::error::invalid_resource));
+  BOOST_TEST(!detail::observer_problem("elect:job", 1s));
+}
+
+BOOST_AUTO_TEST_CASE(an_observer_polls_at_most_every_millisecond) {
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::observer_problem("elect:job", 0ms).code == redlock::error::invalid_argument));
+  BOOST_TEST(!detail::observer_problem("elect:job", 1ms));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,6 +13,7 @@
 #include "client/lines.hpp"
 #include "client/lock_answer.hpp"
 #include "client/parts.hpp"
+#include "client/permit_line.hpp"
 #include "client/shared_decisions.hpp"
 #include "redlock/multi_lock.hpp"
 
@@ -690,6 +691,40 @@ BOOST_AUTO_TEST_CASE(a_name_given_twice_in_a_set_is_refused_and_named) {
   BOOST_TEST(p.why == "resource \"b\" is named twice in the set");
 }
 
+BOOST_AUTO_TEST_CASE(a_semaphore_has_one_to_max_permits) {
+  BOOST_TEST((detail::check_permit_call("pool", 0, {}, true, cfg).code == error::invalid_argument));
+  BOOST_TEST((detail::check_permit_call("pool", redlock::max_permits + 1, {}, true, cfg).code ==
+              error::invalid_argument));
+  BOOST_TEST(!detail::check_permit_call("pool", 1, {}, true, cfg));
+  BOOST_TEST(!detail::check_permit_call("pool", redlock::max_permits, {}, true, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(a_permit_is_neither_fair_nor_shared) {
+  const auto fair = detail::check_permit_call("pool", 2, {.fair = true}, true, cfg);
+  BOOST_TEST((fair.code == error::invalid_argument));
+  BOOST_TEST(fair.why.find("fair") != std::string::npos);
+  const auto shared = detail::check_permit_call("pool", 2, {.shared = true}, true, cfg);
+  BOOST_TEST((shared.code == error::invalid_argument));
+  BOOST_TEST(shared.why.find("shared") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_semaphore_name_is_checked_before_its_permits_keys) {
+  BOOST_TEST((detail::check_permit_call("", 2, {}, true, cfg).code == error::invalid_resource));
+  // A name whose last permit's key would be over the limit, though the name itself is not.
+  const std::string long_name(redlock::max_resource_bytes - 4, 'n');
+  BOOST_TEST(
+      (detail::check_permit_call(long_name, 2, {}, true, cfg).code == error::invalid_resource));
+}
+
+BOOST_AUTO_TEST_CASE(a_permit_call_checks_the_ttl_and_wait_of_its_lock) {
+  BOOST_TEST(
+      (detail::check_permit_call("pool", 2, {.ttl = 0ms}, true, cfg).code == error::invalid_ttl));
+  BOOST_TEST((detail::check_permit_call("pool", 2, {.wait = -5ms}, true, cfg).code ==
+              error::invalid_wait));
+  // A try does not wait: its wait is not read.
+  BOOST_TEST(!detail::check_permit_call("pool", 2, {.wait = -5ms}, false, cfg));
+}
+
 BOOST_AUTO_TEST_CASE(a_set_checks_its_ttl_and_wait_after_its_names) {
   std::vector<std::string> names{"a"};
   BOOST_TEST((detail::check_set_call(names, {.ttl = 0ms}, true, cfg).code == error::invalid_ttl));
@@ -927,6 +962,13 @@ BOOST_AUTO_TEST_CASE(a_readers_record_with_a_bad_mark_or_a_torn_entry_is_refused
   BOOST_TEST(!detail::read_readers_record("R|x 123 tok", r));
   BOOST_TEST(!detail::read_readers_record("R| 123 tok", r));
   BOOST_TEST(!detail::read_readers_record("R|0 123", r));
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_permit_calls_place_outlives_its_next_try_and_a_slow_node) {
+  redlock::config cfg;
+  cfg.retry_delay = 200ms;
+  cfg.node_timeout = 300ms;
+  BOOST_TEST((detail::permit_place_lasts(cfg) == 4 * 200ms + 2 * 300ms));
 }
 
 BOOST_AUTO_TEST_CASE(a_writers_mark_lasts_until_its_next_attempt_and_a_slow_node) {

@@ -341,6 +341,31 @@ BOOST_AUTO_TEST_CASE(the_skip_is_exactly_a_majority_of_counted_reports_at_the_ma
   }
 }
 
+// failure_reason: acquire_failure read from a round's errors.
+
+using boost::system::error_code;
+
+BOOST_AUTO_TEST_CASE(a_round_whose_majority_holds_another_type_failed_as_wrong_type) {
+  const std::array<error_code, 3> errors{error::wrong_type, error::wrong_type, error_code{}};
+  BOOST_TEST((detail::failure_reason(errors, 0) == error::wrong_type));
+  // One such node is one more "no": with a holder beside it, the lock is contended.
+  const std::array<error_code, 3> one{error::wrong_type, error_code{}, error_code{}};
+  BOOST_TEST((detail::failure_reason(one, 1) == error::contended));
+}
+
+BOOST_AUTO_TEST_CASE(a_round_whose_majority_records_another_count_failed_on_the_count) {
+  const std::array<error_code, 3> errors{error::permit_count_mismatch, error::permit_count_mismatch,
+                                         error::wrong_type};
+  BOOST_TEST((detail::failure_reason(errors, 0) == error::permit_count_mismatch));
+}
+
+BOOST_AUTO_TEST_CASE(a_round_short_of_answers_failed_for_want_of_a_quorum) {
+  const std::array<error_code, 5> errors{error::node_timeout, error::node_timeout,
+                                         error::connection_lost, error_code{}, error_code{}};
+  BOOST_TEST((detail::failure_reason(errors, 1) == error::no_quorum));
+  BOOST_TEST((detail::failure_reason(errors, 3) == error::contended));
+}
+
 // tally_fenced: a fenced first round, with yes votes that cannot count.
 
 BOOST_AUTO_TEST_CASE(trusted_yes_votes_of_a_majority_win_beside_an_unmarked_one) {
