@@ -101,9 +101,9 @@ class resign_op final : public lock_release_op {
   void start(lock& lk, std::string record_key) {
     if (!take(lk, "resign")) return;
     record_key_ = std::move(record_key);
-    std::string payload;
-    write_election_resign(payload, key_, record_key_, token_, send_as::sha);
-    release(payload, election_resign_script);
+    // A member: a connection still being made keeps the request (a view of it) until ready.
+    write_election_resign(payload_, key_, record_key_, token_, send_as::sha);
+    release(payload_, election_resign_script);
   }
 
  private:
@@ -116,6 +116,7 @@ class resign_op final : public lock_release_op {
   }
 
   std::string record_key_;
+  std::string payload_;
 };
 
 void launch_round(std::shared_ptr<client_state> s, bool read, std::string payload,
