@@ -156,7 +156,8 @@ class leadership {
 /// Errors: as client::async_lock (wait_timeout after `opts.wait`, no_quorum, cancelled,
 /// shut_down, invalid_resource, invalid_ttl, ...), invalid_argument for a value over
 /// 64 KiB or renewal options a keeper refuses, invalid_ttl for a renewal TTL it refuses
-/// (checked before anything is sent). On failure or cancellation nothing is held.
+/// (checked before anything is sent), leadership_lost when the lock's validity ran out
+/// before the leader's record was written. On failure or cancellation nothing is held.
 /// Honours terminal and partial cancellation while it waits for the lock (as async_lock);
 /// once the lock is won the campaign completes (a cancellation then is ignored). `c` must
 /// outlive the operation.

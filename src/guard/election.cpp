@@ -221,9 +221,11 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
   }
 
   // A record short of a majority is retried soon by the refresher; the leader leads meanwhile
-  // (it holds the lock), observers only learn it a little later.
+  // (it holds the lock), observers only learn it a little later. A write that ended past the
+  // lock's validity hands out nothing: the leadership would be over before it began.
   void written(error_code ec, const std::shared_ptr<leader_state>& st, std::size_t nodes) {
     if (ec) return finish(ec);  // the state goes, and its keeper releases the lock
+    if (!st->k.valid()) return finish(error::leadership_lost);
     start_refresher(st, majority(*s_, nodes));
     leadership l;
     election_access::state(l) = st;

@@ -16,6 +16,7 @@
 
 #include "async_helpers.hpp"
 #include "client/scripts.hpp"
+#include "fault_proxy.hpp"
 #include "fleet_fixture.hpp"
 #include "redis_cluster.hpp"
 #include "redlock/redlock.hpp"
@@ -660,6 +661,53 @@ BOOST_AUTO_TEST_CASE(a_leader_cut_off_from_a_majority_has_its_work_cancelled_bef
     fleet[1].thaw();
     BOOST_TEST(cancelled_in_time);
     BOOST_TEST((ec == redlock::condition::lock_lost));
+  }());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// Every node reached through a fault proxy, so that the nodes' answers can be slowed down
+// after the lock is won and before the leader's record is written.
+struct proxied_nodes : redlock::test::fleet_fixture<3> {
+  redlock::test::fault_proxy proxies[3]{redlock::test::fault_proxy{fleet[0].port()},
+                                        redlock::test::fault_proxy{fleet[1].port()},
+                                        redlock::test::fault_proxy{fleet[2].port()}};
+
+  redlock::client make_proxied_client() {
+    auto cfg = config();
+    for (std::size_t i = 0; i < 3; ++i) cfg.nodes[i] = proxies[i].uri();
+    cfg.node_timeout = 3s;  // longer than the answers' delay: slow is not down
+    return make_client(std::move(cfg));
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(election_past_its_validity, proxied_nodes)
+
+// Every answer held 600 ms with a 1 s TTL: the lock is won after one round (the counters
+// agree, so no write-back) with under 400 ms left, and the record's write answers past the
+// deadline. The campaign must not hand out a leadership already over: leadership_lost, and
+// another campaigner leads once the lock has gone.
+BOOST_AUTO_TEST_CASE(a_campaign_whose_record_is_written_past_the_validity_reports_leadership_lost) {
+  auto a = make_proxied_client();
+  auto b = make_client();
+  run_bounded(io, set_up_counters(a, "elect:late"));
+  for (auto& p : proxies) p.delay(600ms);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto [ec, l] = co_await redlock::async_campaign(a, "elect:late", "a", {.ttl = 1s, .wait = 3s},
+                                                    asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((ec == redlock::error::leadership_lost), ec.message());
+    BOOST_TEST((ec == redlock::condition::lock_lost));
+    BOOST_TEST(!l.valid());
+  }());
+  for (auto& p : proxies) p.heal();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto l = co_await redlock::async_campaign(b, "elect:late", "b", {.ttl = 2s, .wait = 5s});
+    BOOST_TEST(l.valid());
+    co_await l.async_resign();
   }());
 }
 
