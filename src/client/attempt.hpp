@@ -48,7 +48,10 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
       : base(std::move(s), diag, std::move(h)), strand_(&this->s_->strand) {}
 
   // quorum_op's hooks, the same for every acquisition.
-  bool should_send(std::size_t i) override { return counts(i); }
+  // Judged at the attempt's start, taken just before the round goes out: no clock read per
+  // node. An answer is judged again when it comes, at that time (the handshake of a fresh
+  // connection may have told more about the node meanwhile).
+  bool should_send(std::size_t i) override { return this->voter(i, op().opts_.ttl, start_); }
   bool counts(std::size_t i) override { return this->voter(i, op().opts_.ttl); }
   // A fenced yes from a node whose counters await repair set the keys but cannot count.
   std::size_t counted_yes() const override { return yes_votes(); }

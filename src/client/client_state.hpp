@@ -170,15 +170,31 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// Hands a node event to config::on_event and the observer.
   void report(const node_event& e);
   /// The restart guard's period for a lock of `ttl`.
-  std::chrono::nanoseconds guard_for(std::chrono::milliseconds ttl) const;
+  std::chrono::nanoseconds guard_for(std::chrono::milliseconds ttl) const {
+    return guard_period(cfg.max_ttl, ttl);
+  }
   /// What decides whether node i's answers count (quorum/rules.hpp, may_vote).
-  voter_facts facts(std::size_t i) const;
+  voter_facts facts(std::size_t i) const {
+    const node_status& st = nodes[i]->status();
+    return {.replica = st.replica,
+            .duplicate = duplicate[i],
+            .duplicate_of = duplicate_of[i],
+            .started_at = st.started_at,
+            .clock_jump_at = st.clock_jump_at,
+            .promoted_at = st.promoted_at};
+  }
   /// Whether node i is an independent master: not a replica, not a second name of a
   /// server listed earlier. If not and `why` is given, why.
   bool independent(std::size_t i, std::string* why = nullptr) const;
   /// Whether node i may vote now for a lock of `ttl`; if not and `why` is given, why.
+  /// Inline: every node of every round asks, and most vote (votes_now).
   bool votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
-             std::string* why = nullptr) const;
+             std::string* why = nullptr) const {
+    const voter_facts f = facts(i);
+    const auto guard = guard_for(ttl);
+    if (votes_now(f, cfg.restart_guard, guard, now)) return true;
+    return may_vote(f, cfg.restart_guard, guard, now, why);
+  }
   /// Which rule, if any, keeps node i from voting now for a lock of `ttl` (rules.hpp,
   /// hold_of).
   node_report::hold_back vote_hold(std::size_t i, std::chrono::milliseconds ttl,

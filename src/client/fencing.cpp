@@ -78,27 +78,8 @@ void client_state::report(const node_event& e) {
   if (obs) obs->on_node_event(e);
 }
 
-std::chrono::nanoseconds client_state::guard_for(std::chrono::milliseconds ttl) const {
-  return guard_period(cfg.max_ttl, ttl);
-}
-
-voter_facts client_state::facts(std::size_t i) const {
-  const node_status& st = nodes[i]->status();
-  return {.replica = st.replica,
-          .duplicate = duplicate[i],
-          .duplicate_of = duplicate_of[i],
-          .started_at = st.started_at,
-          .clock_jump_at = st.clock_jump_at,
-          .promoted_at = st.promoted_at};
-}
-
 bool client_state::independent(std::size_t i, std::string* why) const {
   return independent_master(facts(i), why);
-}
-
-bool client_state::votes(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now,
-                         std::string* why) const {
-  return may_vote(facts(i), cfg.restart_guard, guard_for(ttl), now, why);
 }
 
 node_report::hold_back client_state::vote_hold(std::size_t i, std::chrono::milliseconds ttl,

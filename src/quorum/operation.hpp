@@ -174,8 +174,13 @@ class quorum_core : public request_sink, public pooled {
 
   /// Whether node i may vote now for a lock of `ttl` (State::votes); records why not.
   bool voter(std::size_t i, std::chrono::milliseconds ttl) {
-    std::string why;
-    if (s_->votes(i, ttl, boot_clock::now(), &why)) return true;
+    return voter(i, ttl, boot_clock::now());
+  }
+  /// The same, judged at `now` (an attempt's start, read once for all its nodes).
+  bool voter(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now) {
+    if (s_->votes(i, ttl, now)) return true;
+    std::string why;  // formatted only for a node held back
+    s_->votes(i, ttl, now, &why);
     held_back(i, std::move(why));
     return false;
   }

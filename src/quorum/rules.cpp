@@ -99,6 +99,7 @@ bool independent_master(const voter_facts& node, std::string* why) {
 
 bool may_vote(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
               boot_clock::time_point now, std::string* why) {
+  if (votes_now(node, restart_guard, guard, now)) return true;
   const auto hold = hold_of(node, restart_guard, guard, now);
   if (hold.by == rule::none) return true;
   if (why) *why = describe_hold(hold, guard);

@@ -120,6 +120,17 @@ bool independent_master(const voter_facts& node, std::string* why = nullptr);
 node_report::hold_back hold_of(const voter_facts& node, bool restart_guard,
                                std::chrono::nanoseconds guard, boot_clock::time_point now);
 
+/// Whether no rule of hold_of() holds the node back at `now`: the same checks, without
+/// building hold_of's answer. Every node of every round asks it, so it stays inline and cheap;
+/// test_rules pins it to agree with hold_of.
+inline bool votes_now(const voter_facts& node, bool restart_guard, std::chrono::nanoseconds guard,
+                      boot_clock::time_point now) {
+  // min() (never) is before every `since`: now is a time since boot and guard at most a day.
+  const auto since = now - guard;
+  return !node.replica && !node.duplicate && !(restart_guard && node.started_at > since) &&
+         node.promoted_at <= since && node.clock_jump_at <= since;
+}
+
 /// A hold_of() result for a person ("restarted about 400 ms ago; held back 600 ms more by
 /// the restart guard (max_ttl 1000 ms)"); "" when the node votes.
 std::string describe_hold(const node_report::hold_back& hold, std::chrono::nanoseconds guard);

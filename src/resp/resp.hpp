@@ -142,6 +142,12 @@ inline std::size_t encoded_bound(std::string_view a) {
 inline std::size_t encoded_bound(std::int64_t) {
   return 48;
 }
+// A char array argument is a string literal ("SET", "PX"): its length is the array's less the
+// terminating null, known at compile time (a string_view of it would call strlen).
+template <std::size_t N>
+constexpr std::size_t encoded_bound(const char (&)[N]) {
+  return N - 1 + 24;
+}
 }  // namespace detail
 
 namespace detail {
@@ -150,8 +156,14 @@ namespace detail {
 char* put_header(char* p, char mark, std::size_t n) noexcept;
 char* put_arg(char* p, std::string_view a) noexcept;
 char* put_arg(char* p, std::int64_t v) noexcept;
+template <std::size_t N>
+char* put_arg(char* p, const char (&literal)[N]) noexcept {
+  return put_arg(p, std::string_view{literal, N - 1});
+}
 }  // namespace detail
 
+/// Appends one command of `args`: string views, integers, or string literals (a char
+/// array is taken as a literal: all of it but its last byte).
 template <typename... Args>
 void append_command(std::string& out, const Args&... args) {
   // Sized once, written in place, then trimmed: one allocation at most and no

@@ -17,7 +17,6 @@ constexpr std::size_t step = 64;         // size classes: 64, 128, ... bytes
 constexpr std::size_t classes = 256;     // up to 16 KiB; larger blocks are not pooled
 constexpr std::size_t keep_blocks = 64;  // per class and thread
 constexpr std::size_t keep_buffers = 256;
-constexpr std::size_t largest_buffer = 1024;
 
 // Set when this thread's pools are destroyed (thread exit): what is freed later, from
 // other thread-local or static destructors, goes straight to the heap.
@@ -38,11 +37,15 @@ block_pool* blocks() {
   return &p;
 }
 
-// A stack of spare buffers in place: taking and giving one moves a string, nothing more.
+// The spare buffers of buffer.hpp's stack, in place: taking and giving one moves a string.
 struct buffer_pool {
   std::array<std::string, keep_buffers> free;
-  std::size_t count = 0;
-  ~buffer_pool() { pools_gone = true; }
+  buffer_stack stack{free.data(), 0, keep_buffers};
+  buffer_pool() noexcept { spare_buffers = &stack; }
+  ~buffer_pool() {
+    pools_gone = true;
+    spare_buffers = nullptr;
+  }
 };
 
 buffer_pool* buffers() {
@@ -81,18 +84,17 @@ void pool_deallocate(void* p, std::size_t bytes) noexcept {
   ::operator delete(p);
 }
 
-std::string take_buffer() noexcept {
-  auto* pool = buffers();
-  if (pool == nullptr || pool->count == 0) return {};
-  return std::move(pool->free[--pool->count]);
+std::string take_buffer_slow() noexcept {
+  buffers();  // made here, the first time: empty, so nothing to take yet
+  return {};
 }
 
-void give_buffer(std::string&& s) noexcept {
-  if (s.capacity() <= 15 || s.capacity() > largest_buffer) return;
+void give_buffer_slow(std::string&& s) noexcept {
+  // Full, or not made yet: made now (unless the thread's pools are gone), then kept if room.
   auto* pool = buffers();
-  if (pool == nullptr || pool->count == keep_buffers) return;
+  if (pool == nullptr || pool->stack.count == pool->stack.capacity) return;
   s.clear();
-  pool->free[pool->count++] = std::move(s);
+  pool->free[pool->stack.count++] = std::move(s);
 }
 
 }  // namespace redlock::detail

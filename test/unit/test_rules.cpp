@@ -667,6 +667,34 @@ BOOST_AUTO_TEST_CASE(a_recent_promotion_holds_a_node_back_and_says_failover) {
   BOOST_TEST(may_vote(voter_facts{.promoted_at = t0 - 2s}, true, 1s, t0));
 }
 
+// votes_now is hold_of without its answer, on every node of every round: the two agree on
+// every mix of facts, at the guard's edges too.
+BOOST_AUTO_TEST_CASE(the_quick_vote_check_agrees_with_hold_of_everywhere) {
+  using detail::hold_of;
+  using detail::votes_now;
+  using rule = redlock::node_report::hold_back::rule;
+  const boot_clock::time_point never = boot_clock::time_point::min();
+  const boot_clock::time_point times[] = {never, t0 - 2s, t0 - 1001ms, t0 - 1s, t0 - 999ms, t0};
+  int cases = 0;
+  for (bool replica : {false, true})
+    for (bool duplicate : {false, true})
+      for (auto started : times)
+        for (auto jumped : times)
+          for (auto promoted : times)
+            for (bool guard_on : {false, true}) {
+              const voter_facts f{.replica = replica,
+                                  .duplicate = duplicate,
+                                  .started_at = started,
+                                  .clock_jump_at = jumped,
+                                  .promoted_at = promoted};
+              const bool quick = votes_now(f, guard_on, 1s, t0);
+              BOOST_TEST(quick == (hold_of(f, guard_on, 1s, t0).by == rule::none));
+              BOOST_TEST(quick == may_vote(f, guard_on, 1s, t0));
+              ++cases;
+            }
+  BOOST_TEST(cases == 2 * 2 * 6 * 6 * 6 * 2);
+}
+
 // restart_guard = false is for servers that lose nothing on restart (appendfsync always);
 // a promoted replica still lacks what its primary never sent it, and a jumped clock still
 // expires keys early: those hold-backs stay.
