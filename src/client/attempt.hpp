@@ -52,7 +52,7 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   // node. An answer is judged again when it comes, at that time (the handshake of a fresh
   // connection may have told more about the node meanwhile).
   bool should_send(std::size_t i) override { return this->voter(i, op().opts_.ttl, start_); }
-  bool counts(std::size_t i) override { return this->voter(i, op().opts_.ttl); }
+  bool counts(std::size_t i) override { return this->voter(i, op().opts_.ttl, boot_clock::now()); }
   // A fenced yes from a node whose counters await repair set the keys but cannot count.
   std::size_t counted_yes() const override { return yes_votes(); }
   void on_tally() override { tally(); }

@@ -169,7 +169,7 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
     write_claim(out, which, key_at(items_), token_at(items_), ttl_);
     return claim_script;
   }
-  bool counts(std::size_t i) override { return voter(i, ttl_); }
+  bool counts(std::size_t i) override { return voter(i, ttl_, boot_clock::now()); }
 
   void answered(std::size_t i, std::span<const std::uint32_t> which,
                 std::span<const std::int64_t> codes) override {

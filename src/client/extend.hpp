@@ -69,7 +69,7 @@ class extend_op_base : public voted_op {
     return f;
   }
 
-  bool counts(std::size_t i) override { return voter(i, fsm_.ttl()); }
+  bool counts(std::size_t i) override { return voter(i, fsm_.ttl(), boot_clock::now()); }
 
   vote answer(std::size_t, const resp::reply& r) override { return extension_answer(r); }
 

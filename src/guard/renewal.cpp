@@ -68,7 +68,7 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
 
  private:
   // A node held back by the restart guard (or a replica, a duplicate) does not vote.
-  bool counts(std::size_t i) override { return voter(i, fsm_.ttl()); }
+  bool counts(std::size_t i) override { return voter(i, fsm_.ttl(), boot_clock::now()); }
 
   vote classify(std::size_t i, const resp::reply& r) override {
     if (s_->obs) replied_at_[i] = boot_clock::now();

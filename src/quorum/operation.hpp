@@ -168,15 +168,10 @@ class quorum_core : public request_sink, public pooled {
   /// The incarnation of the server that answered node i's request of this round, while
   /// its reply is being classified (null if unknown).
   const std::string* reqs_answered_by(std::size_t i) const { return reqs_[i].answered_by; }
-
   /// Node i may not vote now (restart guard, replica, duplicate), for `why`.
   void held_back(std::size_t i, std::string why) { round_.fail(i, error::node_held_back, why); }
 
-  /// Whether node i may vote now for a lock of `ttl` (State::votes); records why not.
-  bool voter(std::size_t i, std::chrono::milliseconds ttl) {
-    return voter(i, ttl, boot_clock::now());
-  }
-  /// The same, judged at `now` (an attempt's start, read once for all its nodes).
+  /// Whether node i may vote at `now` for a lock of `ttl` (State::votes); records why not.
   bool voter(std::size_t i, std::chrono::milliseconds ttl, boot_clock::time_point now) {
     if (s_->votes(i, ttl, now)) return true;
     std::string why;  // formatted only for a node held back
