@@ -142,13 +142,25 @@ class command_tap {
   }
 
  private:
-  // `line`: +<time> [<db> <client>] "NAME" "arg" ...
+  // `line`: +<time> [<db> <client>] "NAME" "arg" ... A script call is counted by script:
+  // EVALSHA by the first 8 digits of its SHA1, EVAL by its number of keys.
   void count(std::string_view line) {
     ++sent_;
     const auto open = line.find("] \"");
     if (open == std::string_view::npos) return;
-    const auto name = line.substr(open + 3, line.find('"', open + 3) - open - 3);
-    ++by_name_[std::string{name}];
+    const auto end = line.find('"', open + 3);
+    std::string name{line.substr(open + 3, end - open - 3)};
+    if (name == "EVALSHA" || name == "EVAL") {
+      // The next quoted argument is the SHA1 or the body; EVAL's key count follows the body.
+      const auto arg = line.find('"', end + 1);
+      const auto arg_end = arg == std::string_view::npos ? arg : line.find("\" \"", arg + 1);
+      if (name == "EVALSHA" && arg != std::string_view::npos)
+        name += ":" + std::string{line.substr(arg + 1, 8)};
+      else if (arg_end != std::string_view::npos)
+        name +=
+            "/" + std::string{line.substr(arg_end + 3, line.find('"', arg_end + 3) - arg_end - 3)};
+    }
+    ++by_name_[name];
   }
 
   void read() {
