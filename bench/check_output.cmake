@@ -6,7 +6,9 @@
 # -DCLUSTER=ON, each node is a Redis Cluster (--cluster-shards 3), where w1 and claims run.
 cmake_minimum_required(VERSION 3.25)
 
-set(args --quick)
+# Shorter still than --quick's own phases: the contract and the safety counts are checked,
+# not the numbers (34 s here instead of 56 s).
+set(args --quick --duration 0.5 --contention-duration 1 --warmup 0.1 --ceiling-duration 0.25)
 if(CLUSTER)
   list(APPEND args --cluster-shards 3 --only w1,claims)
 endif()

@@ -66,7 +66,7 @@ constexpr std::string_view usage_text = R"(usage: redlock-bench [options]
 Runs the workloads against redis-server nodes it starts on free loopback ports (or the
 --nodes given) and prints one JSON line per workload on stdout; a summary on stderr.
 
-  --quick                 short runs (about 30 s in all), for a smoke test
+  --quick                 short runs (about a minute in all), for a smoke test
   --only NAME[,NAME...]   run only these workloads (see --list)
   --list                  print the workloads and exit
   --nodes URI[,URI...]    use these redis:// or rediss:// nodes instead of starting our own
