@@ -387,10 +387,15 @@ struct launch_hop {
 
 /// Runs `start(*op)` on the strand, guarded (quorum_op::run_guarded), for an op made with
 /// new: it frees itself by quorum_op's rule. `strand` must outlive the dispatch (the op's
-/// state keeps it). The hop is allocated from the pool.
+/// state keeps it). The hop is allocated from the pool. Through the strand's own dispatch,
+/// not asio::dispatch: that one goes through strand_executor_service::do_execute, which asks
+/// the any_io_executor under the strand for its blocking property, and Asio 1.81 returns
+/// that answer in a heap allocation (any_executor_base::query_fn_non_void): one allocation
+/// per lock call and per unlock. The strand's dispatch runs the hop in place as well when
+/// the strand, or the io_context under it, is running in this thread.
 template <typename Op, typename Start>
 void launch_op(Op* op, const strand_type& strand, Start start) {
-  asio::dispatch(strand, launch_hop<Op, Start>{op, std::move(start)});
+  strand.dispatch(launch_hop<Op, Start>{op, std::move(start)}, pool_allocator<void>{});
 }
 
 }  // namespace redlock::detail
