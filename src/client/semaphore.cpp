@@ -20,8 +20,9 @@
 // client's channel (permit_line.hpp), and the call then asks for that permit at once. The
 // retry delay is the fallback for an offer it did not hear.
 //
-// Off the hot path (a sweep may cost several lock calls), so the op is a plain object
-// owned by shared_ptr: the inner calls, the timer and the cancellation hop hold it.
+// A composed op (quorum/lifetime.hpp), by the engine's rule of lifetime: made with new, it
+// deletes itself once completed and no handler holds it; its inner try, its retry timer and
+// the cancellation hop each hold it while they are pending.
 
 #include "redlock/semaphore.hpp"
 
@@ -46,6 +47,7 @@
 #include "client/permit_sweep_fsm.hpp"
 #include "client/single_lock.hpp"
 #include "quorum/completion.hpp"
+#include "quorum/lifetime.hpp"
 
 namespace redlock {
 
@@ -60,18 +62,22 @@ std::string permit_count_resource(std::string_view resource) {
 namespace detail {
 namespace {
 
-class permit_op final : public permit_waiter, public std::enable_shared_from_this<permit_op> {
+class permit_op final : public permit_waiter, public composed_op<void(error_code, permit)> {
  public:
   permit_op(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
             lock_options opts, bool wait, diagnostics* diag, permit_handler h)
-      : s_(std::move(s)),
+      : composed_op(s->strand, take_handler(std::move(h), s)),
+        s_(std::move(s)),
         resource_(std::move(resource)),
         permits_(permits),
         opts_(opts),
         wait_(wait),
         diag_(diag),
-        handler_(take_handler(std::move(h), s_)),
         sweep_(permits == 0 ? 1 : permits) {}  // 0 is refused in start()
+
+  // Freed unfinished (abandoned: its io_context went away), it leaves the client's list of
+  // waiting calls, which must not name it any more.
+  ~permit_op() override { s_->leave_permit_line(place_); }
 
   /// On the strand, never inside the initiating call.
   void start() {
@@ -91,7 +97,7 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
                           .count();
     fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
     if (wait_) place_ = s_->join_permit_line(*this);
-    watch_cancellation();
+    watch_cancellation(cancel_with_effects);
     sweep();
   }
 
@@ -123,22 +129,7 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
     return false;
   }
 
-  void watch_cancellation() {
-    auto slot = handler_.slot();
-    if (!slot.is_connected()) return;
-    // Emitted on any thread: hop onto the strand before touching the op.
-    slot.assign([weak = weak_from_this()](asio::cancellation_type_t type) {
-      if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
-          asio::cancellation_type::none)
-        return;
-      auto self = weak.lock();
-      if (!self) return;
-      asio::dispatch(self->s_->strand, [self] { self->on_cancel(); });
-    });
-  }
-
-  void on_cancel() {
-    if (done_) return;
+  void cancelled(asio::cancellation_type_t) override {
     cancel_requested_ = true;
     // A try in flight is cancelled in turn (its own rule releases what it took); its
     // completion ends the call.
@@ -189,13 +180,10 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
     target_->span = step.span;
     target_->place = step.last ? place_ : std::string{};
     target_->answers.sent(++target_->tries, !target_->place.empty());
-    auto on_done = [self = shared_from_this()](error_code ec, lock lk) {
-      self->tried(ec, std::move(lk));
-    };
-    start_permit_try(
-        s_, buffer{permit_key_name(resource_, step.index)}, target_, opts_, diag_,
-        asio::bind_cancellation_slot(inner_cancel_.slot(),
-                                     asio::bind_executor(s_->strand, std::move(on_done))));
+    start_permit_try(s_, buffer{permit_key_name(resource_, step.index)}, target_, opts_, diag_,
+                     asio::bind_cancellation_slot(
+                         inner_cancel_.slot(),
+                         this->step([this](error_code ec, lock lk) { tried(ec, std::move(lk)); })));
   }
 
   void tried(error_code ec, lock lk) {
@@ -226,20 +214,18 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
   void wait(const acquire_action& a) {
     if (!timer_) timer_.emplace(s_->strand);
     timer_->expires_after(a.delay);
-    timer_->async_wait([self = shared_from_this(), gen = a.generation](error_code ec) {
-      if (!ec && !self->done_) self->act(self->fsm_.timer_fired(gen, 0));
-    });
+    timer_->async_wait(step([this, gen = a.generation](error_code ec) {
+      if (!ec && !done_) act(fsm_.timer_fired(gen, 0));
+    }));
   }
 
   void complete(error_code ec, permit p = {}) {
     if (done_) return;
-    done_ = true;
     fsm_.finish();
     s_->leave_permit_line(std::exchange(place_, {}));
     if (timer_) timer_->cancel();
-    handler_.slot().clear();
     if (ec && diag_) describe(ec);
-    handler_.dispatch(ec, std::move(p));
+    finish(ec, std::move(p));
   }
 
   // The failure for people: the call's reason, then what the last permit tried said.
@@ -264,7 +250,6 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
   lock_options opts_;
   bool wait_;
   diagnostics* diag_;
-  completion<void(error_code, permit)> handler_;
   std::shared_ptr<permit_target> target_;  // the count asked, and the one the nodes hold
   acquire_fsm fsm_;
   permit_sweep sweep_{1};
@@ -273,7 +258,6 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
   std::string place_;                 // this call's place in the semaphore's line, or ""
   std::optional<std::size_t> offer_;  // a permit a node offered, to ask for next
   bool cancel_requested_ = false;
-  bool done_ = false;
   std::string why_;  // an argument error's explanation
   std::optional<boot_timer> timer_;
   asio::cancellation_signal inner_cancel_;
@@ -284,10 +268,8 @@ class permit_op final : public permit_waiter, public std::enable_shared_from_thi
 void start_lock_permit(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
                        lock_options opts, bool wait, diagnostics* diag, permit_handler h) {
   if (!s) return complete_without_client(std::move(h), permit{});
-  auto op =
-      std::make_shared<permit_op>(s, std::move(resource), permits, opts, wait, diag, std::move(h));
-  // Posted: a call refused at once must not complete inside its initiating function.
-  asio::post(s->strand, [op] { op->start(); });
+  post_start(new permit_op(s, std::move(resource), permits, opts, wait, diag, std::move(h)),
+             s->strand);
 }
 
 }  // namespace detail

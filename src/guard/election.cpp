@@ -87,21 +87,6 @@ auto on_strand(const std::shared_ptr<client_state>& s, F f) {
   return asio::bind_executor(s->strand, std::move(f));
 }
 
-// Forwards a caller's cancellation, of the types in `honoured`, to `op` on the strand (an
-// emitter may run on another thread): op.cancelled(type) decides what it stops.
-template <typename Op>
-void forward_cancellation(asio::cancellation_slot slot, const std::shared_ptr<Op>& op,
-                          asio::cancellation_type_t honoured) {
-  if (!slot.is_connected()) return;
-  slot.assign([w = std::weak_ptr<Op>(op), honoured](asio::cancellation_type_t type) {
-    if ((type & honoured) == asio::cancellation_type::none) return;
-    auto self = w.lock();
-    if (!self) return;
-    auto strand = self->strand();
-    asio::dispatch(strand, [self, type] { self->cancelled(type); });
-  });
-}
-
 // ---- the record's refresher -------------------------------------------------------
 //
 // Rewrites the record while leading (election_refresh_delay says when), so that observers keep
@@ -156,48 +141,45 @@ void stop_refresher(const std::shared_ptr<leader_state>& st) noexcept {
 // it waits for the lock; once won, it completes with its leadership: a late cancellation must
 // not throw the lock away after others were made to wait for it.
 
-class campaign_op : public std::enable_shared_from_this<campaign_op> {
+class campaign_op final : public composed_op<void(error_code, leadership)> {
  public:
   campaign_op(client& c, std::string name, std::string value, campaign_options o, diagnostics* diag,
               leader_handler h)
-      : c_(&c),
+      : composed_op(election_access::state(c)->strand,
+                    take_handler(std::move(h), election_access::state(c))),
+        c_(&c),
         s_(election_access::state(c)),
         name_(std::move(name)),
         value_(std::move(value)),
         o_(o),
-        diag_(diag),
-        done_(take_handler(std::move(h), s_)) {}
-
-  const strand_type& strand() const { return s_->strand; }
+        diag_(diag) {}
 
   void start() {
     // What the keeper would refuse is refused before anything is taken.
     if (auto problem = campaign_problem(value_.size(), o_.ttl, o_.renew.ttl, s_->cfg))
       return refuse(problem.code, std::move(problem.why));
-    forward_cancellation(done_.slot(), shared_from_this(), cancel_with_effects);
+    watch_cancellation(cancel_with_effects);
     const lock_options acquire{.ttl = o_.ttl, .wait = o_.wait, .fenced = true};
-    start_lock(
-        s_, buffer{name_}, acquire, true, diag_,
-        asio::bind_cancellation_slot(
-            inner_.slot(), on_strand(s_, [self = shared_from_this()](error_code ec, lock lk) {
-              self->locked(ec, std::move(lk));
-            })));
-  }
-
-  // While waiting for the lock only.
-  void cancelled(asio::cancellation_type_t type) {
-    if (waiting_) inner_.emit(type);
+    start_lock(s_, buffer{name_}, acquire, true, diag_,
+               asio::bind_cancellation_slot(inner_.slot(), step([this](error_code ec, lock lk) {
+                                              locked(ec, std::move(lk));
+                                            })));
   }
 
  private:
+  // While waiting for the lock only.
+  void cancelled(asio::cancellation_type_t type) override {
+    if (waiting_) inner_.emit(type);
+  }
+
   void refuse(error e, std::string why) {
     if (diag_) diag_->message = why;
-    finish(e);
+    finish(e, {});
   }
 
   void locked(error_code ec, lock lk) {
     waiting_ = false;
-    if (ec) return finish(ec);
+    if (ec) return finish(ec, {});
     auto st = std::make_shared<leader_state>(s_);
     st->name = std::move(name_);
     st->value = std::move(value_);
@@ -210,31 +192,25 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
     } catch (const boost::system::system_error& e) {
       // The lock, left in `lk`, is released in the background.
       if (diag_) diag_->message = e.what();
-      return finish(e.code());
+      return finish(e.code(), {});
     }
-    start_election_write(
-        s_, st->lock_key, st->record_key, std::string{st->k.token()}, st->term, st->value,
-        st->record_ttl,
-        on_strand(s_, [self = shared_from_this(), st](error_code ec, election_round_result found) {
-          self->written(ec, st, found.written);
-        }));
+    start_election_write(s_, st->lock_key, st->record_key, std::string{st->k.token()}, st->term,
+                         st->value, st->record_ttl,
+                         step([this, st](error_code ec, election_round_result found) {
+                           written(ec, st, found.written);
+                         }));
   }
 
   // A record short of a majority is retried soon by the refresher; the leader leads meanwhile
   // (it holds the lock), observers only learn it a little later. A write that ended past the
   // lock's validity hands out nothing: the leadership would be over before it began.
   void written(error_code ec, const std::shared_ptr<leader_state>& st, std::size_t nodes) {
-    if (ec) return finish(ec);  // the state goes, and its keeper releases the lock
-    if (!st->k.valid()) return finish(error::leadership_lost);
+    if (ec) return finish(ec, {});  // the state goes, and its keeper releases the lock
+    if (!st->k.valid()) return finish(error::leadership_lost, {});
     start_refresher(st, majority(*s_, nodes));
     leadership l;
     election_access::state(l) = st;
     finish({}, std::move(l));
-  }
-
-  void finish(error_code ec, leadership l = {}) {
-    done_.slot().clear();
-    done_.dispatch(ec, std::move(l));
   }
 
   client* c_;  // the caller keeps the client for the campaign (the keeper is made on it)
@@ -242,7 +218,6 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
   std::string name_, value_;
   campaign_options o_;
   diagnostics* diag_;
-  completion<void(error_code, leadership)> done_;
   asio::cancellation_signal inner_;  // the lock's wait
   bool waiting_ = true;
 };
@@ -303,43 +278,38 @@ void stop_listening(observer_state& st) {
 // One async_next: reads the nodes until a read is news (after_election_read), waiting between
 // reads for the poll interval or an announcement. Reads and waits only: every cancellation
 // type stops it.
-class observe_op : public std::enable_shared_from_this<observe_op> {
+class observe_op final : public composed_op<void(error_code, leader_info)> {
  public:
   observe_op(std::shared_ptr<observer_state> st, leader_info_handler h)
-      : st_(std::move(st)), done_(take_handler(std::move(h), st_->s)) {}
-
-  const strand_type& strand() const { return st_->s->strand; }
+      : composed_op(st->s->strand, take_handler(std::move(h), st->s)), st_(std::move(st)) {}
 
   void start() {
-    forward_cancellation(done_.slot(), shared_from_this(), cancel_any);
+    watch_cancellation(cancel_any);
     if (st_->listening.empty() && !st_->closed) listen(st_);
     read();
   }
 
-  void cancelled(asio::cancellation_type_t type) {
-    if (finished_) return;
+ private:
+  void cancelled(asio::cancellation_type_t type) override {
     cancelled_ = true;
     if (reading_) return inner_.emit(type);  // the read completes cancelled
     st_->timer.cancel();
   }
 
- private:
   void read() {
-    if (cancelled_ || st_->closed) return finish(error::cancelled);
+    if (done_) return;
+    if (cancelled_ || st_->closed) return finish(error::cancelled, {});
     reading_ = true;
-    auto s = st_->s;
-    start_election_read(
-        s, st_->lock_key, st_->record_key,
-        asio::bind_cancellation_slot(
-            inner_.slot(),
-            on_strand(s, [self = shared_from_this()](error_code ec, election_round_result found) {
-              self->got(ec, std::move(found));
-            })));
+    start_election_read(st_->s, st_->lock_key, st_->record_key,
+                        asio::bind_cancellation_slot(
+                            inner_.slot(), step([this](error_code ec, election_round_result found) {
+                              got(ec, std::move(found));
+                            })));
   }
 
   void got(error_code ec, election_round_result found) {
     reading_ = false;
-    if (ec) return finish(ec);
+    if (ec) return finish(ec, {});
     const bool news = leader_news(st_->memory, found.leader, found.nodes, st_->s->size());
     switch (after_election_read(news, std::exchange(st_->woken, false))) {
       case observer_step::report:
@@ -351,21 +321,13 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
     }
     st_->timer.expires_after(st_->opts.poll_interval);
     // Woken early (a release announced, or closed) or cancelled: read() says which.
-    st_->timer.async_wait([self = shared_from_this()](error_code) { self->read(); });
-  }
-
-  void finish(error_code ec, leader_info info = {}) {
-    if (std::exchange(finished_, true)) return;
-    done_.slot().clear();
-    done_.dispatch(ec, std::move(info));
+    st_->timer.async_wait(step([this](error_code) { read(); }));
   }
 
   std::shared_ptr<observer_state> st_;
-  completion<void(error_code, leader_info)> done_;
   asio::cancellation_signal inner_;  // the read in flight
   bool reading_ = false;
   bool cancelled_ = false;
-  bool finished_ = false;
 };
 
 }  // namespace
@@ -374,10 +336,8 @@ void start_campaign(client& c, std::string name, std::string value, campaign_opt
                     diagnostics* diag, leader_handler h) {
   const auto& s = election_access::state(c);
   if (!s) return complete_without_client(std::move(h), leadership{});
-  auto op =
-      std::make_shared<campaign_op>(c, std::move(name), std::move(value), opts, diag, std::move(h));
-  // Posted: a campaign refused at once must not complete inside its initiating function.
-  asio::post(s->strand, [op] { op->start(); });
+  post_start(new campaign_op(c, std::move(name), std::move(value), opts, diag, std::move(h)),
+             s->strand);
 }
 
 void start_resign(std::shared_ptr<leader_state> st, void_handler h) {
@@ -412,8 +372,8 @@ std::shared_ptr<observer_state> make_observer(client& c, std::string_view name,
 void start_observe_next(std::shared_ptr<observer_state> st, leader_info_handler h) {
   if (!st)
     return take_handler(std::move(h), nullptr).post(error_code{error::no_lock}, leader_info{});
-  auto op = std::make_shared<observe_op>(st, std::move(h));
-  asio::post(st->s->strand, [op] { op->start(); });
+  const auto& strand = st->s->strand;  // the op keeps the state alive
+  post_start(new observe_op(std::move(st), std::move(h)), strand);
 }
 
 }  // namespace detail

@@ -6,9 +6,10 @@
 // how a reply is classified and what a tally means; sending, counting, describing,
 // cancellation, completion and the op's lifetime are written once, here.
 //
-// Lifetime, one rule: the op is created with new and deletes itself once it has
-// completed, no connection holds one of its requests any more (late replies are still
-// read), and no pending handler (a retry timer, a cancellation hop) holds it.
+// Lifetime, one rule for every op (quorum/lifetime.hpp): the op is created with new and
+// deletes itself once it has completed, no connection holds one of its requests any more
+// (late replies are still read), and no pending handler (a retry timer, a cancellation hop)
+// holds it.
 //
 // `State` is the client's shared state (client_state): it gives the strand, the node
 // connections (`nodes`, `size()`), their `addresses`, the observer (`obs`) and
@@ -16,7 +17,6 @@
 // runs on the strand but cancellation, which hops onto it.
 
 #include <array>
-#include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -32,6 +32,7 @@
 
 #include "connection/connection.hpp"
 #include "quorum/completion.hpp"
+#include "quorum/lifetime.hpp"
 #include "quorum/observed.hpp"
 #include "quorum/round.hpp"
 #include "redlock/diagnostics.hpp"
@@ -40,51 +41,14 @@
 
 namespace redlock::detail {
 
-/// The cancellation types an operation honours (docs/api.md, "Cancel"). Asio's meanings:
-/// terminal, the operation may be left in any state; partial, it may have had side effects
-/// but stops cleanly; total, it had none.
-/// An operation whose commands may already run on the servers: terminal and partial.
-inline constexpr asio::cancellation_type_t cancel_with_effects =
-    asio::cancellation_type::terminal | asio::cancellation_type::partial;
-/// An operation without side effects (reads, waits): all three.
-inline constexpr asio::cancellation_type_t cancel_any =
-    cancel_with_effects | asio::cancellation_type::total;
-
 /// The engine's part that does not depend on the handler's signature: rounds, requests,
-/// counting, describing and lifetime. quorum_op adds the handler.
+/// counting and describing. quorum_op adds the handler.
 template <typename State>
-class quorum_core : public request_sink, public pooled {
+class quorum_core : public request_sink, public op_lifetime {
  public:
   quorum_core(std::shared_ptr<State> s, diagnostics* diag) : s_(std::move(s)), diag_(diag) {}
-  virtual ~quorum_core() = default;
-
-  /// Runs f (the op's start, or a wake) on the strand: a completion decided inside it is
-  /// posted, never run inline, and the op deletes itself afterwards if it is finished.
-  template <typename F>
-  void run_guarded(F&& f) {
-    hold h{this};
-    const bool outer = !initiating_;
-    initiating_ = true;
-    f();
-    if (outer) initiating_ = false;
-  }
 
  protected:
-  /// Keeps the op alive while owned by a handler; releasing it (also when the handler is
-  /// destroyed without running, as when its io_context goes away) may free the op.
-  class hold {
-   public:
-    explicit hold(quorum_core* op) : op_(op) { ++op_->holds_; }
-    hold(hold&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
-    hold& operator=(hold&&) = delete;
-    ~hold() {
-      if (op_ && --op_->holds_ == 0) op_->maybe_destroy();
-    }
-
-   private:
-    quorum_core* op_;
-  };
-
   /// Sends `payload` to every node that should_send(), as request i of node i (a new
   /// round: the last one's answers are forgotten). The caller must not start a round
   /// while requests of the last one are outstanding (they use the same slots). A node
@@ -246,10 +210,7 @@ class quorum_core : public request_sink, public pooled {
   // Kept only with an observer and for ops that report them (reports_).
   reply_times replied_at_;
   bool reports_ = true;
-  std::size_t outstanding_ = 0;
-  bool done_ = false;
   bool sent_ = false;
-  bool initiating_ = false;  // inside start() or a wake: completions must be posted
   // The failure text: "could not <verb_> "<subject_>": ...<extra_>", formatted only on
   // failure and only with a diagnostics object.
   const char* verb_ = "lock";
@@ -276,10 +237,6 @@ class quorum_core : public request_sink, public pooled {
   };
 
  private:
-  void maybe_destroy() {
-    if (done_ && outstanding_ == 0 && holds_.load() == 0) delete this;
-  }
-
   void on_reply(std::size_t i, error_code ec, const resp::reply* r) final {
     // The user's handler may run inline from on_tally() and re-enter this op through
     // another connection (shutdown closes them all): only the outermost call may delete.
@@ -298,10 +255,6 @@ class quorum_core : public request_sink, public pooled {
     if (round_.votes[i] == vote::failed) on_failed(i);
     if (!done_) on_tally();
   }
-
-  // Calls in progress and handlers not yet run (retry timer, cancellation) that refer
-  // to the op. Atomic: a cancellation may be emitted from another thread.
-  std::atomic<int> holds_{0};
 };
 
 template <typename State, typename Signature>
