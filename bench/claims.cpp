@@ -6,7 +6,7 @@
 // second, what the client and the servers spend on each, and the servers' ceiling for
 // the same script calls (redis-benchmark).
 
-#include "client/claims.hpp"
+#include "drivers/claims.hpp"
 
 #include <fmt/format.h>
 

@@ -61,7 +61,7 @@
  *               fence scripts' keys not declared: they run on a split pair);
  *               NO_OWNER_CHECK (holds on its own);
  *               NO_SKIP (the write-back always runs, as before the skip: holds)
- *   the repair  REPAIR_AS_IMPLEMENTED (src/client/fencing.cpp up to 0e85438), or its
+ *   the repair  REPAIR_AS_IMPLEMENTED (src/drivers/fencing.cpp up to 0e85438), or its
  *               parts REPAIR_BEFORE_GUARD, REPAIR_ACROSS_RESTART, REPAIR_FRESH_MAJORITY
  *   bounds      N, C, TTL, MAXT (clock), ROUNDS (attempts per client; ROUNDS_LAST for the
  *               last one), EXTS, REPAIRS, REPAIRERS, RESTARTS (RESTART_NODE0: all hit
@@ -981,7 +981,7 @@ finish:
      others before any of our reads, and a server that restarted after our reads began
      (which a write across a reconnect would reach) fails the test.
 
-   REPAIR_AS_IMPLEMENTED: src/client/fencing.cpp before this rule (up to 0e85438): the
+   REPAIR_AS_IMPLEMENTED: src/drivers/fencing.cpp before this rule (up to 0e85438): the
    nodes counted are those that answered and vote when the repair finishes; it goes ahead
    on a marked majority or when none is marked and a majority is unmarked; the maximum is
    over the marked ones; it writes to every unmarked node that votes at the finish, over

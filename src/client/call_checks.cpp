@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "client/permit_sweep_fsm.hpp"
+#include "machines/permit_sweep_fsm.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/multi_lock.hpp"
 #include "util/keyspace.hpp"

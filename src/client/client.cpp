@@ -22,23 +22,23 @@
 #include <mutex>
 #include <tuple>
 
-#include "client/attempt.hpp"
 #include "client/call_checks.hpp"
-#include "client/claims.hpp"
 #include "client/client_state.hpp"
-#include "client/extend.hpp"
-#include "client/local_waiter.hpp"
-#include "client/lock_answer.hpp"
-#include "client/release.hpp"
-#include "client/script_calls.hpp"
-#include "client/scripts.hpp"
-#include "client/shared_decisions.hpp"
-#include "client/single_lock.hpp"
 #include "client/testing.hpp"
-#include "client/wake.hpp"
 #include "connection/slots.hpp"
+#include "drivers/attempt.hpp"
+#include "drivers/claims.hpp"
+#include "drivers/extend.hpp"
+#include "drivers/release.hpp"
+#include "drivers/single_lock.hpp"
+#include "machines/lock_answer.hpp"
+#include "machines/shared_decisions.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
+#include "scripts/script_calls.hpp"
+#include "scripts/scripts.hpp"
+#include "waiting/local_waiter.hpp"
+#include "waiting/wake.hpp"
 
 namespace redlock {
 namespace detail {

@@ -17,10 +17,7 @@
 #include <vector>
 
 #include "client/config_check.hpp"
-#include "client/lines.hpp"
 #include "client/parts.hpp"
-#include "client/permit_line.hpp"
-#include "client/scripts.hpp"
 #include "client/string_map.hpp"
 #include "client/token.hpp"
 #include "connection/cluster.hpp"
@@ -31,7 +28,10 @@
 #include "redlock/config.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/observer.hpp"
+#include "scripts/scripts.hpp"
 #include "util/keyspace.hpp"
+#include "waiting/lines.hpp"
+#include "waiting/permit_line.hpp"
 
 namespace redlock::detail {
 
@@ -120,7 +120,7 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// Wakes the first local waiter for `key` after `delay` (see waiter::wake_after).
   void wake_waiter_after(std::string_view key, boot_clock::duration delay);
   /// Release announcements from the nodes (pub/sub), for keys with a local line; created
-  /// by the first line (src/client/wake.cpp).
+  /// by the first line (src/waiting/wake.cpp).
   std::unique_ptr<wake_hub> wakes;
   /// A line of waiters formed for `key` / emptied: start / stop listening for its releases
   /// (counted with the sets waiting on `key`: the last one leaving stops).
@@ -135,7 +135,7 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   /// line, waiting out a retry delay, or with its attempt out), undoing the attempts out,
   /// and wakes every waiting permit to finish. On the strand, before the connections drain.
   void end_waits();
-  /// The calls of this client waiting in semaphores' lines (src/client/permit_line.cpp).
+  /// The calls of this client waiting in semaphores' lines (src/waiting/permit_line.cpp).
   permit_places places;
   /// Registers `w` as waiting for a permit and listens on the client's offers channel; its
   /// place for the nodes' lines, or "" when no offer could be heard (wake_on_release off).
@@ -233,7 +233,7 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
                         const std::array<bool, max_nodes>* only = nullptr, bool announce = true,
                         bool permit = false);
   /// Fair mode: removes waiter `id` from a resource's line on the nodes in `only`, reply
-  /// ignored (src/client/fair.cpp). On the strand.
+  /// ignored (src/waiting/fair.cpp). On the strand.
   void leave_line_detached(std::string_view line_key, std::string_view expiry_key,
                            std::string_view id, const std::array<bool, max_nodes>& only);
   /// release_detached for every key of a set, in one script call per node.

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "client/scripts.hpp"
 #include "redlock/error.hpp"
+#include "scripts/scripts.hpp"
 
 namespace redlock::detail {
 

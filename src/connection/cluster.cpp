@@ -256,7 +256,7 @@ void cluster_node::schedule_refresh(std::chrono::milliseconds at_least) {
 
 // The parts of one split call: each is routed as a request of its own (redirections and
 // all), and the user's request is answered once, when the last part is, with the reply the
-// lock kind's merge (split_form::merge, src/client/split_merge.cpp) makes of the parts'
+// lock kind's merge (split_form::merge, src/drivers/split_merge.cpp) makes of the parts'
 // outcomes. This side only routes: it never reads a part's reply. When the merge says the
 // call is not to be kept (a set refused or failed), the parts that may hold keys give them
 // back (split_form::undo). The merged reply is "answered by" vetted_marker: the merge vets

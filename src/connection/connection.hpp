@@ -94,7 +94,7 @@ struct script {
 
 /// The lock kind's half of a call split per slot (split_form): it reads what each part
 /// answered and says what the whole call answered. The cluster node routes the parts and
-/// hands their outcomes here; it does not read them (src/client/split_merge.cpp has the
+/// hands their outcomes here; it does not read them (src/drivers/split_merge.cpp has the
 /// lock kinds' merges). One per split call, on the client's strand.
 class split_merge {
  public:

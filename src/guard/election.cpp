@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // Leader election (include/redlock/election.hpp) on the lock, the keeper and the
-// election's two rounds (src/client/election_round.hpp). Every Asio template of it is
+// election's two rounds (src/drivers/election_round.hpp). Every Asio template of it is
 // here: campaign, resignation, the record's refresher and the observer are operations on the
 // client's strand whose steps are handlers (no coroutine: the lifetime is the engine's one,
 // the op held by its own pending handlers), entered from the public templates through
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
-#include "client/election_round.hpp"
+#include "drivers/election_round.hpp"
 #include "guard/renewal.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"

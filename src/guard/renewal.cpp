@@ -10,13 +10,13 @@
 #include <boost/system/system_error.hpp>
 #include <map>
 
-#include "client/batch_answers.hpp"
-#include "client/script_calls.hpp"
-#include "client/single_lock.hpp"
-#include "guard/renewal_fsm.hpp"
+#include "drivers/single_lock.hpp"
+#include "machines/batch_answers.hpp"
+#include "machines/renewal_fsm.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/keeper.hpp"
+#include "scripts/script_calls.hpp"
 
 namespace redlock {
 namespace detail {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
-#include "guard/renewal_decisions.hpp"
+#include "machines/renewal_decisions.hpp"
 #include "redlock/client.hpp"
 #include "redlock/keeper.hpp"
 #include "redlock/lock.hpp"

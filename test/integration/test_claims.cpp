@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "async_helpers.hpp"
-#include "client/claims.hpp"
 #include "client/client_state.hpp"
+#include "drivers/claims.hpp"
 #include "fast_config.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
@@ -135,7 +135,7 @@ std::int64_t script_calls(redlock::test::redis_fleet& fleet, std::size_t i) {
 BOOST_AUTO_TEST_SUITE(claims)
 
 BOOST_AUTO_TEST_CASE(every_scripts_hash_matches_what_redis_computes) {
-  // All of the client's scripts (src/client/scripts.cpp), not only the claims' ones.
+  // All of the client's scripts (src/scripts/scripts.cpp), not only the claims' ones.
   redlock::test::redis_fleet fleet{1};
   const auto all = redlock::detail::all_scripts();
   // With the shared locks' two, the election's three and the semaphore's one.

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "async_helpers.hpp"
-#include "client/scripts.hpp"
 #include "fault_proxy.hpp"
 #include "fleet_fixture.hpp"
 #include "redis_cluster.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts/scripts.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "async_helpers.hpp"
-#include "client/scripts.hpp"
 #include "client/testing.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts/scripts.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

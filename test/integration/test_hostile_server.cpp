@@ -10,13 +10,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
-#include "client/scripts.hpp"
 #include "connection/slots.hpp"
 #include "connection_harness.hpp"
 #include "fake_server.hpp"
 #include "fast_config.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts/scripts.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

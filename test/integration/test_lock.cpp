@@ -11,10 +11,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include "async_helpers.hpp"
-#include "client/scripts.hpp"
 #include "delay_proxy.hpp"
 #include "fleet_fixture.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts/scripts.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -17,12 +17,12 @@
 #include <optional>
 
 #include "async_helpers.hpp"
-#include "client/scripts.hpp"
 #include "fast_config.hpp"
 #include "fleet_fixture.hpp"
 #include "process_wait.hpp"
 #include "redis_fleet.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts/scripts.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "client/election_decisions.hpp"
-#include "client/script_calls.hpp"
-#include "client/scripts.hpp"
+#include "machines/election_decisions.hpp"
+#include "scripts/script_calls.hpp"
+#include "scripts/scripts.hpp"
 #include "wire_reply.hpp"
 
 using namespace redlock;

@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "client/batch_answers.hpp"
-#include "client/claim_decisions.hpp"
-#include "client/extend_decisions.hpp"
-#include "client/repair_decisions.hpp"
-#include "client/script_calls.hpp"
-#include "client/scripts.hpp"
-#include "guard/renewal_decisions.hpp"
+#include "machines/batch_answers.hpp"
+#include "machines/claim_decisions.hpp"
+#include "machines/extend_decisions.hpp"
+#include "machines/renewal_decisions.hpp"
+#include "machines/repair_decisions.hpp"
 #include "quorum/observed.hpp"
 #include "resp/resp.hpp"
+#include "scripts/script_calls.hpp"
+#include "scripts/scripts.hpp"
 #include "wire_reply.hpp"
 
 using namespace redlock;

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "client/acquire_fsm.hpp"
 #include "client/call_checks.hpp"
-#include "client/lines.hpp"
-#include "client/lock_answer.hpp"
 #include "client/parts.hpp"
-#include "client/permit_line.hpp"
-#include "client/shared_decisions.hpp"
+#include "machines/acquire_fsm.hpp"
+#include "machines/lock_answer.hpp"
+#include "machines/shared_decisions.hpp"
 #include "redlock/multi_lock.hpp"
+#include "waiting/lines.hpp"
+#include "waiting/permit_line.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;

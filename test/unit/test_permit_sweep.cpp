@@ -10,9 +10,9 @@
 
 #include "async_helpers.hpp"  // prints redlock::error in failed checks
 #include "client/call_checks.hpp"
-#include "client/lock_answer.hpp"
-#include "client/permit_sweep_fsm.hpp"
 #include "connection/slots.hpp"
+#include "machines/lock_answer.hpp"
+#include "machines/permit_sweep_fsm.hpp"
 #include "redlock/config.hpp"
 #include "redlock/semaphore.hpp"
 #include "util/keyspace.hpp"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "client/extend_fsm.hpp"
-#include "client/release_fsm.hpp"
+#include "machines/extend_fsm.hpp"
+#include "machines/release_fsm.hpp"
 #include "resp/resp.hpp"
 #include "wire_reply.hpp"
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "client/claim_fsm.hpp"
-#include "guard/renewal_fsm.hpp"
+#include "machines/claim_fsm.hpp"
+#include "machines/renewal_fsm.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "client/inspect_fsm.hpp"
-#include "client/repair_fsm.hpp"
+#include "machines/inspect_fsm.hpp"
+#include "machines/repair_fsm.hpp"
 #include "wire_reply.hpp"
 
 using namespace redlock;

@@ -11,11 +11,11 @@
 #include <sstream>
 
 #include "client/client_state.hpp"  // acl_hint
-#include "client/scripts.hpp"
-#include "client/split_merge.hpp"
+#include "drivers/split_merge.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
+#include "scripts/scripts.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;
