@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-// What the drivers of acquisitions share, acquire_op (one resource, client.cpp) and
+// What the drivers of acquisitions share, acquire_op (one resource, lock_ops.cpp) and
 // lock_all_op (a set, multi.cpp): why an attempt failed, the retry timer and the fenced
 // write-back's requests. What comes next is acquire_fsm's decision.
 

@@ -13,6 +13,7 @@
 #include "machines/extend_decisions.hpp"
 #include "machines/extend_fsm.hpp"
 #include "quorum/rules.hpp"
+#include "redlock/client.hpp"
 
 namespace redlock::detail {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-// A release on the quorum engine, for a single lock (unlock_op, client.cpp) and for a set
+// A release on the quorum engine, for a single lock (unlock_op, lock_ops.cpp) and for a set
 // (unlock_all_op, multi.cpp): the checks before anything is sent, the round to every
 // node, and release_fsm's actions carried out. The lock kind supplies the payload, how a
 // reply reads (answer()), what it takes from the lock object, who is woken and how a
@@ -12,6 +12,7 @@
 #include "drivers/voted_op.hpp"
 #include "machines/release_fsm.hpp"
 #include "quorum/rules.hpp"
+#include "redlock/client.hpp"
 
 namespace redlock::detail {
 

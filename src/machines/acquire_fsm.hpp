@@ -4,7 +4,7 @@
 // I/O: it takes events (a round decided, a release heard, the retry timer, cancellation,
 // the client's shutdown) and answers with the action its driver must take (send an
 // attempt, send the fenced write-back, wait, complete). The driver (acquire_op in
-// client.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
+// lock_ops.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
 // local line; every decision about what comes next is made here, and test_rules feeds it
 // events without a server.
 

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: BSL-1.0
+// A single lock's operations: acquire (acquire_op, an attempt_driver over acquire_fsm, also a
+// semaphore's permit try), release (unlock_op) and extension (extend_op), each one operation
+// object per call that sends one request to every node and counts votes as replies are
+// parsed. No coroutine or timer per node: the connections' deadlines bound every request.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "client/call_checks.hpp"
+#include "client/client_state.hpp"
+#include "drivers/attempt.hpp"
+#include "drivers/extend.hpp"
+#include "drivers/release.hpp"
+#include "drivers/single_lock.hpp"
+#include "machines/lock_answer.hpp"
+#include "machines/shared_decisions.hpp"
+#include "quorum/operation.hpp"
+#include "quorum/rules.hpp"
+#include "redlock/client.hpp"
+#include "scripts/script_calls.hpp"
+#include "scripts/scripts.hpp"
+#include "waiting/local_waiter.hpp"
+#include "waiting/wake.hpp"
+
+namespace redlock::detail {
+
+namespace {
+
+// ---- acquire -----------------------------------------------------------------------
+
+class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock)>,
+                         public local_waiter<acquire_op>,
+                         private single_lock_call {
+  friend class attempt_driver<acquire_op, void(error_code, lock)>;
+  friend class local_waiter<acquire_op>;
+  static constexpr std::string_view tokens_noun = "token";
+
+ public:
+  acquire_op(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
+             diagnostics* diag, lock_handler h, std::shared_ptr<permit_target> permit = nullptr)
+      : attempt_driver(std::move(s), diag, std::move(h)),
+        single_lock_call(std::move(resource), opts, wait, std::move(permit)) {
+    no_text_ = "refused";
+    if (permit_) permit_try_ = permit_->tries;
+  }
+
+  void start() {
+    // A name too long to use is quoted by its start: the diagnostics must not copy it.
+    if (diag_) subject_ = quoted_resource(resource_);
+    if (s_->closed) return complete(error::shut_down, lock{});
+    if (auto problem = check_lock_call(resource_, opts_, wait_, s_->cfg, permit_ != nullptr)) {
+      extra_ = ": " + problem.why;
+      return complete(problem.code, lock{});
+    }
+    name_keys(*s_, *this);
+    const auto now = boot_clock::now();
+    call_start_ = now;
+    fsm_ = acquire_fsm{wait_, wait_deadline(now, wait_, opts_.wait)};
+    watch_cancellation(cancel_with_effects);
+    s_->lines.begin_call(*this);  // until before_complete: shutdown ends it
+    if (queue_behind_yield()) return;
+    attempt();
+  }
+
+ private:
+  void attempt() {
+    if (ended_by_close()) return;
+    begin_attempt();
+    repair_asked_ = false;
+    retry_now_ = false;
+    modes_.begin_attempt();
+    if (!drew_token([this] { new_token(*s_, *this); })) return;
+    if (opts_.fenced) repair_unmarked_nodes(*s_);
+    // Fair mode: a waiting call takes (or renews) its place in the nodes' line, its last
+    // attempt too (the same script, so the same permissions, whatever the timing); a
+    // single try only checks that nobody waits.
+    const script* lua = write_attempt(payload_, s_->cfg, opts_.fair && wait_, line_ticket);
+    ++attempts_;
+    send_attempt(payload_, lua);
+  }
+
+  void repair_unmarked() { repair_pair_once(*s_); }
+
+  // A lost permit try's node that never answered may have run it.
+  void on_failed(std::size_t i) override {
+    if (late_undo_ && may_have_taken(vote::failed, round_.errors[i], true)) undo_late(*s_, i);
+  }
+
+  vote classify(std::size_t i, const resp::reply& r) override {
+    const lock_answer a = permit_ ? read_permit_answer(r, opts_.fenced)
+                                  : read_lock_answer(r, opts_.fenced, opts_.fair);
+    switch (a.what) {
+      case lock_answer::kind::other_count:
+        // Nothing was taken there; attempt_driver's failure rule weighs these nodes.
+        permit_->nodes_count = a.count;
+        round_.fail(i, error::permit_count_mismatch,
+                    fmt::format("holds the semaphore with {} permits", a.count));
+        return vote::failed;
+      case lock_answer::kind::held:
+      case lock_answer::kind::readers:
+      case lock_answer::kind::writer_waiting:
+        if (permit_) permit_->held_answer(*s_, i, a, permit_try_);
+        return held(i, a);
+      case lock_answer::kind::waiter_first:
+        round_.texts[i] = "an earlier waiter is first in the line (fair mode)";
+        return vote::held;
+      case lock_answer::kind::malformed:
+        return vote::failed;
+      case lock_answer::kind::taken:
+        break;
+    }
+    if (late_undo_) {
+      undo_late(*s_, i);  // a lost permit try's late yes
+      return vote::yes;
+    }
+    if (!opts_.fenced) return vote::yes;
+    // Counted only if the marker names the server that answered.
+    fence_[i] = a.counter;
+    marked_[i] = trusted_marker(i, *a.marker);
+    count_fenced_yes(marked_[i]);
+    if (marked_[i]) return vote::yes;
+    // One that answers after the decision (a slow node behind the majority) is repaired
+    // too: a node that always lags would otherwise never be.
+    if (fsm_.decided()) repair_unmarked();
+    round_.texts[i] =
+        "set the key, but its fencing counters await repair (new, or restarted or promoted "
+        "since they were last repaired), so its vote does not count";
+    return vote::yes;
+  }
+
+  // Held: the answers about the modes of a shared resource are mode_refusals'; an ordinary
+  // holder's is judged here.
+  vote held(std::size_t i, const lock_answer& a) {
+    if (const std::string_view why = modes_.held(i, a); !why.empty()) {
+      if (diag_) round_.texts[i] = why;
+      return vote::held;
+    }
+    return a.named ? held_by(i, a.holder) : vote::held;
+  }
+
+  // A node still held by a token whose release this client has heard has not run that
+  // release yet (announcements and local releases reach the nodes at different times):
+  // the attempt is tried again at once, not after the retry delay (once per release).
+  vote held_by(std::size_t i, std::string_view holder) {
+    if (diag_) round_.texts[i] = held_by_text(holder, s_->holds_token(key_, holder));
+    if (s_->wakes && holder != retried_for_ && s_->wakes->released(key_, holder)) {
+      retry_now_ = true;
+      stale_holder_.assign(holder);
+    }
+    return vote::held;
+  }
+
+  // Refused by this client's own lease or lock of the other mode: waiting would wait on
+  // itself (a writer's lock never comes while its reader's lease is renewed).
+  bool waits_on_itself() {
+    const std::string_view why =
+        modes_.waits_on_itself(s_->holds(key_, !opts_.shared, boot_clock::now()));
+    if (why.empty()) return false;
+    extra_ = fmt::format(": {}", why);
+    return true;
+  }
+
+  void hand_out() {
+    if (opts_.fenced) return hand_out_fenced();
+    grant(0);
+  }
+
+  // A fenced win, in time: T is handed out at once when a majority of marked nodes already
+  // holds it (decide_fence), else after the write-back round.
+  void hand_out_fenced() {
+    const std::size_t n = s_->size();
+    std::array<bool, max_nodes> counted{};
+    for (std::size_t i = 0; i < n; ++i) counted[i] = round_.votes[i] == vote::yes && marked_[i];
+    if (!decide_fences(n, counted, 1, fence_, {&fence_token_, 1})) return grant(fence_token_);
+    start_write_back();
+  }
+
+  // Round two of a fenced acquisition: raise the counter to T on every node where the
+  // key still holds our token. Only then is T a valid fencing token.
+  void start_write_back() {
+    if (s_->before_fence_writeback) s_->before_fence_writeback(resource_);
+    payload2_.clear();
+    write_fence_raise(payload2_, key_, fence_keys_, token_, field_, fence_token_);
+    send_write_back(payload2_, &fence_raise_script, valid_until_);
+  }
+
+  // A fenced win whose write-back won in time.
+  void succeed() { grant(fence_token_); }
+
+  void grant(std::uint64_t fence) {
+    fsm_.finish();
+    if (s_->obs) {
+      report_attempt({}, fence);
+      report_call(*s_->obs, {}, fence);  // while resource_ still names the lock
+    }
+    leave_line();  // while key_ still names the line
+    complete({}, make_lock(s_, valid_until_, fence));
+  }
+
+  // A lost or stopped attempt: reported, and undone where it may have taken the key.
+  void abandon_attempt(error_code reason) {
+    if (s_->obs) report_attempt(reason, 0);
+    undo(*s_, round_);
+  }
+
+  void fail_attempt(error_code reason) {
+    abandon_attempt(reason);
+    if (waits_on_itself()) {
+      fsm_.finish();
+      return complete(error::upgrade_refused, lock{});
+    }
+    const auto now = boot_clock::now();
+    // Refused by a node that has not run a release heard of already: at once.
+    const auto repair_wait = wait_ ? std::nullopt : repair_bound();
+    const acquire_action next = fsm_.attempt_failed(reason, now, retry_now_, repair_wait);
+    if (next.what == acquire_action::kind::complete) return complete(next.ec, lock{});
+    if (repair_wait) {
+      // A single try that lost only to nodes awaiting a fence repair: once more when the
+      // repair ends (the timer bounds the wait).
+      const std::string_view hash = s_->repair_hash(fence_keys_);
+      retry_after(next);
+      if (!s_->await_repairs(this, {&hash, 1}, [this] { wake(); }))
+        act(fsm_.wake_after(std::chrono::nanoseconds::zero(), now));  // it ended already
+      return;
+    }
+    if (modes_.mark_writer_waiting()) mark_waiting(*s_, modes_.readers());
+    last_reason_ = reason;
+    if (std::exchange(retry_now_, false)) retried_for_ = std::move(stale_holder_);
+    if (next.what == acquire_action::kind::wait) return retry_after(next);
+    // Held by others: this client's waiters for the resource form a line (local_waiter).
+    if (reason == error::contended) join_local_line();
+    // Parked behind the head, it is woken by the wait deadline or a promotion; in fair mode
+    // it also renews its place on the nodes in time.
+    retry_after(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay),
+                                      .parked = parked(),
+                                      .renew = renew_interval(s_->cfg)}));
+  }
+
+  void before_complete(error_code ec) override {
+    s_->lines.end_call(*this);
+    s_->forget_repair_wait(this);
+    leave_line();
+    if (opts_.fair) {
+      // Leave the nodes' line: everywhere but where this call's win already took its place.
+      std::array<bool, max_nodes> mask{};
+      for (std::size_t i = 0; i < s_->size(); ++i) mask[i] = ec || round_.votes[i] != vote::yes;
+      leave_fair_line(*s_, mask);
+    }
+    if (s_->obs && !reported_) report_call(*s_->obs, ec, 0);
+  }
+
+  void report_attempt(error_code outcome, std::uint64_t fence) {
+    std::array<node_reply, max_nodes> replies;
+    const attempt_event e{.resource = resource_,
+                          .fenced = opts_.fenced,
+                          .attempt = attempts_,
+                          .outcome = outcome,
+                          .elapsed = micros(boot_clock::now() - start_),
+                          .fence = fence,
+                          .nodes = node_replies(replies, start_)};
+    s_->obs->on_attempt(e);
+  }
+
+  buffer payload_;
+  std::string payload2_;
+  error_code last_reason_;
+  // Fencing.
+  std::array<std::uint64_t, max_nodes> fence_{};
+  std::array<bool, max_nodes> marked_{};
+  std::uint64_t fence_token_ = 0;
+  std::uint64_t permit_try_ = 0;  // a permit's try: which of its call's tries this is
+  // Refused by a node still holding a token heard released: retry at once, once per token.
+  bool retry_now_ = false;
+  std::string stale_holder_, retried_for_;
+  mode_refusals modes_{opts_.shared};  // shared locks: what this attempt heard of the other mode
+};
+
+}  // namespace
+
+namespace {
+
+// ---- release -----------------------------------------------------------------------
+
+class unlock_op final : public lock_release_op {
+ public:
+  using lock_release_op::lock_release_op;
+
+  void start(lock& lk) {
+    if (!take(lk, "unlock")) return;
+    if (permit()) {
+      write_permit_release(payload_, *s_, key_, token_, send_as::sha);
+      return release(payload_, permit_release_script);
+    }
+    write_release(payload_, key_, token_, send_as::sha);
+    release(payload_, release_script);
+  }
+
+ private:
+  // The release goes on in the background, kept across reconnects: a node that was
+  // down, frozen or reconnecting still holds the key, and a renewal queued to it before
+  // could otherwise keep it alive.
+  void on_unsent(std::size_t i) override {
+    std::array<bool, max_nodes> only{};
+    only[i] = true;
+    s_->release_detached(key_, token_, &only, true, permit());
+  }
+
+  buffer payload_;
+};
+
+// ---- extend ------------------------------------------------------------------------
+
+class extend_op final : public extend_op_base<lock, lock_access> {
+ public:
+  using extend_op_base::extend_op_base;
+
+  void start(lock& lk, std::chrono::milliseconds ttl) {
+    verb_ = "extend";
+    if (diag_) subject_ = lk.resource();
+    if (!begin(lk, ttl)) return;
+    write_extend(payload_, lk.key(), lk.token(), ttl);
+    send(extend_script);
+    refresh_permit_record(*s_, lock_access::data(lk).record_key, ttl);
+  }
+
+ private:
+  void before_complete(error_code ec) override {
+    if (s_->obs) report_extension(lk_->resource(), ec, started(), !was_lost_ && lk_->lost());
+  }
+};
+
+}  // namespace
+
+void start_lock(std::shared_ptr<client_state> s, buffer resource, lock_options opts, bool wait,
+                diagnostics* diag, lock_handler h) {
+  if (!s) return complete_without_client(std::move(h), lock{});
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new acquire_op(std::move(s), std::move(resource), opts, wait, diag, std::move(h)),
+            strand, [](acquire_op& op) { op.start(); });
+}
+
+void start_permit_try(std::shared_ptr<client_state> s, buffer resource,
+                      std::shared_ptr<permit_target> permit, lock_options opts, diagnostics* diag,
+                      lock_handler h) {
+  if (!s) return complete_without_client(std::move(h), lock{});
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new acquire_op(std::move(s), std::move(resource), opts, false, diag, std::move(h),
+                           std::move(permit)),
+            strand, [](acquire_op& op) { op.start(); });
+}
+
+void start_unlock(std::shared_ptr<client_state> s, lock lk, diagnostics* diag, void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  const auto& strand = s->strand;  // kept alive by the op
+  // The operation owns the lock until it starts on the strand.
+  launch_op(new unlock_op(std::move(s), diag, std::move(h)), strand,
+            [lk = std::move(lk)](unlock_op& op) mutable { op.start(lk); });
+}
+
+void start_extend(std::shared_ptr<client_state> s, lock& lk, std::chrono::milliseconds ttl,
+                  diagnostics* diag, void_handler h) {
+  if (!s) return complete_without_client(std::move(h));
+  const auto& strand = s->strand;  // kept alive by the op
+  launch_op(new extend_op(std::move(s), diag, std::move(h)), strand,
+            [&lk, ttl](extend_op& op) { op.start(lk, ttl); });
+}
+
+}  // namespace redlock::detail
