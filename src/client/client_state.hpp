@@ -139,11 +139,14 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   permit_places places;
   /// Registers `w` as waiting for a permit and listens on the client's offers channel; its
   /// place for the nodes' lines, or "" when no offer could be heard (wake_on_release off).
-  std::string join_permit_line(permit_waiter& w);
+  std::string join_permit_line(permit_waiter& w, std::chrono::milliseconds grant_ttl = {});
   /// The call of `place` (join_permit_line's, may be "") stopped waiting.
   void leave_permit_line(std::string_view place);
   /// Node `node` offered a permit ("<id> <permit key>" on the offers channel).
   void permit_offered(std::size_t node, std::string_view message);
+  /// Node `node` granted permit `key` (holding `value`, "g|" and the place) to a call that no
+  /// longer waits: kept if this client holds that permit with that token, else released there.
+  void grant_unclaimed(std::size_t node, std::string_view key, std::string_view value);
   /// Every waiting permit call sweeps again (the channel came up; shutdown).
   void wake_permit_waiters();
   /// Election observers between two reads, per key they follow (src/guard/election.cpp):

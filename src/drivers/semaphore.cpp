@@ -29,12 +29,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
 #include <optional>
 #include <random>
 #include <utility>
@@ -42,6 +38,7 @@
 
 #include "client/call_checks.hpp"
 #include "client/client_state.hpp"
+#include "drivers/permit_place.hpp"
 #include "drivers/single_lock.hpp"
 #include "machines/acquire_fsm.hpp"
 #include "machines/permit_sweep_fsm.hpp"
@@ -62,6 +59,24 @@ std::string permit_count_resource(std::string_view resource) {
 namespace detail {
 namespace {
 
+// The failure for people: the call's reason (`why`, an argument error's explanation, or the
+// code's message), then what the last permit tried said (the diagnostics so far).
+void describe_permit_failure(diagnostics& diag, error_code ec, std::string_view resource,
+                             std::size_t permits, std::string_view why, std::uint64_t nodes_count) {
+  const std::string last = std::move(diag.message);
+  if (ec == error::permit_count_mismatch) {
+    // One line: the count to fix is the whole story.
+    diag.message = fmt::format(
+        "lock a permit of {} ({} permits): the nodes hold this semaphore with {} permits; "
+        "every client of it must ask for the same count",
+        quoted_resource(resource), permits, nodes_count);
+    return;
+  }
+  diag.message = fmt::format("lock a permit of {} ({} permits): {}", quoted_resource(resource),
+                             permits, why.empty() ? ec.message() : why);
+  if (why.empty() && !last.empty()) diag.message += "; the last permit tried: " + last;
+}
+
 class permit_op final : public permit_waiter, public composed_op<void(error_code, permit)> {
  public:
   permit_op(std::shared_ptr<client_state> s, std::string resource, std::size_t permits,
@@ -77,7 +92,9 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
 
   // Freed unfinished (abandoned: its io_context went away), it leaves the client's list of
   // waiting calls, which must not name it any more.
-  ~permit_op() override { s_->leave_permit_line(place_); }
+  ~permit_op() override {
+    if (place_) s_->leave_permit_line(place_->str());
+  }
 
   /// On the strand, never inside the initiating call.
   void start() {
@@ -96,7 +113,7 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
     fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
-    if (wait_) place_ = s_->join_permit_line(*this);
+    if (wait_) place_.emplace(*s_, *this, opts_);
     watch_cancellation(cancel_with_effects);
     sweep();
   }
@@ -110,8 +127,37 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
       if (it == keys.end()) return;
       offer_ = static_cast<std::size_t>(it - keys.begin());
     }
-    // A try in flight that fails goes on with the offer (tried()).
-    if (!in_flight_) act(fsm_.wake(0));
+    // A try in flight that fails goes on with the offer, or sweeps again at once (tried()):
+    // a subscription that came up while it was out did not hear its place's grants.
+    if (in_flight_)
+      rewake_ = true;
+    else
+      act(fsm_.wake(0));
+  }
+
+  // Node `node` granted this call's place permit `key` (permit_grant_decisions.hpp).
+  void granted(std::size_t node, std::string_view key, std::uint64_t epoch) override {
+    if (done_ || !place_) return;
+    const auto& keys = target_->keys;
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) return;
+    const bool first = !place_->has_grants();
+    const auto won = place_->granted(node, static_cast<std::size_t>(it - keys.begin()), epoch);
+    if (won) {
+      // A try in flight may take a permit too: its completion decides (tried()).
+      if (in_flight_)
+        grant_won_ = won;
+      else
+        win_by_grant(*won);
+      return;
+    }
+    // Grants split between permits (two releases reached the nodes in different orders), or
+    // no majority left to come: handed on at once, and the call waits under a new place, at
+    // the head of the line still (same ticket). Else they wait a node timeout for the rest
+    // (one permit's release reaches every node at about the same time), no longer: two calls
+    // never wait on each other's grants.
+    if (place_->hopeless()) return give_back_grants();
+    if (first) wait_for_grants();
   }
 
  private:
@@ -178,7 +224,9 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
     in_flight_ = true;
     target_->first = step.index;
     target_->span = step.span;
-    target_->place = step.last ? place_ : std::string{};
+    const bool with_place = place_ && !place_->str().empty() && step.last;
+    if (with_place) place_->sending(*target_);
+    target_->place = with_place ? place_->str() : std::string{};
     target_->answers.sent(++target_->tries, !target_->place.empty());
     start_permit_try(s_, buffer{permit_key_name(resource_, step.index)}, target_, opts_, diag_,
                      asio::bind_cancellation_slot(
@@ -190,6 +238,7 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
     in_flight_ = false;
     if (done_) return;  // a won lock dropped here is released in the background
     if (cancel_requested_) return complete(error::cancelled);
+    if (grant_won_) return win_by_grant(*grant_won_);  // a permit this try won is dropped
     won_ = std::move(lk);
     // A won call leaves the line where its try only kept its place (those nodes still held
     // the permit): a place left there would be offered a permit nobody takes. Answers that
@@ -208,7 +257,7 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
     if (next.what != acquire_action::kind::retry) return act(next);
     act(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
     // An offer heard while the sweep was out: ask for that permit now.
-    if (offer_ && !done_) act(fsm_.wake(0));
+    if ((offer_ || std::exchange(rewake_, false)) && !done_) act(fsm_.wake(0));
   }
 
   void wait(const acquire_action& a) {
@@ -219,29 +268,42 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
     }));
   }
 
+  // The grants' permit is the call's (the other grants are dropped by permit_place::leave). The
+  // place stays in the lines of the nodes that granted nothing yet: their lagging release of this
+  // permit gives it to this lock there too (client_state::grant_unclaimed keeps it).
+  void win_by_grant(std::size_t index) {
+    lock lk = place_->take(*target_, resource_, index);
+    // The current try's late "held" answers leave the line as they come
+    // (permit_target::held_answer). A try does not put back a place its node granted a permit
+    // in the try's window (permit_acquire_script).
+    target_->answers.won();
+    complete({}, permit{std::move(lk), index});
+  }
+
+  void give_back_grants() {
+    place_->renew(*target_);
+    offered({});
+  }
+
+  void wait_for_grants() {
+    if (!grant_timer_) grant_timer_.emplace(s_->strand);
+    grant_timer_->expires_after(s_->cfg.node_timeout);
+    grant_timer_->async_wait(step([this, place = place_->str()](error_code ec) {
+      if (!ec && !done_ && place == place_->str() && place_->has_grants() && !grant_won_)
+        give_back_grants();
+    }));
+  }
+
   void complete(error_code ec, permit p = {}) {
     if (done_) return;
     fsm_.finish();
-    s_->leave_permit_line(std::exchange(place_, {}));
+    if (place_) place_->leave(target_.get());
     if (timer_) timer_->cancel();
-    if (ec && diag_) describe(ec);
+    if (grant_timer_) grant_timer_->cancel();
+    if (ec && diag_)
+      describe_permit_failure(*diag_, ec, resource_, permits_, why_,
+                              target_ ? target_->nodes_count : 0);
     finish(ec, std::move(p));
-  }
-
-  // The failure for people: the call's reason, then what the last permit tried said.
-  void describe(error_code ec) {
-    const std::string last = std::move(diag_->message);
-    if (ec == error::permit_count_mismatch) {
-      // One line: the count to fix is the whole story.
-      diag_->message = fmt::format(
-          "lock a permit of {} ({} permits): the nodes hold this semaphore with {} permits; "
-          "every client of it must ask for the same count",
-          quoted_resource(resource_), permits_, target_->nodes_count);
-      return;
-    }
-    diag_->message = fmt::format("lock a permit of {} ({} permits): {}", quoted_resource(resource_),
-                                 permits_, why_.empty() ? ec.message() : why_);
-    if (why_.empty() && !last.empty()) diag_->message += "; the last permit tried: " + last;
   }
 
   std::shared_ptr<client_state> s_;
@@ -253,13 +315,16 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
   std::shared_ptr<permit_target> target_;  // the count asked, and the one the nodes hold
   acquire_fsm fsm_;
   permit_sweep sweep_{1};
-  lock won_;  // the last try's lock (empty unless it won)
+  std::optional<std::size_t> grant_won_;  // grants won while a try was out
+  bool rewake_ = false;                   // woken while a try was out: sweep again after it
+  lock won_;                              // the last try's lock (empty unless it won)
   bool in_flight_ = false;
-  std::string place_;                 // this call's place in the semaphore's line, or ""
-  std::optional<std::size_t> offer_;  // a permit a node offered, to ask for next
+  std::optional<permit_place> place_;  // a waiting call's place in the line, and its grants
+  std::optional<std::size_t> offer_;   // a permit a node offered, to ask for next
   bool cancel_requested_ = false;
   std::string why_;  // an argument error's explanation
   std::optional<boot_timer> timer_;
+  std::optional<boot_timer> grant_timer_;  // how long the place's grants may wait for a majority
   asio::cancellation_signal inner_cancel_;
 };
 

@@ -34,7 +34,9 @@ namespace redlock::detail {
 // with the nodes that offered that permit to this call.
 //
 // With {0, ...} the call's place is taken or renewed, never moved back: its ticket is the same on
-// every node, so that every node's line has one order. {5, k} changes no place: the call asks
+// every node, so that every node's line has one order. Not where the window holds a permit
+// granted to that place ("g|" and the place: permit_release_script popped it for that grant, and
+// a place put back would be granted a second permit). {5, k} changes no place: the call asks
 // for that permit next. A permit offered to this call ("o|" and its place) is taken as a free one
 // is, and the call leaves the line. A taken permit makes the record live at least `keep`
 // (refreshed, never shortened), so that the record outlives every permit key of the node
@@ -65,6 +67,7 @@ if me ~= "" and cur and not odd and cur ~= mine and string.sub(cur, 1, 2) == "o|
 end
 if odd or (cur and (me == "" or cur ~= mine)) then
   local all_odd = odd
+  local granted = me ~= "" and cur == "g|" .. me
   for k = 2, w do
     local v = redis.pcall("GET", KEYS[k])
     if not v or (me ~= "" and v == mine) then
@@ -73,11 +76,14 @@ if odd or (cur and (me == "" or cur ~= mine)) then
     if type(v) ~= "table" then
       all_odd = false
     end
+    if me ~= "" and v == "g|" .. me then
+      granted = true
+    end
   end
   if all_odd then
     return cur
   end
-  if me ~= "" then
+  if me ~= "" and not granted then
     local t = redis.call("TIME")
     local ms = tonumber(ARGV[7])
     redis.call("ZADD", line, "NX", ARGV[8], me)
@@ -108,20 +114,27 @@ if #KEYS == w + 3 then
 end
 return {1, redis.call("HINCRBY", KEYS[w + 4], ARGV[9], 1), redis.call("GET", KEYS[w + 5])}
 )lua",
-                                   .sha = "add1e9199730d52729a322b2787595a5a01fb9d7"};
+                                   .sha = "f445d7cabdd5277b3611f16ae353c194530fdf40"};
 
 // A permit's release (every release of a permit: unlock, a dropped permit, shutdown, the undo of
 // a lost try, and a client declining an offer for a call it no longer has). Where the permit
 // holds ARGV[1] (the holder's token, or the offer being declined), the line's lapsed places are
 // dropped and the permit goes to the head of the line: the key then holds "o|" and that place
-// for as long as an offer lives, and the place's channel is told "<id> <permit key>". A head
-// nobody hears (ARGV[3] "1": a node whose subscribers are the clients' own, not a cluster's) is
-// skipped. With no one in line (or no PUBLISH for this ACL user) the permit is deleted. KEYS:
+// for as long as an offer lives, and the place's channel is told "<id> <permit key>". A place
+// "<channel> <n>+<ttl>" (a call that takes a grant: unfenced) is granted the permit instead:
+// the key holds "g|" and the place for <ttl> ms, a lock the call holds once a majority of the
+// nodes told it "<n>+<ttl> <permit key>" (the grant's rules: machines/permit_grant_decisions.hpp).
+// A head nobody hears (ARGV[3] "1": a node whose subscribers are the clients' own, not a cluster's)
+// is skipped. With no one in line (or no PUBLISH for this ACL user) the permit is deleted. KEYS:
 // the permit key, the line, the lapse times; ARGV: token or offer, how long an offer lives (ms),
-// whether to skip the unheard. 1 released, 0 not held by ARGV[1]. A place splits at its last
+// whether to skip the unheard. 1 released, 0 not held by ARGV[1]. A permit that is free on
+// the node is handed on too (answer 0): a node that missed a grant (it gave the permit to
+// another waiter, who dropped it) joins the holder's release of the permit again, and its
+// line keeps pace with the others'. A place splits at its last
 // space (the id is digits): the channel carries the key prefix, which may hold spaces.
 const script permit_release_script{.body = R"lua(
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+local cur = redis.call("GET", KEYS[1])
+if cur and cur ~= ARGV[1] then
   return 0
 end
 local t = redis.call("TIME")
@@ -137,21 +150,35 @@ while true do
   end
   redis.call("ZREM", KEYS[3], head)
   local channel, id = string.match(head, "^(.+) (%d+)$")
+  local ttl
+  if not channel then
+    channel, id, ttl = string.match(head, "^(.+) (%d+%+(%d+))$")
+  end
   if channel then
     local heard = redis.pcall("PUBLISH", channel, id .. " " .. KEYS[1])
     if type(heard) ~= "number" then
       break
     end
     if heard > 0 or ARGV[3] ~= "1" then
-      redis.call("SET", KEYS[1], "o|" .. head, "PX", ARGV[2])
-      return 1
+      if ttl then
+        redis.call("SET", KEYS[1], "g|" .. head, "PX", ttl)
+      else
+        redis.call("SET", KEYS[1], "o|" .. head, "PX", ARGV[2])
+      end
+      if cur then
+        return 1
+      end
+      return 0
     end
   end
 end
 redis.call("DEL", KEYS[1])
-return 1
+if cur then
+  return 1
+end
+return 0
 )lua",
-                                   .sha = "80613fd7a40aea44821c815191a00f6ea3cd9c19"};
+                                   .sha = "57e08e0e4eda795578bb1a3a806b741b2178c597"};
 
 // A node's late offer of a permit this client holds already (it won the permit on other
 // nodes while this one still had it in line): the offer becomes the holder's token there, so

@@ -19,15 +19,18 @@ const std::string& permit_places::channel(std::string name) {
   return channel_;
 }
 
-std::string permit_places::join(permit_waiter& w) {
+std::string permit_places::join(permit_waiter& w, std::chrono::milliseconds grant_ttl) {
   std::string id = std::to_string(++next_id_);
-  std::string place = fmt::format("{} {}", channel_, id);
+  std::string place = grant_ttl.count() > 0
+                          ? fmt::format("{} {}+{}", channel_, id, grant_ttl.count())
+                          : fmt::format("{} {}", channel_, id);
   waiting_.emplace(std::move(id), &w);
   return place;
 }
 
 void permit_places::leave(std::string_view place) {
-  const std::string_view id = place.substr(place.rfind(' ') + 1);
+  std::string_view id = place.substr(place.rfind(' ') + 1);
+  id = id.substr(0, id.find('+'));
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return;
   waiting_.erase(it);
@@ -38,7 +41,7 @@ permit_waiter* permit_places::find(std::string_view id) const {
   return it == waiting_.end() ? nullptr : it->second;
 }
 
-std::string client_state::join_permit_line(permit_waiter& w) {
+std::string client_state::join_permit_line(permit_waiter& w, std::chrono::milliseconds grant_ttl) {
   // Without announcements nobody would hear an offer: the call polls, as before lines.
   if (!cfg.wake_on_release || closed) return {};
   if (places.channel().empty()) {
@@ -48,7 +51,7 @@ std::string client_state::join_permit_line(permit_waiter& w) {
   }
   if (!wakes) wakes = std::make_unique<wake_hub>(*this);
   wakes->watch_offers(places.channel());
-  return places.join(w);
+  return places.join(w, grant_ttl);
 }
 
 void client_state::leave_permit_line(std::string_view place) {
@@ -58,9 +61,16 @@ void client_state::leave_permit_line(std::string_view place) {
 void client_state::permit_offered(std::size_t node, std::string_view message) {
   const auto space = message.find(' ');
   if (space == std::string_view::npos) return;
-  const std::string_view id = message.substr(0, space), key = message.substr(space + 1);
-  if (permit_waiter* w = places.find(id)) return w->offered(key);
+  const std::string_view tag = message.substr(0, space), key = message.substr(space + 1);
+  const auto plus = tag.find('+');
+  const std::string_view id = tag.substr(0, plus);
+  const bool grant = plus != std::string_view::npos;
+  if (permit_waiter* w = places.find(id)) {
+    if (!grant) return w->offered(key);
+    return w->granted(node, key, wakes ? wakes->offers_epoch(node) : 0);
+  }
   if (closed || node >= size()) return;
+  if (grant) return grant_unclaimed(node, key, fmt::format("g|{} {}", places.channel(), tag));
   // An offer to a call that no longer waits: the node had it in line while the call won
   // elsewhere, or after it gave up. Taken over by this client's lock of that permit, if it
   // holds one (the node then counts it as held, and its release hands it on); else passed
@@ -78,6 +88,18 @@ void client_state::permit_offered(std::size_t node, std::string_view message) {
   std::array<bool, max_nodes> only{};
   only[node] = true;
   release_detached(key, offer, &only, true, true);
+}
+
+void client_state::grant_unclaimed(std::size_t node, std::string_view key, std::string_view value) {
+  // A grant to a call that no longer waits (it won, gave up, or renewed its place): the key
+  // holds the grant's value on that node. Kept where it is the token of a permit this client
+  // holds (the node's late grant of the permit the call won there too), else released, which
+  // hands it to the next in line.
+  for (const lock_data* d = held; d; d = d->next)
+    if (d->key() == key && d->token() == value) return;
+  std::array<bool, max_nodes> only{};
+  only[node] = true;
+  release_detached(key, value, &only, true, true);
 }
 
 void client_state::wake_permit_waiters() {

@@ -24,6 +24,9 @@ class permit_waiter {
   /// A node offered it the permit of key `key` (with the client's key prefix); empty: no
   /// permit in particular (the channel's subscription came up, or shutdown): sweep again.
   virtual void offered(std::string_view key) = 0;
+  /// Node `node` granted it the permit of key `key` (a place that takes grants: the key holds
+  /// "g|" and the place); `epoch` is the subscription that heard it (wake_hub::offers_epoch).
+  virtual void granted(std::size_t node, std::string_view key, std::uint64_t epoch) = 0;
 
  protected:
   ~permit_waiter() = default;
@@ -35,13 +38,16 @@ class permit_places {
   /// Names the client's channel (at the first call: keyspace::permit_offers).
   const std::string& channel(std::string name);
   const std::string& channel() const { return channel_; }
-  /// Registers `w` and returns its place: "<channel> <id>", as the nodes' line records it.
-  std::string join(permit_waiter& w);
-  /// The call of place `place` ended: later offers to it are taken over or declined
-  /// (client_state::permit_offered).
+  /// Registers `w` and returns its place: "<channel> <id>", as the nodes' line records it;
+  /// with a `grant_ttl`, "<channel> <id>+<ms>": a place that the releases grant permits to
+  /// for that long, instead of offering them (permit_release_script).
+  std::string join(permit_waiter& w, std::chrono::milliseconds grant_ttl = {});
+  /// The call of place `place` ended: later offers to it are taken over or declined, later
+  /// grants released (client_state::permit_offered).
   void leave(std::string_view place);
   bool empty() const { return waiting_.empty(); }
-  /// What an offer message ("<id> <permit key>") is for: the waiting call, or null.
+  /// What an offer message ("<id> <permit key>", or "<id>+<ms> <permit key>" for a grant) is
+  /// for: the waiting call, or null.
   permit_waiter* find(std::string_view id) const;
   /// Calls `f` for every waiting call (shutdown, a new subscription), each looked up again
   /// before its turn: a call may end (and leave) in an earlier one's.

@@ -91,6 +91,7 @@ void wake_hub::open() {
     subscribers_.push_back(std::move(sub));
   }
   up_.assign(subscribers_.size(), false);
+  offers_epoch_.assign(subscribers_.size(), 0);
   for (auto& sub : subscribers_) sub->start();
 }
 
@@ -162,6 +163,7 @@ void wake_hub::on_event(std::size_t node, node_event::kind k) {
   if (closed_) return;
   if (k == node_event::kind::disconnected) {
     up_[node] = false;  // the server forgot our channels; resubscribed at the next connect
+    offers_epoch_[node] = 0;
   } else if (k == node_event::kind::connected) {
     up_[node] = true;
     for (const auto& [key, w] : watched_) send(node, "SUBSCRIBE", key);
@@ -172,7 +174,10 @@ void wake_hub::on_message(std::size_t node, const resp::reply& r) {
   if (closed_) return;
   if (!offers_.empty() && r[2].text == offers_) {
     // A subscription that came up may have missed offers: every waiting call sweeps.
-    if (r[1].text == "subscribe") return s_.wake_permit_waiters();
+    if (r[1].text == "subscribe") {
+      offers_epoch_[node] = ++epochs_;
+      return s_.wake_permit_waiters();
+    }
     if (r[3].is_string()) s_.permit_offered(node, r[3].text);
     return;
   }

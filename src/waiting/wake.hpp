@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,6 +57,13 @@ class wake_hub {
   /// Whether `token`'s release on `key` has been heard (one of the latest): a node that
   /// still answers "held by token" has not run that release yet.
   bool released(std::string_view key, std::string_view token) const;
+  /// Node `node`'s subscription to the offers channel: a number no other subscription of this
+  /// client had, from its confirmation until its connection drops; 0 when there is none.
+  /// A permit grant counts only on the subscription its place was sent under
+  /// (machines/permit_grant_decisions.hpp).
+  std::uint64_t offers_epoch(std::size_t node) const {
+    return node < offers_epoch_.size() ? offers_epoch_[node] : 0;
+  }
   /// Closes the subscriber connections for good.
   void shutdown();
 
@@ -80,6 +88,8 @@ class wake_hub {
   client_state& s_;
   std::vector<std::shared_ptr<connection>> subscribers_;
   std::vector<bool> up_;  // subscriber i is connected (SUBSCRIBE now, or at connect)
+  std::vector<std::uint64_t> offers_epoch_;  // offers_epoch(i)
+  std::uint64_t epochs_ = 0;                 // the last epoch given
   string_map<watched> watched_;
   std::string offers_;  // the offers channel, once watched
   bool closed_ = false;

@@ -54,6 +54,8 @@ struct holders {
     }
     held[worker] = {p.index, p.lock.deadline()};
     ++acquisitions;
+    // Handed over by a release (permit_grant_decisions.hpp), not taken by a try of its own.
+    if (p.lock.token().starts_with("g|")) ++granted;
     if (on_acquired) on_acquired(acquisitions);
   }
   void released(std::size_t worker) { held[worker].reset(); }
@@ -61,7 +63,7 @@ struct holders {
   std::size_t permits;
   std::vector<std::optional<std::pair<std::size_t, redlock::boot_clock::time_point>>> held;
   std::vector<std::uint64_t> last_fence;
-  std::size_t acquisitions = 0, most = 0;
+  std::size_t acquisitions = 0, most = 0, granted = 0;
   int over_bound = 0, same_index = 0, fence_not_increasing = 0;
   std::vector<std::string> errors;
   std::function<void(std::size_t)> on_acquired;
@@ -143,6 +145,34 @@ struct three_nodes : redlock::test::fleet_fixture<3> {
       if (line(i, name, prefix).size() == n) ++nodes;
     return nodes >= redlock::majority(fleet.size());
   }
+  // Node 2 frozen after the 20th acquisition, thawed after the 60th: winning majorities change.
+  void with_a_frozen_minority(holders& h, bool fenced) {
+    h.on_acquired = [this](std::size_t n) {
+      if (n == 20) fleet[2].freeze();
+      if (n == 60) fleet[2].thaw();
+    };
+    contend(h, config(), 15, {.ttl = 2s, .wait = 60s, .fenced = fenced});
+    BOOST_TEST(!fleet[2].frozen());
+  }
+
+  // No persistence: a restarted node forgets the permits it held. The restart guard (short
+  // here) keeps it from voting until every permit it may have forgotten expired. A node is
+  // killed and started again, in turn, every 15 acquisitions.
+  void with_nodes_restarting_empty(holders& h, bool fenced) {
+    auto cfg = config();
+    cfg.restart_guard = true;
+    cfg.max_ttl = 400ms;
+    std::size_t next = 0;
+    h.on_acquired = [this, &next](std::size_t n) {
+      if (n % 15 != 0) return;
+      fleet[next % 3].kill();
+      fleet[next % 3].restart();
+      ++next;
+    };
+    contend(h, cfg, 15, {.ttl = 400ms, .wait = 60s, .fenced = fenced});
+    BOOST_TEST(next >= 5u);
+  }
+
   // The offers channels clients listen on at node i (one per client with a waiting call).
   std::size_t offer_channels(std::size_t i) {
     return fleet[i].command({"PUBSUB", "CHANNELS", "*redlock:permit:offers:*"}).elements.size();
@@ -183,32 +213,103 @@ BOOST_AUTO_TEST_CASE(independent_clients_never_hold_more_than_n_permits_and_fenc
 
 BOOST_AUTO_TEST_CASE(the_bound_holds_while_a_minority_node_is_frozen) {
   holders h{6, 2};
-  // Frozen after the 20th acquisition, thawed after the 60th: winning majorities change.
-  h.on_acquired = [this](std::size_t n) {
-    if (n == 20) fleet[2].freeze();
-    if (n == 60) fleet[2].thaw();
-  };
-  contend(h, config(), 15, {.ttl = 2s, .wait = 60s, .fenced = true});
-  BOOST_TEST(!fleet[2].frozen());
+  with_a_frozen_minority(h, true);
 }
 
 BOOST_AUTO_TEST_CASE(the_bound_and_fences_hold_while_nodes_restart_empty) {
-  // No persistence: a restarted node forgets the permits it held. The restart guard
-  // (short here) keeps it from voting until every permit it may have forgotten expired.
   holders h{6, 2};
+  with_nodes_restarting_empty(h, true);
+}
+
+// Unfenced, a waiting call is granted its permit by a release, with no try of its own: the same
+// bounds, under the same faults, with most permits handed over that way.
+BOOST_AUTO_TEST_CASE(granted_permits_keep_the_bound_among_independent_clients) {
+  holders h{8, 3};
+  contend(h, config(), 15, {.ttl = 2s, .wait = 60s});
+  BOOST_TEST(h.granted > 0u);
+  BOOST_TEST_MESSAGE(h.granted << " of " << h.acquisitions << " permits granted by a release");
+}
+
+BOOST_AUTO_TEST_CASE(granted_permits_keep_the_bound_while_a_minority_node_is_frozen) {
+  holders h{6, 2};
+  with_a_frozen_minority(h, false);
+  BOOST_TEST(h.granted > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(granted_permits_keep_the_bound_while_nodes_restart_empty) {
+  holders h{6, 2};
+  with_nodes_restarting_empty(h, false);
+  BOOST_TEST(h.granted > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_release_grants_the_head_of_the_line_its_permit_with_no_try) {
+  // The waiter retries only after 30 s: after the release, it sends nothing, and holds the
+  // permit on every node with its grant's token, valid from before its own try was sent.
+  auto holder = make_client();
   auto cfg = config();
-  cfg.restart_guard = true;
-  cfg.max_ttl = 400ms;
-  // A node killed and started again, in turn, every 15 acquisitions.
-  std::size_t next = 0;
-  h.on_acquired = [this, &next](std::size_t n) {
-    if (n % 15 != 0) return;
-    fleet[next % 3].kill();
-    fleet[next % 3].restart();
-    ++next;
-  };
-  contend(h, cfg, 15, {.ttl = 400ms, .wait = 60s, .fenced = true});
-  BOOST_TEST(next >= 5u);
+  cfg.retry_delay = never;
+  auto waiter = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await redlock::async_try_lock_permit(holder, "granted", 1, {.ttl = 20s},
+                                                        asio::use_awaitable);
+    std::optional<error_code> got;
+    redlock::permit p;
+    const auto called = redlock::boot_clock::now();
+    start_wait(waiter, "granted", 1, got, p);
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return in_line_everywhere("granted", 1) && listening_everywhere(1); }));
+    const auto released = redlock::boot_clock::now();
+    co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got.has_value(); }, 10s));
+    BOOST_TEST(!*got, got->message());
+    BOOST_TEST(p.valid());
+    BOOST_TEST(p.lock.token().starts_with("g|"));
+    // 20 s less the drift (1% + 2 ms), from the call's first try with its place: after the
+    // call began, before the release that granted it.
+    BOOST_TEST((p.lock.deadline() >= called + 20s - 202ms));
+    BOOST_TEST((p.lock.deadline() <= released + 20s - 202ms));
+    BOOST_TEST(co_await eventually([&] {
+      for (std::size_t i = 0; i < fleet.size(); ++i)
+        if (fleet[i].command({"GET", "redlock:permit:{granted}:0"}).text != p.lock.token())
+          return false;
+      return true;
+    }));
+    BOOST_TEST(co_await eventually([&] { return in_line_everywhere("granted", 0); }));
+    co_await waiter.async_unlock(std::move(p.lock), asio::use_awaitable);
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      BOOST_TEST(fleet[i].command({"EXISTS", "redlock:permit:{granted}:0"}).integer == 0);
+    BOOST_TEST(fleet.keys_without_ttl("").empty(), fleet.keys_without_ttl(""));
+    for (auto* c : {&holder, &waiter}) co_await c->async_shutdown(asio::use_awaitable);
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_waiter_is_offered_its_permit_and_takes_it_with_a_try) {
+  // A fence is counted by the try's script: a fenced call's place asks for offers, not grants.
+  auto holder = make_client();
+  auto cfg = config();
+  cfg.retry_delay = never;
+  auto waiter = make_client(cfg);
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto held = co_await redlock::async_try_lock_permit(
+        holder, "offered", 1, {.ttl = 20s, .fenced = true}, asio::use_awaitable);
+    std::optional<error_code> got;
+    redlock::permit p;
+    redlock::async_lock_permit(waiter, "offered", 1, {.ttl = 20s, .wait = 60s, .fenced = true},
+                               [&](error_code ec, redlock::permit r) {
+                                 got = ec;
+                                 p = std::move(r);
+                               });
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return in_line_everywhere("offered", 1) && listening_everywhere(1); }));
+    for (const auto& place : line(0, "offered")) BOOST_TEST(place.find('+') == std::string::npos);
+    co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got.has_value(); }, 10s));
+    BOOST_TEST(!*got, got->message());
+    BOOST_TEST(!p.lock.token().starts_with("g|"));
+    BOOST_TEST(p.fence() > held.fence());
+    co_await waiter.async_unlock(std::move(p.lock), asio::use_awaitable);
+    for (auto* c : {&holder, &waiter}) co_await c->async_shutdown(asio::use_awaitable);
+  }());
 }
 
 BOOST_AUTO_TEST_CASE(a_waiter_is_woken_by_the_release_of_any_permit) {

@@ -12,6 +12,7 @@
 #include "client/call_checks.hpp"
 #include "connection/slots.hpp"
 #include "machines/lock_answer.hpp"
+#include "machines/permit_grant_decisions.hpp"
 #include "machines/permit_sweep_fsm.hpp"
 #include "redlock/config.hpp"
 #include "redlock/semaphore.hpp"
@@ -397,6 +398,126 @@ BOOST_AUTO_TEST_CASE(an_empty_prefix_names_the_bare_keys) {
   BOOST_TEST(k.prefix_size() == 0u);
   BOOST_TEST(k.key("r") == "r");
   BOOST_TEST(k.fence_marker() == "redlock:fence:marker");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- grants: permits the nodes' releases handed straight to a waiting call's place ---------
+
+namespace {
+
+using detail::permit_grants;
+using namespace std::chrono_literals;
+
+constexpr auto grant_ttl = std::chrono::milliseconds{10'000};
+const redlock::boot_clock::time_point t0{std::chrono::hours{1}};
+
+// A place sent at t0 under subscriptions 1, 2, 3 of nodes 0, 1, 2.
+permit_grants sent_place() {
+  permit_grants g{grant_ttl, 0.01};
+  g.place_sent(t0, {1, 2, 3});
+  return g;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(permit_grant_rules)
+
+BOOST_AUTO_TEST_CASE(a_majority_of_one_permit_wins_it_valid_from_the_place_first_try) {
+  auto g = sent_place();
+  BOOST_TEST(!g.granted(0, 2, 1, true, t0 + 1ms, 3).has_value());
+  const auto won = g.granted(2, 2, 3, true, t0 + 2ms, 3);
+  BOOST_TEST_REQUIRE(won.has_value());
+  BOOST_TEST(*won == 2u);
+  // TTL less drift (1% + 2 ms), counted from the first try, not from the grants.
+  BOOST_TEST((g.deadline() == t0 + grant_ttl - 100ms - 2ms));
+  // A later try with the same place keeps the first one's time.
+  g.place_sent(t0 + 5s, {1, 2, 3});
+  BOOST_TEST((g.deadline() == t0 + grant_ttl - 102ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_grant_counts_only_on_the_subscription_its_try_went_out_under) {
+  auto g = sent_place();
+  // Node 1 heard on a later subscription (its connection dropped and came back: the server may
+  // have restarted since the try), node 2 with none when the try went out.
+  permit_grants none{grant_ttl, 0.01};
+  none.place_sent(t0, {1, 2, 0});
+  BOOST_TEST(!none.granted(2, 0, 3, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!none.granted(0, 0, 1, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!g.granted(1, 0, 7, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!g.granted(0, 0, 1, true, t0 + 2ms, 3).has_value());
+  // The third node's grant makes the majority with node 0's: node 1's never counted.
+  BOOST_TEST(g.granted(2, 0, 3, true, t0 + 3ms, 3).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_may_not_vote_is_not_counted) {
+  auto g = sent_place();
+  BOOST_TEST(!g.granted(0, 1, 1, false, t0 + 1ms, 3).has_value());  // restart guard, replica...
+  BOOST_TEST(!g.granted(1, 1, 2, true, t0 + 2ms, 3).has_value());
+  BOOST_TEST(g.granted(2, 1, 3, true, t0 + 3ms, 3).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_counts_once_however_often_it_grants) {
+  auto g = sent_place();
+  BOOST_TEST(!g.granted(0, 3, 1, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!g.granted(0, 3, 1, true, t0 + 2ms, 3).has_value());
+  BOOST_TEST(!g.granted(0, 3, 1, true, t0 + 3ms, 3).has_value());
+  BOOST_TEST(g.granted(1, 3, 2, true, t0 + 4ms, 3).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(grants_past_half_the_ttl_do_not_count) {
+  auto g = sent_place();
+  BOOST_TEST(!g.granted(0, 0, 1, true, t0 + 5s, 3).has_value());
+  BOOST_TEST(!g.granted(1, 0, 2, true, t0 + 6s, 3).has_value());
+  BOOST_TEST(!g.granted(2, 0, 3, true, t0 + 7s, 3).has_value());
+  BOOST_TEST(g.hopeless(3));
+  // Just before half: counted.
+  auto h = sent_place();
+  BOOST_TEST(!h.granted(0, 0, 1, true, t0 + 4999ms, 3).has_value());
+  BOOST_TEST(h.granted(1, 0, 2, true, t0 + 4999ms, 3).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(no_grant_counts_before_a_try_carried_the_place) {
+  permit_grants g{grant_ttl, 0.01};
+  BOOST_TEST(!g.granted(0, 0, 1, true, t0, 3).has_value());
+  BOOST_TEST(!g.granted(1, 0, 2, true, t0, 3).has_value());
+  BOOST_TEST(!g.granted(2, 0, 3, true, t0, 3).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(different_permits_from_the_nodes_are_a_split) {
+  auto g = sent_place();
+  BOOST_TEST(!g.split());
+  BOOST_TEST(!g.granted(0, 1, 1, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!g.split());
+  BOOST_TEST(!g.hopeless(3));  // two nodes still silent could make permit 1's majority
+  BOOST_TEST(!g.granted(2, 0, 3, true, t0 + 2ms, 3).has_value());
+  BOOST_TEST(g.split());
+  BOOST_TEST(!g.hopeless(3));  // node 1 could still grant 0 or 1
+  BOOST_TEST(!g.granted(1, 2, 2, true, t0 + 3ms, 3).has_value());
+  BOOST_TEST(g.hopeless(3));  // every node popped the place, no permit has two
+  // All three are let go when the call keeps none, the others when it keeps one.
+  BOOST_TEST(g.stray(std::nullopt).size() == 3u);
+  const auto others = g.stray(1u);
+  BOOST_TEST_REQUIRE(others.size() == 2u);
+  BOOST_TEST(others[0].index == 0u);
+  BOOST_TEST(others[1].index == 2u);
+  BOOST_TEST(g.from(1));
+}
+
+BOOST_AUTO_TEST_CASE(a_place_goes_stale_past_a_quarter_of_the_ttl_and_renewing_forgets) {
+  auto g = sent_place();
+  BOOST_TEST(!g.stale(t0 + 2500ms));
+  BOOST_TEST(g.stale(t0 + 2501ms));
+  BOOST_TEST(!g.granted(0, 0, 1, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!g.empty());
+  g.renewed();
+  BOOST_TEST(g.empty());
+  BOOST_TEST(!g.stale(t0 + 1h));
+  BOOST_TEST(!g.from(0));
+  // Forgotten: the node's earlier grant no longer makes a majority with a new one.
+  g.place_sent(t0 + 10ms, {1, 2, 3});
+  BOOST_TEST(!g.granted(1, 0, 2, true, t0 + 11ms, 3).has_value());
+  BOOST_TEST((g.deadline() == t0 + 10ms + grant_ttl - 102ms));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
