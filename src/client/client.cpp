@@ -228,6 +228,14 @@ struct testing_access {
 };
 }  // namespace detail
 
+std::size_t detail::offers_subscriptions(client& c) {
+  const client_state& s = testing_access::state(c);
+  std::size_t n = 0;
+  for (std::size_t i = 0; s.wakes && i < s.size(); ++i)
+    if (s.wakes->offers_epoch(i) != 0) ++n;
+  return n;
+}
+
 void detail::set_fence_writeback_hook(client& c, std::function<void(std::string_view)> hook) {
   testing_access::state(c).before_fence_writeback = std::move(hook);
 }

@@ -4,6 +4,7 @@
 // (they live beside the sources; the tests and the benchmark see them through
 // redlock_internal).
 
+#include <cstddef>
 #include <functional>
 #include <string_view>
 
@@ -18,5 +19,10 @@ namespace redlock::detail {
 /// (the write-back) is skipped because a majority already reported the token. Set it
 /// before the client's first call.
 void set_fence_writeback_hook(client& c, std::function<void(std::string_view)> hook);
+
+/// How many nodes have confirmed the client's subscription to its offers channel (as the
+/// client has read it): a waiting permit call sent after it is n counts those nodes' grants.
+/// On the client's strand (a test's single-threaded io_context).
+std::size_t offers_subscriptions(client& c);
 
 }  // namespace redlock::detail
