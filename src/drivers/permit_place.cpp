@@ -36,8 +36,8 @@ std::optional<std::size_t> permit_place::granted(std::size_t node, std::size_t i
   return grants_.granted(node, index, epoch, votes, now, s_.size());
 }
 
-bool permit_place::hopeless() const {
-  return grants_.split() || grants_.hopeless(s_.size());
+bool permit_place::give_back() const {
+  return grants_.give_back(s_.size());
 }
 
 lock permit_place::take(const permit_target& t, std::string_view resource, std::size_t index) {

@@ -37,8 +37,9 @@ class permit_place {
   /// Node `node` granted permit `index`, heard on subscription `epoch`: the permit a majority
   /// of counted grants now gives the call, if any.
   std::optional<std::size_t> granted(std::size_t node, std::size_t index, std::uint64_t epoch);
-  /// The grants can no longer make a majority, or split between permits: give them back.
-  bool hopeless() const;
+  /// No permit won, and the grants can no longer make a majority or split between permits: give
+  /// them back (permit_grants::give_back). Never once a permit is won, even while a try is out.
+  bool give_back() const;
   bool has_grants() const { return !grants_.empty(); }
 
   /// The lock of permit `index` that the grants won (its token "g|" and the place); the other

@@ -151,12 +151,11 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
         win_by_grant(*won);
       return;
     }
-    // Grants split between permits (two releases reached the nodes in different orders), or
-    // no majority left to come: handed on at once, and the call waits under a new place, at
-    // the head of the line still (same ticket). Else they wait a node timeout for the rest
-    // (one permit's release reaches every node at about the same time), no longer: two calls
-    // never wait on each other's grants.
-    if (place_->hopeless()) return give_back_grants();
+    // No permit won (one won while a try is out stays won) and the grants split (two releases
+    // reached the nodes in different orders) or no majority left to come: handed on at once,
+    // the call waiting under a new place, at the head of the line (same ticket). Else a node
+    // timeout for the rest (a release reaches every node at about the same time), no longer.
+    if (place_->give_back()) return give_back_grants();
     if (first) wait_for_grants();
   }
 

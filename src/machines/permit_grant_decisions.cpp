@@ -30,13 +30,23 @@ std::optional<std::size_t> permit_grants::granted(std::size_t node, std::size_t 
                        votes && now < *first_sent_ + ttl_ / 2 && granted_in_time(now, deadline());
   grants_.push_back({.node = node, .index = index, .counted = counted});
   if (!counted) return std::nullopt;
-  // A node counts once per permit, however often it granted it (a place can be put in line
-  // again by a later try, and popped again).
+  if (votes_for(index) >= quorum(nodes)) return index;
+  return std::nullopt;
+}
+
+// A node counts once per permit, however often it granted it (a place can be put in line again
+// by a later try, and popped again).
+std::size_t permit_grants::votes_for(std::size_t index) const {
   std::array<bool, max_nodes> seen{};
-  std::size_t votes_for = 0;
+  std::size_t n = 0;
   for (const grant& g : grants_)
-    if (g.counted && g.index == index && !std::exchange(seen[g.node], true)) ++votes_for;
-  if (votes_for >= quorum(nodes)) return index;
+    if (g.counted && g.index == index && !std::exchange(seen[g.node], true)) ++n;
+  return n;
+}
+
+std::optional<std::size_t> permit_grants::won(std::size_t nodes) const {
+  for (const grant& g : grants_)
+    if (g.counted && votes_for(g.index) >= quorum(nodes)) return g.index;
   return std::nullopt;
 }
 
@@ -60,13 +70,8 @@ bool permit_grants::hopeless(std::size_t nodes) const {
   for (const grant& g : grants_) heard[g.node] = true;
   const auto silent =
       nodes - static_cast<std::size_t>(std::count(heard.begin(), heard.begin() + nodes, true));
-  for (const grant& g : grants_) {
-    std::array<bool, max_nodes> seen{};
-    std::size_t n = 0;
-    for (const grant& o : grants_)
-      if (o.counted && o.index == g.index && !std::exchange(seen[o.node], true)) ++n;
-    if (n + silent >= quorum(nodes)) return false;
-  }
+  for (const grant& g : grants_)
+    if (votes_for(g.index) + silent >= quorum(nodes)) return false;
   return !grants_.empty();
 }
 

@@ -70,6 +70,12 @@ class permit_grants {
   bool hopeless(std::size_t nodes) const;
   /// Whether the nodes granted the place different permits.
   bool split() const;
+  /// The permit that a majority of `nodes` nodes' counted grants give the call, if any. Once
+  /// there is one it stays the call's (later grants of others are strays), however split.
+  std::optional<std::size_t> won(std::size_t nodes) const;
+  /// Whether the call should hand its grants on and wait under a new place: no permit won, and
+  /// the grants split between permits or none can reach a majority any more.
+  bool give_back(std::size_t nodes) const { return !won(nodes) && (split() || hopeless(nodes)); }
   /// The grants the call must release when it keeps permit `kept` (nullopt: none): those of
   /// other permits. A grant of `kept`, counted or not, holds the key with the lock's own token,
   /// which the lock's release clears.
@@ -82,6 +88,8 @@ class permit_grants {
   }
 
  private:
+  std::size_t votes_for(std::size_t index) const;  // nodes whose counted grants name `index`
+
   std::chrono::milliseconds ttl_;
   double factor_;
   std::optional<boot_clock::time_point> first_sent_;

@@ -244,8 +244,9 @@ BOOST_AUTO_TEST_CASE(granted_permits_keep_the_bound_while_nodes_restart_empty) {
 }
 
 BOOST_AUTO_TEST_CASE(a_release_grants_the_head_of_the_line_its_permit_with_no_try) {
-  // The waiter retries only after 30 s: after the release, it sends nothing, and holds the
-  // permit on every node with its grant's token, valid from before its own try was sent.
+  // The waiter retries only after 30 s: after the release, it sends nothing, and holds the permit
+  // on every node where it waited in line with its grant's token, valid from before its own try was
+  // sent.
   auto holder = make_client();
   auto cfg = config();
   cfg.retry_delay = never;
@@ -264,7 +265,12 @@ BOOST_AUTO_TEST_CASE(a_release_grants_the_head_of_the_line_its_permit_with_no_tr
     redlock::permit p;
     const auto called = redlock::boot_clock::now();
     start_wait(waiter, "granted", 1, got, p);
-    BOOST_TEST_REQUIRE(co_await eventually([&] { return in_line_everywhere("granted", 1); }));
+    // A majority of the lines: a node that the holder's try did not reach in time (a loaded
+    // machine) had the permit free, and the waiter's try took it there and gave it back.
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return in_line("granted", 1); }));
+    std::vector<std::size_t> lined;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      if (line(i, "granted").size() == 1) lined.push_back(i);
     const auto released = redlock::boot_clock::now();
     co_await holder.async_unlock(std::move(held.lock), asio::use_awaitable);
     BOOST_TEST_REQUIRE(co_await eventually([&] { return got.has_value(); }, 10s));
@@ -276,7 +282,7 @@ BOOST_AUTO_TEST_CASE(a_release_grants_the_head_of_the_line_its_permit_with_no_tr
     BOOST_TEST((p.lock.deadline() >= called + 20s - 202ms));
     BOOST_TEST((p.lock.deadline() <= released + 20s - 202ms));
     BOOST_TEST(co_await eventually([&] {
-      for (std::size_t i = 0; i < fleet.size(); ++i)
+      for (const std::size_t i : lined)
         if (fleet[i].command({"GET", "redlock:permit:{granted}:0"}).text != p.lock.token())
           return false;
       return true;

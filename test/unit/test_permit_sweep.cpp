@@ -504,6 +504,35 @@ BOOST_AUTO_TEST_CASE(different_permits_from_the_nodes_are_a_split) {
   BOOST_TEST(g.from(1));
 }
 
+BOOST_AUTO_TEST_CASE(a_won_permit_is_kept_when_a_later_grant_splits_the_place) {
+  // Permit 2 won on nodes 0 and 1 while the call's try is out: the try's completion takes it.
+  // Node 2's later grant of permit 0 (another release that reached it first) is a stray, not a
+  // reason to give the won permit back.
+  auto g = sent_place();
+  BOOST_TEST(!g.granted(0, 2, 1, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!g.won(3).has_value());
+  BOOST_TEST(g.granted(1, 2, 2, true, t0 + 2ms, 3).has_value());
+  BOOST_TEST(!g.granted(2, 0, 3, true, t0 + 3ms, 3).has_value());
+  BOOST_TEST(g.split());
+  BOOST_TEST_REQUIRE(g.won(3).has_value());
+  BOOST_TEST(*g.won(3) == 2u);
+  BOOST_TEST(!g.give_back(3));
+  const auto strays = g.stray(2u);
+  BOOST_TEST_REQUIRE(strays.size() == 1u);
+  BOOST_TEST(strays[0].node == 2u);
+  // Unwon, the same split is given back.
+  auto h = sent_place();
+  BOOST_TEST(!h.granted(0, 2, 1, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!h.granted(2, 0, 3, true, t0 + 3ms, 3).has_value());
+  BOOST_TEST(h.give_back(3));
+  // Uncounted grants (another subscription) win nothing, however many.
+  auto u = sent_place();
+  BOOST_TEST(!u.granted(0, 1, 9, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!u.granted(1, 1, 9, true, t0 + 1ms, 3).has_value());
+  BOOST_TEST(!u.won(3).has_value());
+  BOOST_TEST(u.give_back(3));
+}
+
 BOOST_AUTO_TEST_CASE(a_place_goes_stale_past_a_quarter_of_the_ttl_and_renewing_forgets) {
   auto g = sent_place();
   BOOST_TEST(!g.stale(t0 + 2500ms));
