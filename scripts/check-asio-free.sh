@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSL-1.0
 # Fails, naming the header and the Asio file it reached, when a machine, rule or reader
-# header of src/ (*_fsm.hpp, *_decisions.hpp, *_answer.hpp, rules.hpp) does not compile on
-# its own or sees Boost.Asio, directly or through another header: those parts decide and
-# read, and the drivers alone do I/O. Run by CTest as `machines_without_asio`, with the
+# header of src/ (*_fsm.hpp, *_decisions.hpp, *_answer.hpp, rules.hpp, and the machines'
+# action vocabulary, action.hpp) does not compile on its own or sees Boost.Asio, directly
+# or through another header: those parts decide and read, and the drivers alone do I/O. Run by CTest as `machines_without_asio`, with the
 # C++ compiler as its argument (default g++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ while IFS= read -r header; do
     status=1
   fi
 done < <(find src -name '*_fsm.hpp' -o -name '*_decisions.hpp' -o -name '*_answer.hpp' \
-           -o -name 'rules.hpp' | sort)
+           -o -name 'rules.hpp' -o -name 'action.hpp' | sort)
 if [ "$count" -eq 0 ]; then
   echo "check-asio-free: no machine, rule or reader header found under src/" >&2
   exit 1

@@ -70,14 +70,18 @@ class inspect_op final
 
   void act(const inspect_action& a) {
     switch (a.what) {
-      case inspect_action::kind::send_second:
-        if (!send_second(second_[a.node], a.node, config_payload_, nullptr, deadline_))
-          act(fsm_.second_refused(a.node));
+      case action_kind::second_round:
+        for (std::size_t i = 0; i < s_->size(); ++i)
+          if ((a.nodes & bit(i)) &&
+              !send_second(second_[i], i, config_payload_, nullptr, deadline_))
+            act(fsm_.second_refused(i));
         return;
-      case inspect_action::kind::complete:
+      case action_kind::complete:
         if (a.ec) return complete(a.ec, fsm_.take_reports());
         return complete({}, standing(fsm_.take_reports()));
-      case inspect_action::kind::none:
+      case action_kind::none:
+      case action_kind::send_round:  // the first round is start()'s
+      case action_kind::wait:        // an inspection has no timer
         return;
     }
   }

@@ -48,7 +48,7 @@ class release_op_base : public voted_op {
   void on_cancel() override { act(fsm_.cancel()); }
 
   void act(const release_action& a) {
-    if (a.what == release_action::kind::complete) complete(a.ec);
+    if (a.what == action_kind::complete) complete(a.ec);
   }
 
   release_fsm fsm_;

@@ -88,8 +88,8 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
     // Shutdown stopped every keeper: none of these locks is to be decided.
     if (s_->closed) fsm_.shut_down();
     const auto a = fsm_.tally();
-    if (a.what == renewal_action::kind::none) return;
-    finish(a.what == renewal_action::kind::decide);
+    if (a.what == action_kind::none) return;
+    finish(!a.ec);  // shut_down: nothing to decide
     complete({});
   }
 

@@ -16,21 +16,12 @@
 #include <vector>
 
 #include "client/call_checks.hpp"
+#include "machines/action.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/claim.hpp"
 #include "redlock/config.hpp"
 
 namespace redlock::detail {
-
-/// One bit per node of the fleet (max_nodes fit).
-using node_mask = std::uint16_t;
-constexpr node_mask bit(std::size_t i) {
-  return static_cast<node_mask>(1u << i);
-}
-/// Every node of a fleet of n.
-constexpr node_mask fleet_mask(std::size_t n) {
-  return static_cast<node_mask>((1u << n) - 1);
-}
 
 /// Whether a settled token becomes its own done marker (claim_mode::own_marker): lock
 /// tokens are lowercase hex, so only such a claim's token starts with the state byte.

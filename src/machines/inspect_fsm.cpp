@@ -103,7 +103,7 @@ inspect_action inspect_fsm::first_answered(std::size_t i, const resp::reply& r,
   // connection's handshake, this one is a plain round trip.
   state_[i] = node_state::second;
   second_sent_[i] = now;
-  return {.what = kind::send_second, .node = i};
+  return inspect_action::second_to(i);
 }
 
 inspect_action inspect_fsm::second_answered(std::size_t i, error_code ec, const resp::reply* r,
@@ -129,7 +129,7 @@ inspect_action inspect_fsm::node_failed(std::size_t i, error_code ec, std::strin
 inspect_action inspect_fsm::cancel() {
   if (phase_ == phase::done) return {};
   phase_ = phase::done;
-  return {.what = kind::complete, .ec = error::cancelled};
+  return inspect_action::completed(error::cancelled);
 }
 
 inspect_action inspect_fsm::finished(std::size_t i) {
@@ -143,7 +143,7 @@ inspect_action inspect_fsm::complete_if_all_in() {
   // While the first round is still going out, a node refused at once leaves others unsent.
   if (phase_ != phase::reading || left_ != 0) return {};
   phase_ = phase::done;
-  return {.what = kind::complete};
+  return inspect_action::completed();
 }
 
 }  // namespace redlock::detail

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "machines/action.hpp"
 #include "quorum/rules.hpp"  // error_code
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
@@ -24,17 +25,10 @@
 
 namespace redlock::detail {
 
-/// What the driver of an inspection does next.
-struct inspect_action {
-  enum class kind : std::uint8_t {
-    none,         ///< nothing: wait for the next event
-    send_second,  ///< send node `node` the persistence request (CONFIG GET)
-    complete,     ///< complete with `ec` and the reports (take_reports)
-  };
-  kind what = kind::none;
-  std::size_t node = 0;
-  error_code ec{};
-};
+/// What the driver of an inspection does next: nothing yet, a second round (the
+/// persistence request, CONFIG GET) to one node, or complete with `ec` and the reports
+/// (take_reports).
+using inspect_action = machine_action<>;
 
 /// Whether `r` can be the inspect script's answer: a flat array (every element a scalar;
 /// a hostile server could nest).

@@ -15,7 +15,7 @@ error_code release_refusal(bool closed, bool has_token, bool owns) {
 release_action release_fsm::cancel() {
   if (phase_ == phase::done) return {};
   phase_ = phase::done;
-  return {.what = release_action::kind::complete, .ec = error::cancelled};
+  return release_action::completed(error::cancelled);
 }
 
 }  // namespace redlock::detail

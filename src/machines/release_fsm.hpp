@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "machines/action.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/error.hpp"
@@ -18,15 +19,8 @@
 
 namespace redlock::detail {
 
-/// What the driver of a release does next.
-struct release_action {
-  enum class kind : std::uint8_t {
-    none,      ///< nothing: wait for the next event
-    complete,  ///< complete the call with `ec`
-  };
-  kind what = kind::none;
-  error_code ec{};
-};
+/// What the driver of a release does next: nothing yet, or complete with `ec`.
+using release_action = machine_action<>;
 
 /// Why a release may not go out (success: send it): the client shut down, the lock
 /// object holds nothing, or it belongs to a client that no longer runs.
@@ -88,7 +82,7 @@ class release_fsm {
     const release_verdict v = decide_release(n_, deleted_, absent_, pending_);
     if (!v.decided) return {};
     phase_ = phase::done;
-    return {.what = release_action::kind::complete, .ec = v.outcome};
+    return release_action::completed(v.outcome);
   }
 
   phase phase_ = phase::sending;

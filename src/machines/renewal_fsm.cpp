@@ -34,8 +34,7 @@ renewal_action renewal_fsm::tally() {
   // renewals are not latency-critical. A node's timeout arrives as its failure.
   if (phase_ != phase::in_flight || in_.count() < n_) return {};
   phase_ = phase::done;
-  if (abandoned_) return {.what = renewal_action::kind::complete};
-  return {.what = renewal_action::kind::decide};
+  return renewal_action::completed(abandoned_ ? error_code{error::shut_down} : error_code{});
 }
 
 renewal_step renewal_fsm::outcome(std::size_t j, const renewal_times& t,

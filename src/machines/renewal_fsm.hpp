@@ -15,21 +15,17 @@
 #include <span>
 #include <vector>
 
+#include "machines/action.hpp"
 #include "machines/renewal_decisions.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/config.hpp"
 
 namespace redlock::detail {
 
-/// What the driver of a renewal round does next.
-struct renewal_action {
-  enum class kind : std::uint8_t {
-    none,      ///< nodes are still out: wait for their answers
-    decide,    ///< every node is in: take each live lock's outcome(), then complete
-    complete,  ///< every node is in, but nothing is to be decided (the client shut down)
-  };
-  kind what = kind::none;
-};
+/// What the driver of a renewal round does next: nothing while nodes are still out, else
+/// complete. Every node is in then: with no `ec` each live lock's outcome() is taken; with
+/// `shut_down` nothing is decided (the client shut down).
+using renewal_action = machine_action<>;
 
 class renewal_fsm {
  public:

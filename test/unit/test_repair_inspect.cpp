@@ -330,8 +330,8 @@ BOOST_AUTO_TEST_CASE(an_inspection_names_each_node_by_its_place_and_address) {
 BOOST_AUTO_TEST_CASE(a_first_answer_fills_the_servers_facts_and_asks_for_its_settings) {
   auto f = reading_three();
   const auto a = f.first_answered(1, info_only.r, t0);
-  BOOST_TEST((a.what == ikind::send_second));
-  BOOST_TEST(a.node == 1u);
+  BOOST_TEST((a.what == ikind::second_round));
+  BOOST_TEST(a.nodes == detail::bit(1));
   const node_report& o = f.reports()[1];
   BOOST_TEST(o.version == "7.0.11");
   BOOST_TEST(o.run_id == "abc");
@@ -373,7 +373,7 @@ BOOST_AUTO_TEST_CASE(the_second_round_goes_only_to_nodes_that_answered_the_first
   // A failed node asks for nothing more, even if something of it comes late.
   BOOST_TEST((f.first_answered(0, info_only.r, t0).what == ikind::none));
   BOOST_TEST((f.second_answered(0, {}, &config_reply.r, t0).what == ikind::none));
-  BOOST_TEST((f.first_answered(2, info_only.r, t0).what == ikind::send_second));
+  BOOST_TEST((f.first_answered(2, info_only.r, t0).what == ikind::second_round));
   BOOST_TEST((f.first_answered(2, info_only.r, t0).what == ikind::none));  // once
 }
 
