@@ -183,18 +183,20 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   // Carries out what the machine decided.
   void act(claim_action a) {
     switch (a.what) {
-      case claim_action::kind::none:
+      case action_kind::none:
+      case action_kind::send_round:  // the first round is planned per node, not asked for
+      case action_kind::wait:        // a batch has no timer
         return;
-      case claim_action::kind::cancelled:
-        return complete_now(error::cancelled, {});
-      case claim_action::kind::second_round: {
+      case action_kind::answer:
+        return complete_now(a.ec, {});
+      case action_kind::second_round: {
         const auto deadline =
             request_deadline(boot_clock::now(), s_->cfg.node_timeout, valid_until_);
         for (std::size_t i = 0; i < s_->size(); ++i)
-          if (a.nodes & bit(i)) ask(i, a.items, deadline);
+          if (a.nodes & bit(i)) ask(i, a.detail, deadline);
         return act(fsm_.tally(moment()));  // all refused: decided now
       }
-      case claim_action::kind::complete:
+      case action_kind::complete:
         if (a.ec) return fail_all(a.ec);
         return finish();
     }

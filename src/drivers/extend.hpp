@@ -34,9 +34,9 @@ class extend_op_base : public voted_op {
     lk_ = &lk;
     was_lost_ = lk.lost();
     const extend_action a = fsm_.check(facts(lk), ttl, s_->cfg, boot_clock::now());
-    if (a.what == extend_action::kind::refuse) {
-      if (a.lost) Access::lost(lk) = true;  // lost stays lost
-      extra_ = a.detail;
+    if (a.what == action_kind::complete) {         // refused by the checks
+      if (a.detail.lost) Access::lost(lk) = true;  // lost stays lost
+      extra_ = a.detail.text;
       return complete(a.ec), false;
     }
     Access::extending(lk) = true;
@@ -81,11 +81,11 @@ class extend_op_base : public voted_op {
 
   // The lock's state changes before the caller hears of the outcome.
   void act(const extend_action& a) {
-    if (a.what != extend_action::kind::complete) return;
+    if (a.what != action_kind::complete) return;
     Access::extending(*lk_) = false;
-    Access::deadline(*lk_) = a.deadline;
+    Access::deadline(*lk_) = a.detail.deadline;
     if (!a.ec) Access::ttl(*lk_) = fsm_.ttl();
-    if (a.lost) Access::lost(*lk_) = true;
+    if (a.detail.lost) Access::lost(*lk_) = true;
     complete(a.ec);
   }
 

@@ -168,16 +168,19 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
 
   void act(repair_action a) {
     // The node-wide flag is the fleet's one pair's; a slot's pair is asked by each lock.
-    if (a.mark && hash_ == s_->fence_hash_key) s_->nodes[*a.mark]->set_fence_marked();
+    if (a.detail.mark && hash_ == s_->fence_hash_key) s_->nodes[*a.detail.mark]->set_fence_marked();
     switch (a.what) {
-      case repair_action::kind::send_writes:
+      case action_kind::second_round:
         return send_writes(a);
-      case repair_action::kind::complete:
+      case action_kind::complete:
         std::erase(s_->repairs_running, hash_);
-        keep_repair_problem(s_->repair_problem, std::move(a.problem), a.wrote);
+        keep_repair_problem(s_->repair_problem, std::move(a.detail.problem), a.detail.wrote);
         s_->repair_ended(hash_);
         return complete(a.ec);
-      case repair_action::kind::none:
+      case action_kind::none:
+      case action_kind::send_round:  // the reads are start()'s
+      case action_kind::wait:        // a repair has no timer
+      case action_kind::answer:      // nor a caller to tell early
         return;
     }
   }
@@ -185,13 +188,13 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   // Each write names the incarnation its node's read came from.
   void send_writes(const repair_action& a) {
     const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
-    node_set sent;
+    node_mask sent = 0;
     for (std::size_t i = 0; i < s_->size(); ++i) {
-      if (!a.targets.test(i)) continue;
+      if ((a.nodes & bit(i)) == 0) continue;
       std::string& write = write_[i];
       write.clear();
-      write_fence_repair(write, hash_, marker_, fsm_.read(i).incarnation, a.maxima);
-      sent[i] = send_second(writes_[i], i, write, &fence_repair_script, deadline);
+      write_fence_repair(write, hash_, marker_, fsm_.read(i).incarnation, a.detail.maxima);
+      if (send_second(writes_[i], i, write, &fence_repair_script, deadline)) sent |= bit(i);
     }
     act(fsm_.writes_sent(sent));
   }

@@ -82,6 +82,7 @@ class inspect_op final
       case action_kind::none:
       case action_kind::send_round:  // the first round is start()'s
       case action_kind::wait:        // an inspection has no timer
+      case action_kind::answer:      // nor an early answer
         return;
     }
   }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The one vocabulary in which a state machine tells its driver what to do next: send a
-// round, send a second round to some nodes, wait, complete, or nothing yet. A machine that
+// round, send a second round to some nodes, wait, answer the caller early, complete, or
+// nothing yet. A machine that
 // needs more than the common fields says it in its own `Detail` (what to write, what to
 // keep), never with a kind of its own, so that one driver can carry out every machine's
 // actions. No I/O and no Asio here (scripts/check-asio-free.sh compiles it alone).
 //
-// Moved to it so far: the release, inspection and renewal machines. The others keep their
-// own action structs until the driver they share is written (issue 41).
+// Moved to it so far: the release, extension, inspection, renewal, fence repair and claim
+// machines. Acquisition keeps its own action struct until the driver they share is
+// written (issue 41).
 
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -36,6 +38,8 @@ enum class action_kind : std::uint8_t {
   send_round,    ///< send the machine's round (to the nodes in `nodes`; 0: to every node)
   second_round,  ///< send a second request to each node in `nodes`
   wait,          ///< arm the timer for `delay`
+  answer,        ///< tell the caller `ec` now; the machine runs on (what it sent is still
+                 ///< read, or undone) until its own complete, which the caller no longer hears
   complete,      ///< complete the call with `ec` (success: no `ec`)
 };
 

@@ -55,7 +55,7 @@ claim_action claim_fsm::tally(const claim_moment& m) {
     auto open = open_names();
     if (!open.empty()) {
       phase_ = phase::second_round;
-      return {.what = claim_action::kind::second_round, .nodes = rest, .items = std::move(open)};
+      return {.what = action_kind::second_round, .nodes = rest, .detail = std::move(open)};
     }
   }
   return complete(m);
@@ -64,7 +64,7 @@ claim_action claim_fsm::tally(const claim_moment& m) {
 claim_action claim_fsm::cancel() {
   if (phase_ == phase::done || cancelled_) return {};
   cancelled_ = true;
-  return {.what = claim_action::kind::cancelled};
+  return {.what = action_kind::answer, .ec = error::cancelled};
 }
 
 bool claim_fsm::cancel_name(std::uint32_t j) {
@@ -89,9 +89,9 @@ std::vector<std::uint32_t> claim_fsm::open_names() const {
 
 claim_action claim_fsm::complete(const claim_moment& m) {
   phase_ = phase::done;
-  if (m.closed) return {.what = claim_action::kind::complete, .ec = error::shut_down};
+  if (m.closed) return {.what = action_kind::complete, .ec = error::shut_down};
   in_time_ = granted_in_time(m.now, valid_until_);
-  return {.what = claim_action::kind::complete};
+  return {.what = action_kind::complete};
 }
 
 }  // namespace redlock::detail

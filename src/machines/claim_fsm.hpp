@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "machines/action.hpp"
 #include "machines/claim_decisions.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/error.hpp"
@@ -27,20 +28,12 @@ struct claim_moment {
   bool closed = false;  ///< the client has shut down
 };
 
-/// What the driver of a claim batch does next.
-struct claim_action {
-  enum class kind : std::uint8_t {
-    none,          ///< nodes asked are still out: wait
-    cancelled,     ///< tell the caller `cancelled` now; the replies are still read
-    second_round,  ///< ask every node in `nodes` for `items`, then tally again
-    complete,      ///< done: `ec` for the whole call (shut_down: every name fails with
-                   ///< it, nothing is kept or undone), else each name's ending()
-  };
-  kind what = kind::none;
-  error_code ec{};
-  node_mask nodes = 0;
-  std::vector<std::uint32_t> items{};
-};
+/// What the driver of a claim batch does next (machine_action): none (nodes asked are
+/// still out), answer (`cancelled` now; the replies are still read), second_round (ask
+/// every node in `nodes` for the names in `detail`, then tally again), or complete (`ec`
+/// for the whole call: shut_down fails every name with it and keeps or undoes nothing;
+/// else each name's ending()).
+using claim_action = machine_action<std::vector<std::uint32_t>>;
 
 class claim_fsm {
  public:

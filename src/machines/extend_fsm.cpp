@@ -13,17 +13,16 @@ extend_action extend_fsm::check(const extension_facts& f, std::chrono::milliseco
   auto c = check_extension(f, ttl, cfg, now);
   if (c.refusal) {
     phase_ = phase::done;
-    return {.what = extend_action::kind::refuse,
+    return {.what = action_kind::complete,
             .ec = c.refusal,
-            .lost = c.mark_lost,
-            .detail = std::move(c.detail)};
+            .detail = {.lost = c.mark_lost, .refused = true, .text = std::move(c.detail)}};
   }
   phase_ = phase::sending;
   factor_ = cfg.drift_factor;
   ttl_ = ttl;
   start_ = now;
   old_deadline_ = f.deadline;
-  return {.what = extend_action::kind::send};
+  return {.what = action_kind::send_round};
 }
 
 extend_action extend_fsm::sent(std::size_t n, std::size_t out, boot_clock::time_point now) {
@@ -68,10 +67,9 @@ extend_action extend_fsm::tally(boot_clock::time_point now) {
 
 extend_action extend_fsm::finish(const extension_verdict& v) {
   phase_ = phase::done;
-  return {.what = extend_action::kind::complete,
+  return {.what = action_kind::complete,
           .ec = v.outcome,
-          .deadline = v.deadline,
-          .lost = v.lost};
+          .detail = {.deadline = v.deadline, .lost = v.lost}};
 }
 
 }  // namespace redlock::detail

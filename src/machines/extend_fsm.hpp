@@ -3,17 +3,18 @@
 // An extension (async_extend of one lock or of a set) as a state machine with no I/O: it
 // takes events (the call's checks, the round went out, a node answered or failed,
 // cancellation, each with the clock read at that moment) and answers with what its
-// driver does next: nothing yet, refuse the call before sending, or complete with the
-// lock's new deadline and whether it is lost for good. The checks are check_extension's
-// (extend_decisions.hpp), the verdicts decide_extension's and abandoned_extension's
-// (quorum/rules.hpp). The driver is extend_op_base (extend.hpp); test_release.cpp feeds
-// the machine events without a server.
+// driver does next (machine_action): nothing yet, send the round, or complete, either
+// refused before sending or with the lock's new deadline and whether it is lost for good.
+// The checks are check_extension's (extend_decisions.hpp), the verdicts decide_extension's
+// and abandoned_extension's (quorum/rules.hpp). The driver is extend_op_base (extend.hpp);
+// test_release.cpp feeds the machine events without a server.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "machines/action.hpp"
 #include "machines/extend_decisions.hpp"
 #include "quorum/round.hpp"
 #include "quorum/rules.hpp"
@@ -23,23 +24,21 @@
 
 namespace redlock::detail {
 
-/// What the driver of an extension does next.
-struct extend_action {
-  enum class kind : std::uint8_t {
-    none,      ///< nothing: wait for the next event
-    send,      ///< the checks passed: send the round to every node
-    refuse,    ///< complete with `ec` without sending; the lock keeps its deadline
-    complete,  ///< set the lock's deadline to `deadline` (its TTL too on success), then
-               ///< complete with `ec`
-  };
-  kind what = kind::none;
-  error_code ec{};
+/// An extension's part of its action: what `complete` does to the lock.
+struct extend_detail {
+  /// The lock's deadline from now on (its TTL too on success); unused when refused.
   boot_clock::time_point deadline{};
-  /// The lock is lost from now on, and stays so (refuse: past its deadline already).
+  /// The lock is lost from now on, and stays so (refused: past its deadline already).
   bool lost = false;
-  /// refuse: added to the failure's text.
-  std::string detail{};
+  /// The checks refused the call: nothing was sent and the lock keeps its deadline.
+  bool refused = false;
+  /// refused: added to the failure's text.
+  std::string text{};
 };
+
+/// What the driver of an extension does next: send_round (the checks passed: to every
+/// node), complete (refused before sending, or decided), or none.
+using extend_action = machine_action<extend_detail>;
 
 class extend_fsm {
  public:

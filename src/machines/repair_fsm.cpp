@@ -12,27 +12,25 @@
 
 namespace redlock::detail {
 
-using kind = repair_action::kind;
-
 void repair_fsm::reads_sent() {
   if (phase_ != phase::idle) return;
   phase_ = phase::reading;
-  for (std::size_t i = 0; i < reads_.size(); ++i) pending_reads_.set(i);
+  pending_reads_ = fleet_mask(reads_.size());
 }
 
 repair_action repair_fsm::read_answered(std::size_t i, fence_read r) {
   if (!answering(i, phase::reading, pending_reads_)) return {};
-  pending_reads_.reset(i);
+  pending_reads_ &= static_cast<node_mask>(~bit(i));
   r.answered = true;
   reads_[i] = std::move(r);
   // Another client may have repaired it: its counters count from now on.
-  if (reads_[i].marked) return {.mark = i};
+  if (reads_[i].marked) return {.detail = {.mark = i}};
   return {};
 }
 
 repair_action repair_fsm::read_failed(std::size_t i, error_code ec, std::string_view server_text) {
   if (!answering(i, phase::reading, pending_reads_)) return {};
-  pending_reads_.reset(i);
+  pending_reads_ &= static_cast<node_mask>(~bit(i));
   read_failures_[i] = repair_failure(i, ec, server_text);
   return {};
 }
@@ -48,26 +46,27 @@ repair_action repair_fsm::reads_done(std::span<const repair_standing> standing) 
   // then lost its marker's majority, from being outvoted by empty ones.
   if (!repair_may_write(n, count_reads(reads_, indep))) return finish(false);
   wrote_ = true;
-  repair_action a{.what = kind::send_writes, .maxima = counter_maxima(reads_, indep)};
+  repair_action a{.what = action_kind::second_round,
+                  .detail = {.maxima = counter_maxima(reads_, indep)}};
   for (std::size_t i = 0; i < n; ++i)
-    a.targets[i] = repair_target(reads_[i], standing[i].ready, standing[i].voted_at_start);
+    if (repair_target(reads_[i], standing[i].ready, standing[i].voted_at_start)) a.nodes |= bit(i);
   // Nothing to raise is still a repair that ran: it ends as one that wrote.
-  if (a.targets.none()) return finish(true);
+  if (a.nodes == 0) return finish(true);
   phase_ = phase::writing;
   return a;
 }
 
-repair_action repair_fsm::writes_sent(node_set sent) {
+repair_action repair_fsm::writes_sent(node_mask sent) {
   if (phase_ != phase::writing) return {};
   pending_writes_ = sent;
-  if (pending_writes_.none()) return finish(wrote_);
+  if (pending_writes_ == 0) return finish(wrote_);
   return {};
 }
 
 repair_action repair_fsm::write_answered(std::size_t i, error_code ec, const resp::reply* r,
                                          const std::string* answered_by) {
   if (!answering(i, phase::writing, pending_writes_)) return {};
-  pending_writes_.reset(i);
+  pending_writes_ &= static_cast<node_mask>(~bit(i));
   repair_action a;
   switch (repair_write_answer(ec, r, answered_by, reads_[i].incarnation)) {
     case repair_write::lost:
@@ -77,7 +76,7 @@ repair_action repair_fsm::write_answered(std::size_t i, error_code ec, const res
       failed_ = repair_failure(i, error::server_error, (*r)[0].text);
       break;
     case repair_write::marked:
-      a.mark = i;
+      a.detail.mark = i;
       break;
     case repair_write::restarted:
       // Raised on a server that did not give the counters read: it vouches for nothing.
@@ -86,10 +85,10 @@ repair_action repair_fsm::write_answered(std::size_t i, error_code ec, const res
     case repair_write::ignored:
       break;
   }
-  if (pending_writes_.none()) {
-    const auto mark = a.mark;
+  if (pending_writes_ == 0) {
+    const auto mark = a.detail.mark;
     a = finish(wrote_);
-    a.mark = mark;
+    a.detail.mark = mark;
   }
   return a;
 }
@@ -110,9 +109,8 @@ void repair_fsm::keep_read_failures() {
 
 repair_action repair_fsm::finish(bool wrote) {
   phase_ = phase::done;
-  pending_reads_.reset();
-  pending_writes_.reset();
-  return {.what = kind::complete, .problem = std::move(failed_), .wrote = wrote};
+  pending_reads_ = pending_writes_ = 0;
+  return {.what = action_kind::complete, .detail = {.problem = std::move(failed_), .wrote = wrote}};
 }
 
 }  // namespace redlock::detail

@@ -8,7 +8,6 @@
 // the problem the client keeps. Why the rule is what it is: fencing.cpp's opening comment.
 // test_repair_inspect feeds it events without a server.
 
-#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -18,15 +17,13 @@
 #include <string_view>
 #include <vector>
 
+#include "machines/action.hpp"
 #include "machines/repair_decisions.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 #include "resp/resp.hpp"
 
 namespace redlock::detail {
-
-/// One bit per node of the fleet.
-using node_set = std::bitset<max_nodes>;
 
 /// A node's standing when the repair's reads are all in, as the driver sees it then.
 struct repair_standing {
@@ -41,25 +38,22 @@ struct repair_standing {
   bool voted_at_start = false;
 };
 
-/// What the driver of a repair does next.
-struct repair_action {
-  enum class kind : std::uint8_t {
-    none,         ///< nothing: wait for the next event
-    send_writes,  ///< send each node in `targets` the repair write raising to `maxima`
-    complete,     ///< the repair is over: keep `problem` (keep_repair_problem), end with `ec`
-  };
-  kind what = kind::none;
-  /// A node whose counters are trusted from now on (whatever `what` says): its marker, read
-  /// or just written, names the server that answered.
+/// A repair's part of its action.
+struct repair_detail {
+  /// A node whose counters are trusted from now on (whatever the action's kind): its
+  /// marker, read or just written, names the server that answered.
   std::optional<std::size_t> mark{};
-  node_set targets{};
+  /// second_round: the maxima each node in `nodes` is raised to.
   std::map<std::string, std::int64_t> maxima{};
-  error_code ec{};
-  /// The repair's last node failure ("" if none) and whether its writes went out: what
-  /// keep_repair_problem makes of the client's repair problem.
+  /// complete: the repair's last node failure ("" if none) and whether its writes went
+  /// out: what keep_repair_problem makes of the client's repair problem.
   std::string problem{};
   bool wrote = false;
 };
+
+/// What the driver of a repair does next: second_round (the repair writes, to the nodes
+/// in `nodes`), complete (the repair is over, with `ec`), or none; `detail.mark` with any.
+using repair_action = machine_action<repair_detail>;
 
 class repair_fsm {
  public:
@@ -75,7 +69,7 @@ class repair_fsm {
 
   phase state() const { return phase_; }
   /// Whether every read is in (answered or failed): the driver then reports reads_done.
-  bool reads_in() const { return phase_ == phase::reading && pending_reads_.none(); }
+  bool reads_in() const { return phase_ == phase::reading && pending_reads_ == 0; }
   /// Node i's read as it was answered.
   const fence_read& read(std::size_t i) const { return reads_[i]; }
 
@@ -92,7 +86,7 @@ class repair_fsm {
   repair_action reads_done(std::span<const repair_standing> standing);
   /// The writes in `sent` were taken by their connections (the rest were refused at once
   /// and mark nothing): with none out, the repair ends.
-  repair_action writes_sent(node_set sent);
+  repair_action writes_sent(node_mask sent);
   /// Node i's write answered (`r` when no `ec`), from the server `answered_by` names (null
   /// if unknown): it marks the node only if that is the server read.
   repair_action write_answered(std::size_t i, error_code ec, const resp::reply* r,
@@ -105,15 +99,15 @@ class repair_fsm {
   repair_action finish(bool wrote);
   // The read failures become the repair's problem, the last in node order kept.
   void keep_read_failures();
-  bool answering(std::size_t i, phase p, const node_set& pending) const {
-    return phase_ == p && i < reads_.size() && pending.test(i);
+  bool answering(std::size_t i, phase p, node_mask pending) const {
+    return phase_ == p && i < reads_.size() && (pending & bit(i)) != 0;
   }
 
   phase phase_ = phase::idle;
   std::vector<fence_read> reads_;
   // Each node's read failure, worded; the last in node order is the one kept.
   std::vector<std::string> read_failures_;
-  node_set pending_reads_, pending_writes_;
+  node_mask pending_reads_ = 0, pending_writes_ = 0;
   bool wrote_ = false;  // the read rule let the maxima be written
   std::string failed_;  // the last node failure, for the client's diagnostics
 };

@@ -243,7 +243,7 @@ BOOST_AUTO_TEST_CASE(a_split_first_round_asks_the_nodes_kept_back_for_the_open_n
   const auto a = f.tally(in_time);
   BOOST_TEST((a.what == ckind::second_round));
   BOOST_TEST(a.nodes == node_mask(bit(2)));
-  BOOST_TEST((a.items == items{0}));
+  BOOST_TEST((a.detail == items{0}));
 }
 
 BOOST_AUTO_TEST_CASE(a_name_held_elsewhere_ends_held_and_undoes_its_partial_take) {
@@ -281,7 +281,7 @@ BOOST_AUTO_TEST_CASE(only_the_names_still_open_go_to_the_second_round) {
   f.answered(1, items{0, 1, 2}, codes{1, 0, 0});
   const auto a = f.tally(in_time);
   BOOST_TEST((a.what == ckind::second_round));
-  BOOST_TEST((a.items == items{1}));
+  BOOST_TEST((a.detail == items{1}));
 }
 
 BOOST_AUTO_TEST_CASE(no_second_round_once_validity_is_over_and_a_late_majority_is_no_win) {
@@ -343,7 +343,9 @@ BOOST_AUTO_TEST_CASE(a_round_is_not_over_while_its_asks_are_being_made) {
 BOOST_AUTO_TEST_CASE(cancelling_mid_round_tells_the_caller_and_undoes_a_later_win) {
   auto f = first_round();
   f.answered(0, items{0}, codes{1});
-  BOOST_TEST((f.cancel().what == ckind::cancelled));
+  const auto told = f.cancel();
+  BOOST_TEST((told.what == ckind::answer));
+  BOOST_TEST((told.ec == error::cancelled));
   BOOST_TEST((f.cancel().what == ckind::none));  // told once
   f.answered(1, items{0}, codes{1});
   BOOST_TEST((f.tally(in_time).what == ckind::complete));
@@ -355,7 +357,7 @@ BOOST_AUTO_TEST_CASE(cancelling_mid_round_tells_the_caller_and_undoes_a_later_wi
 
 BOOST_AUTO_TEST_CASE(a_cancelled_call_asks_no_more_nodes_and_undoes_its_first_round) {
   auto f = heard(1, 0);  // open: node 2, kept back, could still decide it
-  BOOST_REQUIRE((f.cancel().what == ckind::cancelled));
+  BOOST_REQUIRE((f.cancel().what == ckind::answer));
   BOOST_TEST((f.tally(in_time).what == ckind::complete));
   const auto e = f.ending(0);
   BOOST_TEST(!e.keep);
@@ -370,7 +372,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_name_is_not_asked_again_while_the_others_are) {
   BOOST_TEST(f.cancel_name(1));
   const auto a = f.tally(in_time);
   BOOST_TEST((a.what == ckind::second_round));
-  BOOST_TEST((a.items == items{0}));
+  BOOST_TEST((a.detail == items{0}));
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_name_is_undone_while_the_others_are_kept) {
@@ -415,7 +417,7 @@ BOOST_AUTO_TEST_CASE(a_duplicate_name_is_never_asked_and_ends_as_duplicate) {
   f.answered(0, items{0}, codes{1});
   f.answered(1, items{0}, codes{0});
   const auto a = f.tally(in_time);
-  BOOST_TEST((a.items == items{0}));  // the duplicate stays out of the second round too
+  BOOST_TEST((a.detail == items{0}));  // the duplicate stays out of the second round too
   BOOST_TEST((f.ending(1).status == claim_status::duplicate));
   BOOST_TEST(f.ending(1).undo == 0u);
 }

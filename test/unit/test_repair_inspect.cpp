@@ -21,7 +21,7 @@ using detail::error_code;
 using detail::fence_read;
 using detail::inspect_action;
 using detail::inspect_fsm;
-using detail::node_set;
+using detail::node_mask;
 using detail::repair_action;
 using detail::repair_fsm;
 using detail::repair_standing;
@@ -49,10 +49,10 @@ std::vector<repair_standing> all_standing(std::size_t n) {
       n, repair_standing{.independent = true, .ready = true, .voted_at_start = true});
 }
 
-node_set nodes(std::initializer_list<std::size_t> list) {
-  node_set s;
-  for (std::size_t i : list) s.set(i);
-  return s;
+node_mask nodes(std::initializer_list<std::size_t> list) {
+  node_mask m = 0;
+  for (const std::size_t i : list) m |= detail::bit(i);
+  return m;
 }
 
 // A repair of 5 nodes whose reads are out: 0..2 answer marked, 3 and 4 unmarked.
@@ -71,9 +71,9 @@ repair_fsm reads_in_with_two_unmarked() {
 repair_fsm writing_to_3_and_4() {
   auto f = reads_in_with_two_unmarked();
   const auto w = f.reads_done(all_standing(5));
-  BOOST_REQUIRE(w.what == repair_action::kind::send_writes);
-  BOOST_REQUIRE(w.targets == nodes({3, 4}));
-  BOOST_REQUIRE(f.writes_sent(w.targets).what == repair_action::kind::none);
+  BOOST_REQUIRE(w.what == repair_action::kind::second_round);
+  BOOST_REQUIRE(w.nodes == nodes({3, 4}));
+  BOOST_REQUIRE(f.writes_sent(w.nodes).what == repair_action::kind::none);
   return f;
 }
 
@@ -88,9 +88,9 @@ BOOST_AUTO_TEST_CASE(a_read_whose_marker_names_its_server_marks_the_node_at_once
   f.reads_sent();
   const auto a = f.read_answered(1, marked());
   BOOST_TEST((a.what == repair_action::kind::none));
-  BOOST_REQUIRE(a.mark.has_value());
-  BOOST_TEST(*a.mark == 1u);
-  BOOST_TEST(!f.read_answered(2, unmarked()).mark.has_value());
+  BOOST_REQUIRE(a.detail.mark.has_value());
+  BOOST_TEST(*a.detail.mark == 1u);
+  BOOST_TEST(!f.read_answered(2, unmarked()).detail.mark.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(the_reads_are_not_judged_while_one_is_still_out) {
@@ -108,11 +108,11 @@ BOOST_AUTO_TEST_CASE(the_reads_are_not_judged_while_one_is_still_out) {
 BOOST_AUTO_TEST_CASE(with_a_marked_majority_the_maxima_go_to_the_unmarked_nodes_that_answered) {
   auto f = reads_in_with_two_unmarked();
   const auto a = f.reads_done(all_standing(5));
-  BOOST_TEST((a.what == repair_action::kind::send_writes));
-  BOOST_TEST(a.targets == nodes({3, 4}));
-  BOOST_TEST(a.maxima.size() == 2u);
-  BOOST_TEST(a.maxima.at("a") == 7);
-  BOOST_TEST(a.maxima.at("b") == 2);
+  BOOST_TEST((a.what == repair_action::kind::second_round));
+  BOOST_TEST(a.nodes == nodes({3, 4}));
+  BOOST_TEST(a.detail.maxima.size() == 2u);
+  BOOST_TEST(a.detail.maxima.at("a") == 7);
+  BOOST_TEST(a.detail.maxima.at("b") == 2);
   BOOST_TEST(f.read(3).incarnation == run_a);  // what its write names
 }
 
@@ -127,8 +127,8 @@ BOOST_AUTO_TEST_CASE(without_a_marked_majority_and_with_a_node_unread_nothing_is
   const auto a = f.reads_done(all_standing(5));
   BOOST_TEST((a.what == repair_action::kind::complete));
   BOOST_TEST(!a.ec);
-  BOOST_TEST(!a.wrote);  // a repair that wrote nothing proves nothing
-  BOOST_TEST(a.problem == "node 4: " + error_code{error::node_timeout}.message());
+  BOOST_TEST(!a.detail.wrote);  // a repair that wrote nothing proves nothing
+  BOOST_TEST(a.detail.problem == "node 4: " + error_code{error::node_timeout}.message());
 }
 
 BOOST_AUTO_TEST_CASE(a_new_fleet_read_whole_is_written_though_no_node_is_marked) {
@@ -136,9 +136,9 @@ BOOST_AUTO_TEST_CASE(a_new_fleet_read_whole_is_written_though_no_node_is_marked)
   f.reads_sent();
   for (std::size_t i = 0; i < 3; ++i) f.read_answered(i, unmarked({{"a", std::int64_t(i)}}));
   const auto a = f.reads_done(all_standing(3));
-  BOOST_TEST((a.what == repair_action::kind::send_writes));
-  BOOST_TEST(a.targets == nodes({0, 1, 2}));
-  BOOST_TEST(a.maxima.at("a") == 2);
+  BOOST_TEST((a.what == repair_action::kind::second_round));
+  BOOST_TEST(a.nodes == nodes({0, 1, 2}));
+  BOOST_TEST(a.detail.maxima.at("a") == 2);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_not_connected_or_held_back_at_the_start_gets_no_write) {
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(a_node_not_connected_or_held_back_at_the_start_gets_no_writ
   const auto a = f.reads_done(standing);
   // The rule let the maxima be written: the repair ran, with nobody to raise.
   BOOST_TEST((a.what == repair_action::kind::complete));
-  BOOST_TEST(a.wrote);
+  BOOST_TEST(a.detail.wrote);
 }
 
 BOOST_AUTO_TEST_CASE(an_unmarked_answer_of_an_unknown_server_gets_no_write) {
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(an_unmarked_answer_of_an_unknown_server_gets_no_write) {
   f.read_answered(2, unmarked({}, ""));
   const auto a = f.reads_done(all_standing(3));
   BOOST_TEST((a.what == repair_action::kind::complete));
-  BOOST_TEST(a.targets.none());
+  BOOST_TEST(a.nodes == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_is_not_independent_neither_counts_nor_gives_a_counter) {
@@ -173,17 +173,17 @@ BOOST_AUTO_TEST_CASE(a_node_that_is_not_independent_neither_counts_nor_gives_a_c
   standing[1].independent = false;
   standing[2].independent = false;  // a duplicate: its silence does not block the rule
   const auto a = f.reads_done(standing);
-  BOOST_TEST((a.what == repair_action::kind::send_writes));
-  BOOST_TEST(a.maxima.at("a") == 3);
+  BOOST_TEST((a.what == repair_action::kind::second_round));
+  BOOST_TEST(a.detail.maxima.at("a") == 3);
   // Still a target: raising its counters is always safe.
-  BOOST_TEST(a.targets == nodes({0, 1}));
+  BOOST_TEST(a.nodes == nodes({0, 1}));
 }
 
 BOOST_AUTO_TEST_CASE(a_write_the_server_read_acknowledges_marks_the_node) {
   auto f = writing_to_3_and_4();
   const auto a = f.write_answered(3, {}, &done_reply.r, &run_a);
-  BOOST_REQUIRE(a.mark.has_value());
-  BOOST_TEST(*a.mark == 3u);
+  BOOST_REQUIRE(a.detail.mark.has_value());
+  BOOST_TEST(*a.detail.mark == 3u);
   BOOST_TEST((a.what == repair_action::kind::none));  // node 4's write is still out
 }
 
@@ -192,10 +192,10 @@ BOOST_AUTO_TEST_CASE(the_repair_ends_when_its_last_write_is_back_and_clears_the_
   f.write_answered(4, {}, &done_reply.r, &run_a);
   const auto a = f.write_answered(3, {}, &done_reply.r, &run_a);
   BOOST_TEST((a.what == repair_action::kind::complete));
-  BOOST_REQUIRE(a.mark.has_value());  // the last write marks as it ends the repair
-  BOOST_TEST(*a.mark == 3u);
-  BOOST_TEST(a.wrote);
-  BOOST_TEST(a.problem.empty());
+  BOOST_REQUIRE(a.detail.mark.has_value());  // the last write marks as it ends the repair
+  BOOST_TEST(*a.detail.mark == 3u);
+  BOOST_TEST(a.detail.wrote);
+  BOOST_TEST(a.detail.problem.empty());
   BOOST_TEST((f.state() == repair_fsm::phase::done));
 }
 
@@ -203,10 +203,11 @@ BOOST_AUTO_TEST_CASE(a_write_done_by_a_restarted_incarnation_vouches_for_nothing
   auto f = writing_to_3_and_4();
   const std::string run_b = "run-b:repl-b";
   const auto a = f.write_answered(3, {}, &done_reply.r, &run_b);
-  BOOST_TEST(!a.mark.has_value());
+  BOOST_TEST(!a.detail.mark.has_value());
   const auto end = f.write_answered(4, {}, &done_reply.r, nullptr);  // server unknown
-  BOOST_TEST(!end.mark.has_value());
-  BOOST_TEST(end.problem == "node 4: its server restarted or was promoted during the repair");
+  BOOST_TEST(!end.detail.mark.has_value());
+  BOOST_TEST(end.detail.problem ==
+             "node 4: its server restarted or was promoted during the repair");
 }
 
 BOOST_AUTO_TEST_CASE(a_write_refused_by_the_server_is_the_problem_in_the_servers_words) {
@@ -215,8 +216,8 @@ BOOST_AUTO_TEST_CASE(a_write_refused_by_the_server_is_the_problem_in_the_servers
   f.write_answered(3, {}, &done_reply.r, &run_a);
   const auto a = f.write_answered(4, {}, &refused.r, &run_a);
   BOOST_TEST((a.what == repair_action::kind::complete));
-  BOOST_TEST(!a.mark.has_value());
-  BOOST_TEST(a.problem.starts_with("node 4: \"NOPERM no permissions"), a.problem);
+  BOOST_TEST(!a.detail.mark.has_value());
+  BOOST_TEST(a.detail.problem.starts_with("node 4: \"NOPERM no permissions"), a.detail.problem);
 }
 
 BOOST_AUTO_TEST_CASE(a_write_lost_with_its_connection_is_the_problem) {
@@ -224,18 +225,18 @@ BOOST_AUTO_TEST_CASE(a_write_lost_with_its_connection_is_the_problem) {
   f.write_answered(4, error::node_timeout, nullptr, nullptr);
   const auto a = f.write_answered(3, {}, &done_reply.r, &run_a);
   BOOST_TEST((a.what == repair_action::kind::complete));
-  BOOST_TEST(a.problem == "node 4: " + error_code{error::node_timeout}.message());
+  BOOST_TEST(a.detail.problem == "node 4: " + error_code{error::node_timeout}.message());
 }
 
 BOOST_AUTO_TEST_CASE(writes_refused_at_once_end_the_repair_as_one_that_wrote) {
   auto f = reads_in_with_two_unmarked();
   const auto w = f.reads_done(all_standing(5));
-  BOOST_REQUIRE(w.what == repair_action::kind::send_writes);
-  const auto a = f.writes_sent(node_set{});
+  BOOST_REQUIRE(w.what == repair_action::kind::second_round);
+  const auto a = f.writes_sent(0);
   BOOST_TEST((a.what == repair_action::kind::complete));
-  BOOST_TEST(a.wrote);
+  BOOST_TEST(a.detail.wrote);
   // A write its connection refused marks nothing, and no answer of it is awaited.
-  BOOST_TEST(!f.write_answered(3, {}, &done_reply.r, &run_a).mark.has_value());
+  BOOST_TEST(!f.write_answered(3, {}, &done_reply.r, &run_a).detail.mark.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(the_last_read_failure_in_node_order_is_the_problem_kept) {
@@ -245,7 +246,7 @@ BOOST_AUTO_TEST_CASE(the_last_read_failure_in_node_order_is_the_problem_kept) {
   f.read_failed(0, error::node_timeout, {});
   f.read_answered(1, marked());
   const auto a = f.reads_done(all_standing(3));
-  BOOST_TEST(a.problem == "node 2: \"ERR late\"");
+  BOOST_TEST(a.detail.problem == "node 2: \"ERR late\"");
 }
 
 BOOST_AUTO_TEST_CASE(a_stop_mid_read_ends_the_repair_and_later_reads_change_nothing) {
@@ -255,9 +256,9 @@ BOOST_AUTO_TEST_CASE(a_stop_mid_read_ends_the_repair_and_later_reads_change_noth
   const auto a = f.stop(error::cancelled);
   BOOST_TEST((a.what == repair_action::kind::complete));
   BOOST_TEST((a.ec == error::cancelled));
-  BOOST_TEST(!a.wrote);
-  BOOST_TEST(a.problem == "node 0: " + error_code{error::node_timeout}.message());
-  BOOST_TEST(!f.read_answered(1, marked()).mark.has_value());
+  BOOST_TEST(!a.detail.wrote);
+  BOOST_TEST(a.detail.problem == "node 0: " + error_code{error::node_timeout}.message());
+  BOOST_TEST(!f.read_answered(1, marked()).detail.mark.has_value());
   BOOST_TEST(!f.reads_in());
   BOOST_TEST((f.reads_done(all_standing(3)).what == repair_action::kind::none));
   BOOST_TEST((f.stop(error::cancelled).what == repair_action::kind::none));
@@ -269,19 +270,19 @@ BOOST_AUTO_TEST_CASE(a_stop_mid_write_clears_no_problem_and_later_writes_mark_no
   const auto a = f.stop(error::shut_down);
   BOOST_TEST((a.what == repair_action::kind::complete));
   BOOST_TEST((a.ec == error::shut_down));
-  BOOST_TEST(!a.wrote);  // node 4 was never confirmed
+  BOOST_TEST(!a.detail.wrote);  // node 4 was never confirmed
   const auto late = f.write_answered(4, {}, &done_reply.r, &run_a);
   BOOST_TEST((late.what == repair_action::kind::none));
-  BOOST_TEST(!late.mark.has_value());
+  BOOST_TEST(!late.detail.mark.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(answers_after_the_end_or_twice_or_from_nodes_not_asked_are_ignored) {
   auto f = writing_to_3_and_4();
   // A write answer for a node that got none, and a second read answer.
-  BOOST_TEST(!f.write_answered(0, {}, &done_reply.r, &run_a).mark.has_value());
-  BOOST_TEST(!f.read_answered(3, marked()).mark.has_value());
+  BOOST_TEST(!f.write_answered(0, {}, &done_reply.r, &run_a).detail.mark.has_value());
+  BOOST_TEST(!f.read_answered(3, marked()).detail.mark.has_value());
   f.write_answered(3, {}, &done_reply.r, &run_a);
-  BOOST_TEST(!f.write_answered(3, {}, &done_reply.r, &run_a).mark.has_value());
+  BOOST_TEST(!f.write_answered(3, {}, &done_reply.r, &run_a).detail.mark.has_value());
   const auto end = f.write_answered(4, {}, &done_reply.r, &run_a);
   BOOST_REQUIRE(end.what == repair_action::kind::complete);
   BOOST_TEST((f.write_answered(4, {}, &done_reply.r, &run_a).what == repair_action::kind::none));
@@ -289,7 +290,7 @@ BOOST_AUTO_TEST_CASE(answers_after_the_end_or_twice_or_from_nodes_not_asked_are_
   // Beyond the fleet.
   repair_fsm g{3};
   g.reads_sent();
-  BOOST_TEST(!g.read_answered(7, marked()).mark.has_value());
+  BOOST_TEST(!g.read_answered(7, marked()).detail.mark.has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
