@@ -101,17 +101,17 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   /// Guarded: an attempt decided at once completes from a posted handler.
   void wake_attempt() {
     const acquire_action next = fsm_.wake(this->outstanding_);
-    if (next.cancel_timer) cancel_retry();
-    if (next.what != acquire_action::kind::send_attempt) return;
+    if (next.detail.cancel_timer) cancel_retry();
+    if (next.what != action_kind::send_round) return;
     this->run_guarded([this] { op().attempt(); });
   }
 
   /// Cancelled or shut down (`a` says which): completes now; an attempt whose round is out
   /// is undone behind it on every connection, and its late answers are still read.
   void stop(const acquire_action& a) {
-    if (a.what != acquire_action::kind::complete) return;
+    if (a.what != action_kind::complete) return;
     cancel_retry();
-    if (a.release) op().abandon_attempt(a.ec);
+    if (a.detail.release) op().abandon_attempt(a.ec);
     this->complete(a.ec, {});
   }
 
@@ -162,21 +162,23 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   /// Carries out what the state machine decided.
   void act(const acquire_action& a) {
     Op& o = op();
-    if (a.cancel_timer) cancel_retry();
+    if (a.detail.cancel_timer) cancel_retry();
     switch (a.what) {
-      case acquire_action::kind::send_attempt:
+      case action_kind::send_round:
         return o.attempt();
-      case acquire_action::kind::won:
+      case action_kind::won:
         return o.hand_out();
-      case acquire_action::kind::attempt_lost:
+      case action_kind::undo:
         return o.fail_attempt(a.ec);
-      case acquire_action::kind::wait:
+      case action_kind::wait:
         return retry_after(a);
-      case acquire_action::kind::complete:
+      case action_kind::complete:
         if (a.ec) return o.complete(a.ec, {});
         return o.succeed();
-      case acquire_action::kind::none:
-      case acquire_action::kind::retry:  // only from attempt_failed, which fail_attempt reads
+      case action_kind::none:
+      case action_kind::retry:         // only from attempt_failed, which fail_attempt reads
+      case action_kind::second_round:  // the write-back is hand_out()'s
+      case action_kind::answer:        // a call is told only as it completes
         return;
     }
   }
@@ -184,12 +186,12 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   /// Arms the retry timer as `wait` says (nothing for another action); on expiry (not on
   /// cancellation) the machine judges whether the wait is still the latest.
   void retry_after(const acquire_action& wait) {
-    if (wait.what != acquire_action::kind::wait) return;
+    if (wait.what != action_kind::wait) return;
     if (!retry_timer_) retry_timer_.emplace(*strand_);
     retry_timer_->expires_after(wait.delay);
     Op& o = op();
     retry_timer_->async_wait(
-        [keep = typename Op::hold{&o}, &o, gen = wait.generation](error_code ec) {
+        [keep = typename Op::hold{&o}, &o, gen = wait.detail.generation](error_code ec) {
           if (!ec && !o.done_) o.act(o.fsm_.timer_fired(gen, o.outstanding_));
         });
   }

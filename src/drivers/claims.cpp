@@ -186,6 +186,9 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
       case action_kind::none:
       case action_kind::send_round:  // the first round is planned per node, not asked for
       case action_kind::wait:        // a batch has no timer
+      case action_kind::won:         // each name ends at complete, won or not
+      case action_kind::undo:
+      case action_kind::retry:
         return;
       case action_kind::answer:
         return complete_now(a.ec, {});

@@ -181,6 +181,9 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
       case action_kind::send_round:  // the reads are start()'s
       case action_kind::wait:        // a repair has no timer
       case action_kind::answer:      // nor a caller to tell early
+      case action_kind::won:         // nor a hand-out, an undo or a retry
+      case action_kind::undo:
+      case action_kind::retry:
         return;
     }
   }

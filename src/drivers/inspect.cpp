@@ -82,7 +82,10 @@ class inspect_op final
       case action_kind::none:
       case action_kind::send_round:  // the first round is start()'s
       case action_kind::wait:        // an inspection has no timer
-      case action_kind::answer:      // nor an early answer
+      case action_kind::answer:      // nor an early answer, a hand-out, an undo or a retry
+      case action_kind::won:
+      case action_kind::undo:
+      case action_kind::retry:
         return;
     }
   }

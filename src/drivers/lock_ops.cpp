@@ -216,7 +216,7 @@ class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock
     // Refused by a node that has not run a release heard of already: at once.
     const auto repair_wait = wait_ ? std::nullopt : repair_bound();
     const acquire_action next = fsm_.attempt_failed(reason, now, retry_now_, repair_wait);
-    if (next.what == acquire_action::kind::complete) return complete(next.ec, lock{});
+    if (next.what == action_kind::complete) return complete(next.ec, lock{});
     if (repair_wait) {
       // A single try that lost only to nodes awaiting a fence repair: once more when the
       // repair ends (the timer bounds the wait).
@@ -229,7 +229,7 @@ class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock
     if (modes_.mark_writer_waiting()) mark_waiting(*s_, modes_.readers());
     last_reason_ = reason;
     if (std::exchange(retry_now_, false)) retried_for_ = std::move(stale_holder_);
-    if (next.what == acquire_action::kind::wait) return retry_after(next);
+    if (next.what == action_kind::wait) return retry_after(next);
     // Held by others: this client's waiters for the resource form a line (local_waiter).
     if (reason == error::contended) join_local_line();
     // Parked behind the head, it is woken by the wait deadline or a promotion; in fair mode

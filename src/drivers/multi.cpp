@@ -266,10 +266,10 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
     const auto now = boot_clock::now();
     const auto repair_wait = wait_ ? std::nullopt : repair_bound();
     const acquire_action next = fsm_.attempt_failed(reason, now, false, repair_wait);
-    if (next.what == acquire_action::kind::complete) return complete(next.ec, multi_lock{});
+    if (next.what == action_kind::complete) return complete(next.ec, multi_lock{});
     if (repair_wait) return await_repairs(next);
     mark_waiting(*s_, keys_, readers_block_);
-    if (next.what == acquire_action::kind::wait) return retry_after(next);
+    if (next.what == action_kind::wait) return retry_after(next);
     if (reason == error::contended && !waiting_) {
       // Held by others: a release of any of the keys wakes the set (the delay stays the
       // fallback for lost announcements and expiries).

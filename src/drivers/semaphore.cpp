@@ -184,13 +184,13 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
   }
 
   void act(const acquire_action& a) {
-    if (a.cancel_timer && timer_) timer_->cancel();
+    if (a.detail.cancel_timer && timer_) timer_->cancel();
     switch (a.what) {
-      case acquire_action::kind::send_attempt:
+      case action_kind::send_round:
         return sweep();
-      case acquire_action::kind::wait:
+      case action_kind::wait:
         return wait(a);
-      case acquire_action::kind::complete:
+      case action_kind::complete:
         return complete(a.ec);
       default:
         return;
@@ -253,7 +253,7 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
   void sweep_failed(error_code reason) {
     const auto now = boot_clock::now();
     const acquire_action next = fsm_.attempt_failed(reason, now);
-    if (next.what != acquire_action::kind::retry) return act(next);
+    if (next.what != action_kind::retry) return act(next);
     act(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
     // An offer heard while the sweep was out: ask for that permit now.
     if ((offer_ || std::exchange(rewake_, false)) && !done_) act(fsm_.wake(0));
@@ -262,7 +262,7 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
   void wait(const acquire_action& a) {
     if (!timer_) timer_.emplace(s_->strand);
     timer_->expires_after(a.delay);
-    timer_->async_wait(step([this, gen = a.generation](error_code ec) {
+    timer_->async_wait(step([this, gen = a.detail.generation](error_code ec) {
       if (!ec && !done_) act(fsm_.timer_fired(gen, 0));
     }));
   }

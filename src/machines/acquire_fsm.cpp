@@ -10,7 +10,7 @@ namespace redlock::detail {
 
 namespace {
 
-using kind = acquire_action::kind;
+using kind = action_kind;
 
 // A parked call waits at most a day at a time: the timer must not overflow for a wait of
 // wait_forever, and a promotion or wake ends it sooner.
@@ -40,8 +40,8 @@ boot_clock::time_point wait_deadline(boot_clock::time_point now, bool waiting,
 acquire_action acquire_fsm::write_back_decided(vote_state v, bool in_time) {
   if (phase_ != phase::write_back || v == vote_state::undecided) return {};
   phase_ = phase::between;
-  if (v == vote_state::lost) return {.what = kind::attempt_lost, .ec = error::no_quorum};
-  if (!in_time) return {.what = kind::attempt_lost, .ec = error::validity_exhausted};
+  if (v == vote_state::lost) return {.what = kind::undo, .ec = error::no_quorum};
+  if (!in_time) return {.what = kind::undo, .ec = error::validity_exhausted};
   phase_ = phase::done;
   return complete_with({});
 }
@@ -101,7 +101,7 @@ acquire_action acquire_fsm::wake_after(std::chrono::nanoseconds delay, boot_cloc
     return {};
   }
   auto a = wait_for(delay_within(delay, now, wait_deadline_));
-  a.cancel_timer = true;
+  a.detail.cancel_timer = true;
   return a;
 }
 
@@ -110,7 +110,7 @@ acquire_action acquire_fsm::promote(boot_clock::time_point now, std::chrono::nan
   if (phase_ != phase::between) return {};
   if (renew) delay = std::min(delay, *renew);
   auto a = wait_for(delay_within(delay, now, wait_deadline_));
-  a.cancel_timer = true;
+  a.detail.cancel_timer = true;
   return a;
 }
 
@@ -125,20 +125,20 @@ acquire_action acquire_fsm::stop(bool sent, error_code why) {
   const bool release = sent && in_flight();
   phase_ = phase::done;
   retry_when_idle_ = false;
-  return {.what = kind::complete, .ec = why, .cancel_timer = true, .release = release};
+  return {.what = kind::complete, .ec = why, .detail = {.cancel_timer = true, .release = release}};
 }
 
 acquire_action acquire_fsm::wait_for(std::chrono::nanoseconds delay) {
-  return {.what = kind::wait, .delay = delay, .generation = ++generation_};
+  return {.what = kind::wait, .delay = delay, .detail = {.generation = ++generation_}};
 }
 
 acquire_action acquire_fsm::start_if_free(std::size_t outstanding, bool cancel_timer) {
   // The last attempt's requests still use the request slots: start when they are back.
   if (outstanding != 0) {
     retry_when_idle_ = true;
-    return {.cancel_timer = cancel_timer};
+    return {.detail = {.cancel_timer = cancel_timer}};
   }
-  return {.what = kind::send_attempt, .cancel_timer = cancel_timer};
+  return {.what = kind::send_round, .detail = {.cancel_timer = cancel_timer}};
 }
 
 }  // namespace redlock::detail

@@ -2,8 +2,8 @@
 #pragma once
 // The attempts of one acquisition call (a single lock or a set) as a state machine with no
 // I/O: it takes events (a round decided, a release heard, the retry timer, cancellation,
-// the client's shutdown) and answers with the action its driver must take (send an
-// attempt, send the fenced write-back, wait, complete). The driver (acquire_op in
+// the client's shutdown) and answers with the action its driver must take (machine_action:
+// send an attempt, hand out a win, undo a loss, retry, wait, complete). The driver (acquire_op in
 // lock_ops.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
 // local line; every decision about what comes next is made here, and test_rules feeds it
 // events without a server.
@@ -13,32 +13,30 @@
 #include <cstdint>
 #include <optional>
 
+#include "machines/action.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/clock.hpp"
 #include "redlock/error.hpp"
 
 namespace redlock::detail {
 
-/// What the driver of an acquisition does next.
-struct acquire_action {
-  enum class kind : std::uint8_t {
-    none,          ///< nothing: wait for the next event
-    send_attempt,  ///< a new attempt: new token, first round to every voter
-    won,           ///< the first round won in time: hand out, or send the write-back
-    attempt_lost,  ///< undo the attempt on the nodes, then call attempt_failed(`ec`)
-    retry,         ///< the failed attempt is retried: join the lines, then plan_retry
-    wait,          ///< (re)arm the retry timer for `delay`, as generation `generation`
-    complete,      ///< complete the call with `ec` (success is `won`'s hand-out)
-  };
-  kind what = kind::none;
-  error_code ec{};
-  std::chrono::nanoseconds delay{};
+/// An acquisition's part of its action.
+struct acquire_detail {
+  /// wait: the timer's generation (an expiry of an older one is stale).
   std::uint64_t generation = 0;
   /// Call off the waiting retry (an attempt starts now, or a wake made it stale).
   bool cancel_timer = false;
   /// complete after cancellation or shutdown: undo the attempt that was in flight first.
   bool release = false;
 };
+
+/// What the driver of an acquisition does next (machine_action): none; send_round (a new
+/// attempt: new token, first round to every voter); won (the first round won in time:
+/// hand out, or send the write-back); undo (undo the attempt on the nodes, then call
+/// attempt_failed(`ec`)); retry (join the lines, then plan_retry); wait (arm the retry
+/// timer for `delay`, as `detail.generation`); complete (with `ec`; success is the
+/// hand-out after a write-back).
+using acquire_action = machine_action<acquire_detail>;
 
 /// What a failed attempt's retry depends on besides the clock, gathered by the driver.
 struct retry_context {
@@ -84,11 +82,9 @@ class acquire_fsm {
   acquire_action first_round_decided(vote_state v, bool in_time, error_code lost_reason) {
     if (phase_ != phase::first_round || v == vote_state::undecided) return {};
     phase_ = phase::between;
-    if (v == vote_state::lost)
-      return {.what = acquire_action::kind::attempt_lost, .ec = lost_reason};
-    if (!in_time)
-      return {.what = acquire_action::kind::attempt_lost, .ec = error::validity_exhausted};
-    return {.what = acquire_action::kind::won};
+    if (v == vote_state::lost) return {.what = action_kind::undo, .ec = lost_reason};
+    if (!in_time) return {.what = action_kind::undo, .ec = error::validity_exhausted};
+    return {.what = action_kind::won};
   }
   /// The write-back's tally: its vote and the grant rule at this moment.
   acquire_action write_back_decided(vote_state v, bool in_time);
@@ -121,7 +117,7 @@ class acquire_fsm {
   acquire_action requests_back(std::size_t outstanding) {
     if (phase_ != phase::between || outstanding != 0 || !retry_when_idle_) return {};
     retry_when_idle_ = false;
-    return {.what = acquire_action::kind::send_attempt};
+    return {.what = action_kind::send_round};
   }
   /// Cancelled: complete with `cancelled`, undoing the attempt if a round was out
   /// (`sent`: an attempt was ever sent).

@@ -41,7 +41,7 @@ acquire_fsm sent_waiting(std::chrono::milliseconds wait = 10s) {
 acquire_fsm retrying(std::chrono::milliseconds wait = 10s) {
   auto f = sent_waiting(wait);
   const auto lost = f.first_round_decided(vote_state::lost, false, error::contended);
-  BOOST_REQUIRE(lost.what == kind::attempt_lost);
+  BOOST_REQUIRE(lost.what == kind::undo);
   BOOST_REQUIRE(f.attempt_failed(lost.ec, t0).what == kind::retry);
   return f;
 }
@@ -76,14 +76,14 @@ BOOST_AUTO_TEST_CASE(a_first_round_won_in_time_is_handed_out) {
 BOOST_AUTO_TEST_CASE(a_first_round_won_too_late_fails_the_attempt_as_validity_exhausted) {
   auto f = sent_waiting();
   const auto a = f.first_round_decided(vote_state::won, false, {});
-  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.what == kind::undo));
   BOOST_TEST((a.ec == error::validity_exhausted));
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_first_round_fails_the_attempt_with_its_reason) {
   auto f = sent_waiting();
   const auto a = f.first_round_decided(vote_state::lost, false, error::no_quorum);
-  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.what == kind::undo));
   BOOST_TEST((a.ec == error::no_quorum));
 }
 
@@ -114,14 +114,14 @@ BOOST_AUTO_TEST_CASE(a_fenced_win_is_handed_out_only_after_its_write_back_wins) 
 BOOST_AUTO_TEST_CASE(a_write_back_refused_by_a_majority_fails_as_no_quorum) {
   auto f = writing_back();
   const auto a = f.write_back_decided(vote_state::lost, true);
-  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.what == kind::undo));
   BOOST_TEST((a.ec == error::no_quorum));
 }
 
 BOOST_AUTO_TEST_CASE(a_write_back_confirmed_too_late_fails_as_validity_exhausted) {
   auto f = writing_back();
   const auto a = f.write_back_decided(vote_state::won, false);
-  BOOST_TEST((a.what == kind::attempt_lost));
+  BOOST_TEST((a.what == kind::undo));
   BOOST_TEST((a.ec == error::validity_exhausted));
 }
 
@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(a_single_try_lost_to_unrepaired_nodes_is_tried_once_more_af
   auto a = f.attempt_failed(lost.ec, t0, false, 600ms);
   BOOST_TEST((a.what == kind::wait));
   BOOST_TEST((a.delay == 600ms));  // the bound; the repair's end wakes it sooner
-  BOOST_TEST((f.wake(0).what == kind::send_attempt));
+  BOOST_TEST((f.wake(0).what == kind::send_round));
   f.attempt_sent();
   // Once only: the retry's loss ends the try, whatever it lost to.
   lost = f.first_round_decided(vote_state::lost, false, error::no_quorum);
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(a_call_queued_behind_a_yielded_release_parks_before_any_att
   BOOST_TEST((a.what == kind::wait));
   BOOST_TEST((a.delay == 2s));
   // Its wake tries at once: no attempt is in flight.
-  BOOST_TEST((f.wake(0).what == kind::send_attempt));
+  BOOST_TEST((f.wake(0).what == kind::send_round));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -261,18 +261,18 @@ BOOST_AUTO_TEST_SUITE(acquisition_waits)
 BOOST_AUTO_TEST_CASE(an_expired_retry_timer_starts_the_next_attempt) {
   acquire_action wait;
   auto f = waiting_for_timer(wait);
-  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::send_attempt));
+  BOOST_TEST((f.timer_fired(wait.detail.generation, 0).what == kind::send_round));
 }
 
 BOOST_AUTO_TEST_CASE(a_wake_between_attempts_starts_one_at_once_and_stales_the_timer) {
   acquire_action wait;
   auto f = waiting_for_timer(wait);
   const auto a = f.wake(0);
-  BOOST_TEST((a.what == kind::send_attempt));
-  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST((a.what == kind::send_round));
+  BOOST_TEST(a.detail.cancel_timer);
   f.attempt_sent();
   // The old timer fires anyway (its cancellation raced the expiry): stale.
-  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+  BOOST_TEST((f.timer_fired(wait.detail.generation, 0).what == kind::none));
 }
 
 BOOST_AUTO_TEST_CASE(a_wake_while_the_last_attempts_requests_are_out_waits_for_them) {
@@ -280,17 +280,17 @@ BOOST_AUTO_TEST_CASE(a_wake_while_the_last_attempts_requests_are_out_waits_for_t
   auto f = waiting_for_timer(wait);
   const auto a = f.wake(2);
   BOOST_TEST((a.what == kind::none));
-  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST(a.detail.cancel_timer);
   BOOST_TEST((f.requests_back(1).what == kind::none));
-  BOOST_TEST((f.requests_back(0).what == kind::send_attempt));
+  BOOST_TEST((f.requests_back(0).what == kind::send_round));
   BOOST_TEST((f.requests_back(0).what == kind::none));  // once
 }
 
 BOOST_AUTO_TEST_CASE(an_expired_timer_with_requests_out_waits_for_them) {
   acquire_action wait;
   auto f = waiting_for_timer(wait);
-  BOOST_TEST((f.timer_fired(wait.generation, 3).what == kind::none));
-  BOOST_TEST((f.requests_back(0).what == kind::send_attempt));
+  BOOST_TEST((f.timer_fired(wait.detail.generation, 3).what == kind::none));
+  BOOST_TEST((f.requests_back(0).what == kind::send_round));
 }
 
 BOOST_AUTO_TEST_CASE(late_answers_without_a_retry_due_start_nothing) {
@@ -303,16 +303,16 @@ BOOST_AUTO_TEST_CASE(each_wait_makes_the_ones_before_it_stale) {
   auto f = retrying();
   const auto first = f.plan_retry(t0, {.delay = 50ms});
   const auto second = f.wake_after(10ms, t0);
-  BOOST_TEST(second.generation != first.generation);
-  BOOST_TEST((f.timer_fired(first.generation, 0).what == kind::none));
-  BOOST_TEST((f.timer_fired(second.generation, 0).what == kind::send_attempt));
+  BOOST_TEST(second.detail.generation != first.detail.generation);
+  BOOST_TEST((f.timer_fired(first.detail.generation, 0).what == kind::none));
+  BOOST_TEST((f.timer_fired(second.detail.generation, 0).what == kind::send_round));
 }
 
 BOOST_AUTO_TEST_CASE(a_delayed_wake_between_attempts_rearms_the_timer_within_the_deadline) {
   auto f = retrying(30ms);
   const auto a = f.wake_after(100ms, t0);
   BOOST_TEST((a.what == kind::wait));
-  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST(a.detail.cancel_timer);
   BOOST_TEST((a.delay == 30ms));
 }
 
@@ -328,7 +328,7 @@ BOOST_AUTO_TEST_CASE(a_promoted_waiter_polls_after_the_retry_delay) {
   f.plan_retry(t0, {.delay = 50ms, .parked = true});
   const auto a = f.promote(t0, 40ms, std::nullopt);
   BOOST_TEST((a.what == kind::wait));
-  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST(a.detail.cancel_timer);
   BOOST_TEST((a.delay == 40ms));
 }
 
@@ -354,7 +354,7 @@ BOOST_AUTO_TEST_CASE(a_contended_wait_retries_until_a_round_wins) {
     BOOST_REQUIRE(f.attempt_failed(lost.ec, now).what == kind::retry);
     const auto wait = f.plan_retry(now, {.delay = 50ms});
     now += wait.delay;
-    BOOST_REQUIRE(f.timer_fired(wait.generation, 0).what == kind::send_attempt);
+    BOOST_REQUIRE(f.timer_fired(wait.detail.generation, 0).what == kind::send_round);
     f.attempt_sent();
   }
   BOOST_TEST((f.first_round_decided(vote_state::won, true, {}).what == kind::won));
@@ -371,13 +371,13 @@ BOOST_AUTO_TEST_CASE(cancelled_during_the_first_round_the_attempt_is_undone) {
   const auto a = f.cancel(true);
   BOOST_TEST((a.what == kind::complete));
   BOOST_TEST((a.ec == error::cancelled));
-  BOOST_TEST(a.release);
-  BOOST_TEST(a.cancel_timer);
+  BOOST_TEST(a.detail.release);
+  BOOST_TEST(a.detail.cancel_timer);
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_during_the_write_back_the_attempt_is_undone) {
   auto f = writing_back();
-  BOOST_TEST(f.cancel(true).release);
+  BOOST_TEST(f.cancel(true).detail.release);
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_between_attempts_nothing_is_undone) {
@@ -385,14 +385,14 @@ BOOST_AUTO_TEST_CASE(cancelled_between_attempts_nothing_is_undone) {
   auto f = waiting_for_timer(wait);
   const auto a = f.cancel(true);
   BOOST_TEST((a.ec == error::cancelled));
-  BOOST_TEST(!a.release);  // the failed attempt was undone when it failed
-  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+  BOOST_TEST(!a.detail.release);  // the failed attempt was undone when it failed
+  BOOST_TEST((f.timer_fired(wait.detail.generation, 0).what == kind::none));
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_before_anything_was_sent_nothing_is_undone) {
   acquire_fsm f{true, t0 + 1s};
   f.attempt_sent();  // the first round could not leave (every node refused)
-  BOOST_TEST(!f.cancel(false).release);
+  BOOST_TEST(!f.cancel(false).detail.release);
 }
 
 BOOST_AUTO_TEST_CASE(a_shutdown_during_the_first_round_ends_the_call_at_once_and_undoes_it) {
@@ -402,7 +402,7 @@ BOOST_AUTO_TEST_CASE(a_shutdown_during_the_first_round_ends_the_call_at_once_and
   const auto a = f.client_closed(true);
   BOOST_TEST((a.what == kind::complete));
   BOOST_TEST((a.ec == error::shut_down));
-  BOOST_TEST(a.release);
+  BOOST_TEST(a.detail.release);
   BOOST_TEST((f.first_round_decided(vote_state::won, true, {}).what == kind::none));
   BOOST_TEST((f.attempt_failed(error::contended, t0).what == kind::none));
 }
@@ -411,7 +411,7 @@ BOOST_AUTO_TEST_CASE(a_shutdown_during_the_write_back_undoes_the_attempt) {
   auto f = writing_back();
   const auto a = f.client_closed(true);
   BOOST_TEST((a.ec == error::shut_down));
-  BOOST_TEST(a.release);
+  BOOST_TEST(a.detail.release);
   BOOST_TEST((f.write_back_decided(vote_state::won, true).what == kind::none));
 }
 
@@ -421,9 +421,9 @@ BOOST_AUTO_TEST_CASE(a_shutdown_while_waiting_out_a_retry_ends_the_call_and_its_
   const auto a = f.client_closed(true);
   BOOST_TEST((a.what == kind::complete));
   BOOST_TEST((a.ec == error::shut_down));
-  BOOST_TEST(!a.release);  // the failed attempt was undone when it failed
-  BOOST_TEST(a.cancel_timer);
-  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+  BOOST_TEST(!a.detail.release);  // the failed attempt was undone when it failed
+  BOOST_TEST(a.detail.cancel_timer);
+  BOOST_TEST((f.timer_fired(wait.detail.generation, 0).what == kind::none));
 }
 
 BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
@@ -433,7 +433,7 @@ BOOST_AUTO_TEST_CASE(nothing_happens_after_the_call_completed) {
   BOOST_TEST((f.wake(0).what == kind::none));
   BOOST_TEST((f.wake_after(1ms, t0).what == kind::none));
   BOOST_TEST((f.promote(t0, 1ms, std::nullopt).what == kind::none));
-  BOOST_TEST((f.timer_fired(wait.generation, 0).what == kind::none));
+  BOOST_TEST((f.timer_fired(wait.detail.generation, 0).what == kind::none));
   BOOST_TEST((f.requests_back(0).what == kind::none));
   BOOST_TEST((f.cancel(true).what == kind::none));
   BOOST_TEST((f.client_closed(true).what == kind::none));
