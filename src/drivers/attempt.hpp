@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "client/client_state.hpp"
+#include "drivers/carry_out.hpp"
 #include "machines/acquire_fsm.hpp"
 #include "machines/lock_answer.hpp"
 #include "quorum/operation.hpp"
@@ -159,28 +160,10 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
     return std::chrono::nanoseconds{2 * op().s_->cfg.node_timeout + op().s_->cfg.retry_delay};
   }
 
-  /// Carries out what the state machine decided.
+  /// Carries out what the state machine decided (carry_out.hpp).
   void act(const acquire_action& a) {
-    Op& o = op();
     if (a.detail.cancel_timer) cancel_retry();
-    switch (a.what) {
-      case action_kind::send_round:
-        return o.attempt();
-      case action_kind::won:
-        return o.hand_out();
-      case action_kind::undo:
-        return o.fail_attempt(a.ec);
-      case action_kind::wait:
-        return retry_after(a);
-      case action_kind::complete:
-        if (a.ec) return o.complete(a.ec, {});
-        return o.succeed();
-      case action_kind::none:
-      case action_kind::retry:         // only from attempt_failed, which fail_attempt reads
-      case action_kind::second_round:  // the write-back is hand_out()'s
-      case action_kind::answer:        // a call is told only as it completes
-        return;
-    }
+    action_runner::carry_out(*this, a);
   }
 
   /// Arms the retry timer as `wait` says (nothing for another action); on expiry (not on
@@ -240,6 +223,18 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   boot_clock::time_point valid_until_{};  // and when the keys it takes stop being valid
 
  private:
+  // The machine's steps (carry_out.hpp). A retry comes only from attempt_failed, which
+  // fail_attempt reads; the write-back is hand_out()'s.
+  friend action_runner;
+  void do_send_round(const acquire_action&) { op().attempt(); }
+  void do_won(const acquire_action&) { op().hand_out(); }
+  void do_lost(const acquire_action& a) { op().fail_attempt(a.ec); }
+  void do_wait(const acquire_action& a) { retry_after(a); }
+  void do_complete(const acquire_action& a) {
+    if (a.ec) return op().complete(a.ec, {});
+    op().succeed();
+  }
+
   Op& op() { return static_cast<Op&>(*this); }
   const Op& op() const { return static_cast<const Op&>(*this); }
 

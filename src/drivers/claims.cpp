@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "drivers/batch_rounds.hpp"
+#include "drivers/carry_out.hpp"
 #include "machines/batch_answers.hpp"
 #include "machines/claim_decisions.hpp"
 #include "machines/claim_fsm.hpp"
@@ -180,29 +181,20 @@ class claim_batch_op final : public batch_rounds<void(error_code, std::vector<cl
   }
   void on_tally() override { act(fsm_.tally(moment())); }
 
-  // Carries out what the machine decided.
-  void act(claim_action a) {
-    switch (a.what) {
-      case action_kind::none:
-      case action_kind::send_round:  // the first round is planned per node, not asked for
-      case action_kind::wait:        // a batch has no timer
-      case action_kind::won:         // each name ends at complete, won or not
-      case action_kind::undo:
-      case action_kind::retry:
-        return;
-      case action_kind::answer:
-        return complete_now(a.ec, {});
-      case action_kind::second_round: {
-        const auto deadline =
-            request_deadline(boot_clock::now(), s_->cfg.node_timeout, valid_until_);
-        for (std::size_t i = 0; i < s_->size(); ++i)
-          if (a.nodes & bit(i)) ask(i, a.detail, deadline);
-        return act(fsm_.tally(moment()));  // all refused: decided now
-      }
-      case action_kind::complete:
-        if (a.ec) return fail_all(a.ec);
-        return finish();
-    }
+  // Carries out what the machine decided (carry_out.hpp). The first round is planned per
+  // node, not asked for; each name ends at complete, won or not.
+  void act(const claim_action& a) { action_runner::carry_out(*this, a); }
+  friend action_runner;
+  void do_answer(const claim_action& a) { complete_now(a.ec, {}); }
+  void do_second_round(const claim_action& a) {
+    const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout, valid_until_);
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if (a.nodes & bit(i)) ask(i, a.detail, deadline);
+    act(fsm_.tally(moment()));  // all refused: decided now
+  }
+  void do_complete(const claim_action& a) {
+    if (a.ec) return fail_all(a.ec);
+    finish();
   }
 
   void finish() {

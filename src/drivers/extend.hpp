@@ -9,6 +9,7 @@
 #include <string>
 
 #include "client/client_state.hpp"
+#include "drivers/carry_out.hpp"
 #include "drivers/voted_op.hpp"
 #include "machines/extend_decisions.hpp"
 #include "machines/extend_fsm.hpp"
@@ -80,8 +81,9 @@ class extend_op_base : public voted_op {
   void on_cancel() override { act(fsm_.cancel(boot_clock::now())); }
 
   // The lock's state changes before the caller hears of the outcome.
-  void act(const extend_action& a) {
-    if (a.what != action_kind::complete) return;
+  void act(const extend_action& a) { action_runner::carry_out(*this, a); }
+  friend action_runner;
+  void do_complete(const extend_action& a) {
     Access::extending(*lk_) = false;
     Access::deadline(*lk_) = a.detail.deadline;
     if (!a.ec) Access::ttl(*lk_) = fsm_.ttl();

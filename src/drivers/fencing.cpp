@@ -28,6 +28,7 @@
 
 #include "client/client_state.hpp"
 #include "connection/slots.hpp"
+#include "drivers/carry_out.hpp"
 #include "machines/repair_decisions.hpp"
 #include "machines/repair_fsm.hpp"
 #include "quorum/operation.hpp"
@@ -166,26 +167,19 @@ class fence_repair_op final : public quorum_op<client_state, void(error_code)> {
   // No handler, so no cancellation slot: only a stop the machine is told of ends it early.
   void on_cancel() override { act(fsm_.stop(error::cancelled)); }
 
+  // Carries out what the machine decided (carry_out.hpp): the reads are start()'s.
   void act(repair_action a) {
     // The node-wide flag is the fleet's one pair's; a slot's pair is asked by each lock.
     if (a.detail.mark && hash_ == s_->fence_hash_key) s_->nodes[*a.detail.mark]->set_fence_marked();
-    switch (a.what) {
-      case action_kind::second_round:
-        return send_writes(a);
-      case action_kind::complete:
-        std::erase(s_->repairs_running, hash_);
-        keep_repair_problem(s_->repair_problem, std::move(a.detail.problem), a.detail.wrote);
-        s_->repair_ended(hash_);
-        return complete(a.ec);
-      case action_kind::none:
-      case action_kind::send_round:  // the reads are start()'s
-      case action_kind::wait:        // a repair has no timer
-      case action_kind::answer:      // nor a caller to tell early
-      case action_kind::won:         // nor a hand-out, an undo or a retry
-      case action_kind::undo:
-      case action_kind::retry:
-        return;
-    }
+    action_runner::carry_out(*this, a);
+  }
+  friend action_runner;
+  void do_second_round(const repair_action& a) { send_writes(a); }
+  void do_complete(const repair_action& a) {
+    std::erase(s_->repairs_running, hash_);
+    keep_repair_problem(s_->repair_problem, std::string{a.detail.problem}, a.detail.wrote);
+    s_->repair_ended(hash_);
+    complete(a.ec);
   }
 
   // Each write names the incarnation its node's read came from.

@@ -5,6 +5,7 @@
 // inspect_fsm's; this file sends the requests.
 
 #include "client/client_state.hpp"
+#include "drivers/carry_out.hpp"
 #include "machines/inspect_fsm.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
@@ -68,26 +69,17 @@ class inspect_op final
 
   void on_cancel() override { act(fsm_.cancel()); }
 
-  void act(const inspect_action& a) {
-    switch (a.what) {
-      case action_kind::second_round:
-        for (std::size_t i = 0; i < s_->size(); ++i)
-          if ((a.nodes & bit(i)) &&
-              !send_second(second_[i], i, config_payload_, nullptr, deadline_))
-            act(fsm_.second_refused(i));
-        return;
-      case action_kind::complete:
-        if (a.ec) return complete(a.ec, fsm_.take_reports());
-        return complete({}, standing(fsm_.take_reports()));
-      case action_kind::none:
-      case action_kind::send_round:  // the first round is start()'s
-      case action_kind::wait:        // an inspection has no timer
-      case action_kind::answer:      // nor an early answer, a hand-out, an undo or a retry
-      case action_kind::won:
-      case action_kind::undo:
-      case action_kind::retry:
-        return;
-    }
+  // Carries out what the machine decided (carry_out.hpp): the first round is start()'s.
+  void act(const inspect_action& a) { action_runner::carry_out(*this, a); }
+  friend action_runner;
+  void do_second_round(const inspect_action& a) {
+    for (std::size_t i = 0; i < s_->size(); ++i)
+      if ((a.nodes & bit(i)) && !send_second(second_[i], i, config_payload_, nullptr, deadline_))
+        act(fsm_.second_refused(i));
+  }
+  void do_complete(const inspect_action& a) {
+    if (a.ec) return complete(a.ec, fsm_.take_reports());
+    complete({}, standing(fsm_.take_reports()));
   }
 
   // Whether each node votes now, and a cluster node's primaries, as the client sees them

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "client/client_state.hpp"
+#include "drivers/carry_out.hpp"
 #include "drivers/voted_op.hpp"
 #include "machines/release_fsm.hpp"
 #include "quorum/rules.hpp"
@@ -47,9 +48,9 @@ class release_op_base : public voted_op {
   void on_vote(vote v) override { act(fsm_.voted(v)); }
   void on_cancel() override { act(fsm_.cancel()); }
 
-  void act(const release_action& a) {
-    if (a.what == action_kind::complete) complete(a.ec);
-  }
+  void act(const release_action& a) { action_runner::carry_out(*this, a); }
+  friend action_runner;
+  void do_complete(const release_action& a) { complete(a.ec); }
 
   release_fsm fsm_;
 };

@@ -38,6 +38,7 @@
 
 #include "client/call_checks.hpp"
 #include "client/client_state.hpp"
+#include "drivers/carry_out.hpp"
 #include "drivers/permit_place.hpp"
 #include "drivers/single_lock.hpp"
 #include "machines/acquire_fsm.hpp"
@@ -183,19 +184,16 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
     complete(error::cancelled);
   }
 
+  // Carries out what the acquisition machine decided (carry_out.hpp): a new attempt is a
+  // sweep of the permits, a wait the retry timer.
   void act(const acquire_action& a) {
     if (a.detail.cancel_timer && timer_) timer_->cancel();
-    switch (a.what) {
-      case action_kind::send_round:
-        return sweep();
-      case action_kind::wait:
-        return wait(a);
-      case action_kind::complete:
-        return complete(a.ec);
-      default:
-        return;
-    }
+    action_runner::carry_out(*this, a);
   }
+  friend action_runner;
+  void do_send_round(const acquire_action&) { sweep(); }
+  void do_wait(const acquire_action& a) { wait(a); }
+  void do_complete(const acquire_action& a) { complete(a.ec); }
 
   void sweep() {
     if (s_->closed) return complete(error::shut_down);
@@ -206,28 +204,23 @@ class permit_op final : public permit_waiter, public composed_op<void(error_code
     next(sweep_.start(first));
   }
 
-  void next(const sweep_step& step) {
-    switch (step.what) {
-      case sweep_step::kind::try_permit:
-        return try_permit(step);
-      case sweep_step::kind::won:
-        return complete({}, permit{std::move(won_), step.index});
-      case sweep_step::kind::failed:
-        return sweep_failed(step.ec);
-      case sweep_step::kind::end:
-        return complete(step.ec);
-    }
-  }
+  // The sweep's steps (carry_out.hpp), beside the acquisition's above.
+  void next(const sweep_step& step) { action_runner::carry_out(*this, step); }
+  void do_send_round(const sweep_step& step) { try_permit(step); }
+  void do_won(const sweep_step& step) { complete({}, permit{std::move(won_), step.detail.index}); }
+  void do_lost(const sweep_step& step) { sweep_failed(step.ec); }
+  void do_complete(const sweep_step& step) { complete(step.ec); }
 
   void try_permit(const sweep_step& step) {
     in_flight_ = true;
-    target_->first = step.index;
-    target_->span = step.span;
-    const bool with_place = place_ && !place_->str().empty() && step.last;
+    target_->first = step.detail.index;
+    target_->span = step.detail.span;
+    const bool with_place = place_ && !place_->str().empty() && step.detail.last;
     if (with_place) place_->sending(*target_);
     target_->place = with_place ? place_->str() : std::string{};
     target_->answers.sent(++target_->tries, !target_->place.empty());
-    start_permit_try(s_, buffer{permit_key_name(resource_, step.index)}, target_, opts_, diag_,
+    start_permit_try(s_, buffer{permit_key_name(resource_, step.detail.index)}, target_, opts_,
+                     diag_,
                      asio::bind_cancellation_slot(
                          inner_cancel_.slot(),
                          this->step([this](error_code ec, lock lk) { tried(ec, std::move(lk)); })));

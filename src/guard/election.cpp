@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "client/client_state.hpp"
+#include "drivers/carry_out.hpp"
 #include "drivers/election_round.hpp"
 #include "guard/renewal.hpp"
 #include "quorum/operation.hpp"
@@ -204,12 +205,20 @@ class campaign_op final : public composed_op<void(error_code, leadership)> {
   // A record short of a majority is retried soon by the refresher; the leader leads meanwhile
   // (it holds the lock), observers only learn it a little later. A write that ended past the
   // lock's validity hands out nothing: the leadership would be over before it began.
-  void written(error_code ec, const std::shared_ptr<leader_state>& st, std::size_t nodes) {
-    if (ec) return finish(ec, {});  // the state goes, and its keeper releases the lock
-    if (!st->k.valid()) return finish(error::leadership_lost, {});
-    start_refresher(st, majority(*s_, nodes));
+  void written(error_code ec, std::shared_ptr<leader_state> st, std::size_t nodes) {
+    leader_ = std::move(st);
+    action_runner::carry_out(*this, after_first_record(ec, leader_->k.valid(), nodes, s_->size()));
+  }
+
+  // What after_first_record decided (carry_out.hpp). On an error the state goes, and its
+  // keeper releases the lock.
+  friend action_runner;
+  void do_complete(const campaign_action& a) {
+    auto st = std::move(leader_);
+    if (a.ec) return finish(a.ec, {});
+    start_refresher(st, a.detail.on_majority);
     leadership l;
-    election_access::state(l) = st;
+    election_access::state(l) = std::move(st);
     finish({}, std::move(l));
   }
 
@@ -220,6 +229,7 @@ class campaign_op final : public composed_op<void(error_code, leadership)> {
   diagnostics* diag_;
   asio::cancellation_signal inner_;  // the lock's wait
   bool waiting_ = true;
+  std::shared_ptr<leader_state> leader_;  // between the first write and the completion
 };
 
 // ---- resignation ------------------------------------------------------------------
@@ -309,17 +319,21 @@ class observe_op final : public composed_op<void(error_code, leader_info)> {
 
   void got(error_code ec, election_round_result found) {
     reading_ = false;
-    if (ec) return finish(ec, {});
-    const bool news = leader_news(st_->memory, found.leader, found.nodes, st_->s->size());
-    switch (after_election_read(news, std::exchange(st_->woken, false))) {
-      case observer_step::report:
-        return finish({}, report(*st_, std::move(found.leader)));
-      case observer_step::read_again:
-        return read();
-      case observer_step::wait:
-        break;
-    }
-    st_->timer.expires_after(st_->opts.poll_interval);
+    const bool news = !ec && leader_news(st_->memory, found.leader, found.nodes, st_->s->size());
+    seen_ = std::move(found.leader);
+    action_runner::carry_out(*this, after_election_read(ec, news, std::exchange(st_->woken, false),
+                                                        st_->opts.poll_interval));
+  }
+
+  // What after_election_read decided (carry_out.hpp).
+  friend action_runner;
+  void do_complete(const observer_action& a) {
+    if (a.ec) return finish(a.ec, {});
+    finish({}, report(*st_, std::move(seen_)));
+  }
+  void do_send_round(const observer_action&) { read(); }
+  void do_wait(const observer_action& a) {
+    st_->timer.expires_after(a.delay);
     // Woken early (a release announced, or closed) or cancelled: read() says which.
     st_->timer.async_wait(step([this](error_code) { read(); }));
   }
@@ -328,6 +342,7 @@ class observe_op final : public composed_op<void(error_code, leader_info)> {
   asio::cancellation_signal inner_;  // the read in flight
   bool reading_ = false;
   bool cancelled_ = false;
+  leader_view seen_;  // the last read's finding, reported if it is news
 };
 
 }  // namespace

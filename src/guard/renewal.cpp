@@ -10,6 +10,7 @@
 #include <boost/system/system_error.hpp>
 #include <map>
 
+#include "drivers/carry_out.hpp"
 #include "drivers/single_lock.hpp"
 #include "machines/batch_answers.hpp"
 #include "machines/renewal_fsm.hpp"
@@ -87,9 +88,13 @@ class batch_extend_op final : public quorum_op<client_state, void(error_code)> {
   void on_tally() override {
     // Shutdown stopped every keeper: none of these locks is to be decided.
     if (s_->closed) fsm_.shut_down();
-    const auto a = fsm_.tally();
-    if (a.what == action_kind::none) return;
-    finish(!a.ec);  // shut_down: nothing to decide
+    action_runner::carry_out(*this, fsm_.tally());
+  }
+
+  // The round decided every lock (carry_out.hpp); shut_down: nothing to decide.
+  friend action_runner;
+  void do_complete(const renewal_action& a) {
+    finish(!a.ec);
     complete({});
   }
 

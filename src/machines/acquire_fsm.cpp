@@ -40,8 +40,8 @@ boot_clock::time_point wait_deadline(boot_clock::time_point now, bool waiting,
 acquire_action acquire_fsm::write_back_decided(vote_state v, bool in_time) {
   if (phase_ != phase::write_back || v == vote_state::undecided) return {};
   phase_ = phase::between;
-  if (v == vote_state::lost) return {.what = kind::undo, .ec = error::no_quorum};
-  if (!in_time) return {.what = kind::undo, .ec = error::validity_exhausted};
+  if (v == vote_state::lost) return {.what = kind::lost, .ec = error::no_quorum};
+  if (!in_time) return {.what = kind::lost, .ec = error::validity_exhausted};
   phase_ = phase::done;
   return complete_with({});
 }

@@ -3,8 +3,8 @@
 // The attempts of one acquisition call (a single lock or a set) as a state machine with no
 // I/O: it takes events (a round decided, a release heard, the retry timer, cancellation,
 // the client's shutdown) and answers with the action its driver must take (machine_action:
-// send an attempt, hand out a win, undo a loss, retry, wait, complete). The driver (acquire_op in
-// lock_ops.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
+// send an attempt, hand out a win, give up a loss, retry, wait, complete). The driver (acquire_op
+// in lock_ops.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
 // local line; every decision about what comes next is made here, and test_rules feeds it
 // events without a server.
 
@@ -32,7 +32,7 @@ struct acquire_detail {
 
 /// What the driver of an acquisition does next (machine_action): none; send_round (a new
 /// attempt: new token, first round to every voter); won (the first round won in time:
-/// hand out, or send the write-back); undo (undo the attempt on the nodes, then call
+/// hand out, or send the write-back); lost (undo the attempt on the nodes, then call
 /// attempt_failed(`ec`)); retry (join the lines, then plan_retry); wait (arm the retry
 /// timer for `delay`, as `detail.generation`); complete (with `ec`; success is the
 /// hand-out after a write-back).
@@ -82,8 +82,8 @@ class acquire_fsm {
   acquire_action first_round_decided(vote_state v, bool in_time, error_code lost_reason) {
     if (phase_ != phase::first_round || v == vote_state::undecided) return {};
     phase_ = phase::between;
-    if (v == vote_state::lost) return {.what = action_kind::undo, .ec = lost_reason};
-    if (!in_time) return {.what = action_kind::undo, .ec = error::validity_exhausted};
+    if (v == vote_state::lost) return {.what = action_kind::lost, .ec = lost_reason};
+    if (!in_time) return {.what = action_kind::lost, .ec = error::validity_exhausted};
     return {.what = action_kind::won};
   }
   /// The write-back's tally: its vote and the grant rule at this moment.

@@ -2,14 +2,14 @@
 #pragma once
 // The one vocabulary in which a state machine tells its driver what to do next: send a
 // round, send a second round to some nodes, wait, answer the caller early, hand out a won
-// round, undo a lost one, retry, complete, or nothing yet. A machine that
+// round, give up a lost one, retry, complete, or nothing yet. A machine that
 // needs more than the common fields says it in its own `Detail` (what to write, what to
 // keep), never with a kind of its own, so that one driver can carry out every machine's
 // actions. No I/O and no Asio here (scripts/check-asio-free.sh compiles it alone).
 //
 // Every machine answers with it: acquisition, release, extension, inspection, renewal,
-// fence repair and claims. Each driver still carries the actions out itself, until the
-// driver they share is written (issue 41).
+// fence repair and claims; action_runner::carry_out (drivers/carry_out.hpp) turns each
+// action into its driver's step.
 
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -42,8 +42,8 @@ enum class action_kind : std::uint8_t {
                  ///< read, or undone) until its own complete, which the caller no longer hears
   won,           ///< the round won: hand out what it took (or send the second round the
                  ///< kind needs first)
-  undo,          ///< the round lost: undo what it may have taken, then tell the machine why
-                 ///< (`ec`) it failed
+  lost,          ///< the attempt lost (`ec` says why): undo what its round may have taken,
+                 ///< then tell the machine, which decides what comes next
   retry,         ///< the failed round is retried: the driver gathers what the wait depends
                  ///< on (its place in the lines) and asks the machine for it
   complete,      ///< complete the call with `ec` (success: no `ec`)

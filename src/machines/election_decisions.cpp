@@ -92,9 +92,18 @@ std::chrono::milliseconds election_refresh_delay(bool on_majority,
   return on_majority ? record_ttl / 4 : retry_delay;
 }
 
-observer_step after_election_read(bool news, bool woken) {
-  if (news) return observer_step::report;
-  return woken ? observer_step::read_again : observer_step::wait;
+campaign_action after_first_record(error_code write_failed, bool lock_valid, std::size_t written,
+                                   std::size_t nodes) {
+  if (write_failed) return campaign_action::completed(write_failed);
+  if (!lock_valid) return campaign_action::completed(error::leadership_lost);
+  return {.what = action_kind::complete, .detail = {.on_majority = written >= quorum(nodes)}};
+}
+
+observer_action after_election_read(error_code read_failed, bool news, bool woken,
+                                    std::chrono::milliseconds poll_interval) {
+  if (read_failed || news) return observer_action::completed(read_failed);
+  if (woken) return {.what = action_kind::send_round};
+  return {.what = action_kind::wait, .delay = poll_interval};
 }
 
 leader_report report_of(const observer_memory& m) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "machines/action.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 #include "resp/resp.hpp"
@@ -105,13 +106,26 @@ std::chrono::milliseconds election_refresh_delay(bool on_majority,
                                                  std::chrono::milliseconds record_ttl,
                                                  std::chrono::milliseconds retry_delay);
 
-/// What an observer's async_next does once a read is in.
-enum class observer_step : std::uint8_t {
-  report,      ///< the read is news: report it
-  read_again,  ///< no news, but a release or a new record was announced during the read
-  wait,        ///< no news: wait for the poll interval or an announcement
+/// A campaign's part of its action: whether a majority holds the first record (the
+/// refresher's first delay, election_refresh_delay).
+struct campaign_detail {
+  bool on_majority = false;
 };
-observer_step after_election_read(bool news, bool woken);
+/// What a campaign does once its record's first write is in (machine_action: always
+/// complete): with the write's error; with leadership_lost when the lock's validity ran out
+/// meanwhile (a leadership over before it began is not handed out); else with the
+/// leadership, whose record `written` of the fleet's `nodes` hold.
+using campaign_action = machine_action<campaign_detail>;
+campaign_action after_first_record(error_code write_failed, bool lock_valid, std::size_t written,
+                                   std::size_t nodes);
+
+/// What an observer's async_next does once a read is in (machine_action): complete (the
+/// read failed: with its `ec`; else it is news: report it), send_round (no news, but a
+/// release or a new record was announced during the read: read again), or wait (no news:
+/// for the poll interval, `delay`, or an announcement).
+using observer_action = machine_action<>;
+observer_action after_election_read(error_code read_failed, bool news, bool woken,
+                                    std::chrono::milliseconds poll_interval);
 
 /// What the report of what an observer remembers says (election_observer::last, async_next):
 /// the last leader while one leads, else no leader with the highest term reported so far.

@@ -40,13 +40,13 @@ sweep_step permit_sweep::ask(std::size_t index, bool regular) {
   regular_ = regular;
   const std::size_t left = permits_ - covered_;
   span_ = std::min(window, regular ? left : permits_);
-  return {
-      .what = sweep_step::kind::try_permit, .index = at_, .span = span_, .last = left <= window};
+  return {.what = action_kind::send_round,
+          .detail = {.index = at_, .span = span_, .last = left <= window}};
 }
 
 sweep_step permit_sweep::tried(error_code ec, std::size_t free_at) {
-  if (!ec) return {.what = sweep_step::kind::won, .index = at_};
-  if (ends_the_call(ec)) return {.what = sweep_step::kind::end, .ec = ec};
+  if (!ec) return {.what = action_kind::won, .detail = {.index = at_}};
+  if (ends_the_call(ec)) return {.what = action_kind::complete, .ec = ec};
   if (regular_) {
     covered_ += span_;
     if (ec == error::wrong_type)
@@ -59,7 +59,7 @@ sweep_step permit_sweep::tried(error_code ec, std::size_t free_at) {
     return ask(at_ + free_at, false);
   }
   if (covered_ < permits_) return ask(first_ + covered_, true);
-  return {.what = sweep_step::kind::failed, .ec = reason()};
+  return {.what = action_kind::lost, .ec = reason()};
 }
 
 error_code permit_sweep::reason() const {

@@ -7,20 +7,18 @@
 // outcomes without a server.
 
 #include <array>
-#include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "machines/action.hpp"
 #include "redlock/config.hpp"
 #include "redlock/error.hpp"
 #include "util/keyspace.hpp"
 
 namespace redlock::detail {
-
-using boost::system::error_code;
 
 /// Why `resource` cannot name a semaphore (empty: it can).
 std::string semaphore_name_problem(std::string_view resource);
@@ -31,20 +29,18 @@ inline std::chrono::milliseconds permit_record_keep(std::chrono::milliseconds tt
   return 2 * ttl;
 }
 
-/// What the driver of a sweep does next.
-struct sweep_step {
-  enum class kind : unsigned char {
-    try_permit,  ///< try permit `index` once, reading the `span` permits from it (a window)
-    won,         ///< the try of permit `index` won: hand it out
-    failed,      ///< every permit was tried, none won: the attempt failed with `ec`
-    end,         ///< an error no later sweep can change (`ec`): complete with it
-  };
-  kind what = kind::try_permit;
-  std::size_t index = 0;
-  std::size_t span = 1;  ///< try_permit: the permits its script reads, `index` first
-  bool last = false;     ///< try_permit: the sweep's last window, so a waiting call takes a place
-  error_code ec{};
+/// A sweep's part of its action: which permit.
+struct sweep_detail {
+  std::size_t index = 0;  ///< send_round, won: the permit
+  std::size_t span = 1;   ///< send_round: the permits its script reads, `index` first
+  bool last = false;      ///< send_round: the sweep's last window, so a waiting call takes a place
 };
+
+/// What the driver of a sweep does next (machine_action): send_round (try permit
+/// `detail.index` once, reading `detail.span` permits from it: a window), won (that try won:
+/// hand the permit out), lost (every permit was tried, none won: the attempt failed with
+/// `ec`), or complete (an error no later sweep can change, `ec`).
+using sweep_step = machine_action<sweep_detail>;
 
 /// One sweep: the permits in windows of up to `window` from a first one, each window one try
 /// (permit_acquire_script asks for its first permit and reads the others). A try that finds its

@@ -235,17 +235,54 @@ BOOST_AUTO_TEST_CASE(a_record_short_of_a_majority_is_rewritten_at_the_retry_dela
   BOOST_TEST((detail::election_refresh_delay(false, 20s, 50ms) == 50ms));
 }
 
+BOOST_AUTO_TEST_CASE(a_first_record_that_failed_ends_the_campaign_with_its_error) {
+  const auto a = detail::after_first_record(redlock::error::node_timeout, true, 0, 3);
+  BOOST_TEST((a.what == detail::action_kind::complete));
+  BOOST_TEST((a.ec == redlock::error::node_timeout));
+}
+
+BOOST_AUTO_TEST_CASE(a_first_record_written_after_the_lock_ran_out_hands_out_no_leadership) {
+  const auto a = detail::after_first_record({}, false, 3, 3);
+  BOOST_TEST((a.what == detail::action_kind::complete));
+  BOOST_TEST((a.ec == redlock::error::leadership_lost));
+}
+
+BOOST_AUTO_TEST_CASE(a_leadership_says_whether_a_majority_holds_its_first_record) {
+  for (std::size_t written = 0; written <= 5; ++written) {
+    const auto a = detail::after_first_record({}, true, written, 5);
+    BOOST_TEST((a.what == detail::action_kind::complete));
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.detail.on_majority == (written >= 3), "written " << written);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(news_is_reported_whatever_was_announced_meanwhile) {
-  BOOST_TEST((detail::after_election_read(true, false) == detail::observer_step::report));
-  BOOST_TEST((detail::after_election_read(true, true) == detail::observer_step::report));
+  using namespace std::chrono_literals;
+  for (const bool woken : {false, true}) {
+    const auto a = detail::after_election_read({}, true, woken, 250ms);
+    BOOST_TEST((a.what == detail::action_kind::complete));
+    BOOST_TEST(!a.ec);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_read_ends_the_call_with_its_error) {
+  using namespace std::chrono_literals;
+  const auto a = detail::after_election_read(redlock::error::no_quorum, false, true, 250ms);
+  BOOST_TEST((a.what == detail::action_kind::complete));
+  BOOST_TEST((a.ec == redlock::error::no_quorum));
 }
 
 BOOST_AUTO_TEST_CASE(an_announcement_during_a_read_without_news_reads_again) {
-  BOOST_TEST((detail::after_election_read(false, true) == detail::observer_step::read_again));
+  using namespace std::chrono_literals;
+  BOOST_TEST((detail::after_election_read({}, false, true, 250ms).what ==
+              detail::action_kind::send_round));
 }
 
-BOOST_AUTO_TEST_CASE(a_read_without_news_or_announcement_waits) {
-  BOOST_TEST((detail::after_election_read(false, false) == detail::observer_step::wait));
+BOOST_AUTO_TEST_CASE(a_read_without_news_or_announcement_waits_for_the_poll_interval) {
+  using namespace std::chrono_literals;
+  const auto a = detail::after_election_read({}, false, false, 250ms);
+  BOOST_TEST((a.what == detail::action_kind::wait));
+  BOOST_TEST((a.delay == 250ms));
 }
 
 BOOST_AUTO_TEST_CASE(a_report_of_a_leader_names_its_term_and_value) {

@@ -41,7 +41,7 @@ acquire_fsm sent_waiting(std::chrono::milliseconds wait = 10s) {
 acquire_fsm retrying(std::chrono::milliseconds wait = 10s) {
   auto f = sent_waiting(wait);
   const auto lost = f.first_round_decided(vote_state::lost, false, error::contended);
-  BOOST_REQUIRE(lost.what == kind::undo);
+  BOOST_REQUIRE(lost.what == kind::lost);
   BOOST_REQUIRE(f.attempt_failed(lost.ec, t0).what == kind::retry);
   return f;
 }
@@ -76,14 +76,14 @@ BOOST_AUTO_TEST_CASE(a_first_round_won_in_time_is_handed_out) {
 BOOST_AUTO_TEST_CASE(a_first_round_won_too_late_fails_the_attempt_as_validity_exhausted) {
   auto f = sent_waiting();
   const auto a = f.first_round_decided(vote_state::won, false, {});
-  BOOST_TEST((a.what == kind::undo));
+  BOOST_TEST((a.what == kind::lost));
   BOOST_TEST((a.ec == error::validity_exhausted));
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_first_round_fails_the_attempt_with_its_reason) {
   auto f = sent_waiting();
   const auto a = f.first_round_decided(vote_state::lost, false, error::no_quorum);
-  BOOST_TEST((a.what == kind::undo));
+  BOOST_TEST((a.what == kind::lost));
   BOOST_TEST((a.ec == error::no_quorum));
 }
 
@@ -114,14 +114,14 @@ BOOST_AUTO_TEST_CASE(a_fenced_win_is_handed_out_only_after_its_write_back_wins) 
 BOOST_AUTO_TEST_CASE(a_write_back_refused_by_a_majority_fails_as_no_quorum) {
   auto f = writing_back();
   const auto a = f.write_back_decided(vote_state::lost, true);
-  BOOST_TEST((a.what == kind::undo));
+  BOOST_TEST((a.what == kind::lost));
   BOOST_TEST((a.ec == error::no_quorum));
 }
 
 BOOST_AUTO_TEST_CASE(a_write_back_confirmed_too_late_fails_as_validity_exhausted) {
   auto f = writing_back();
   const auto a = f.write_back_decided(vote_state::won, false);
-  BOOST_TEST((a.what == kind::undo));
+  BOOST_TEST((a.what == kind::lost));
   BOOST_TEST((a.ec == error::validity_exhausted));
 }
 

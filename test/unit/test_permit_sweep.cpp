@@ -31,9 +31,9 @@ std::vector<std::tuple<std::size_t, std::size_t, bool>> order(std::size_t permit
                                                               std::size_t first) {
   permit_sweep s{permits};
   std::vector<std::tuple<std::size_t, std::size_t, bool>> tried;
-  for (sweep_step step = s.start(first); step.what == kind::try_permit;
+  for (sweep_step step = s.start(first); step.what == kind::send_round;
        step = s.tried(error::contended))
-    tried.emplace_back(step.index, step.span, step.last);
+    tried.emplace_back(step.detail.index, step.detail.span, step.detail.last);
   return tried;
 }
 
@@ -42,7 +42,7 @@ sweep_step sweep(std::size_t permits, const std::vector<error_code>& outcomes) {
   permit_sweep s{permits};
   sweep_step step = s.start(0);
   for (const error_code& ec : outcomes) {
-    BOOST_TEST_REQUIRE((step.what == kind::try_permit));
+    BOOST_TEST_REQUIRE((step.what == kind::send_round));
     step = s.tried(ec);
   }
   return step;
@@ -67,55 +67,55 @@ BOOST_AUTO_TEST_CASE(one_try_reads_a_window_of_up_to_sixteen_permits) {
 
 BOOST_AUTO_TEST_CASE(a_won_try_hands_out_that_permit_and_ends_the_sweep) {
   permit_sweep s{40};
-  BOOST_TEST(s.start(3).index == 3u);
+  BOOST_TEST(s.start(3).detail.index == 3u);
   const sweep_step next = s.tried(error::contended);
-  BOOST_TEST(next.index == 19u);
+  BOOST_TEST(next.detail.index == 19u);
   const sweep_step won = s.tried({});
   BOOST_TEST((won.what == kind::won));
-  BOOST_TEST(won.index == 19u);
+  BOOST_TEST(won.detail.index == 19u);
 }
 
 BOOST_AUTO_TEST_CASE(a_free_permit_a_try_points_at_is_asked_for_next) {
   permit_sweep s{4};
   s.start(1);
   const sweep_step turn = s.tried(error::contended, 2);
-  BOOST_TEST((turn.what == kind::try_permit));
-  BOOST_TEST(turn.index == 3u);
-  BOOST_TEST(turn.span == 4u);
-  BOOST_TEST(turn.last);
+  BOOST_TEST((turn.what == kind::send_round));
+  BOOST_TEST(turn.detail.index == 3u);
+  BOOST_TEST(turn.detail.span == 4u);
+  BOOST_TEST(turn.detail.last);
   const sweep_step won = s.tried({});
   BOOST_TEST((won.what == kind::won));
-  BOOST_TEST(won.index == 3u);
+  BOOST_TEST(won.detail.index == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(pointers_outside_the_window_are_ignored_and_turns_are_bounded) {
   permit_sweep s{4};
   s.start(0);
   // Past the window (4 permits read): not a permit the try read.
-  BOOST_TEST((s.tried(error::contended, 4).what == kind::failed));
+  BOOST_TEST((s.tried(error::contended, 4).what == kind::lost));
   // A free permit taken by another each time: a sweep follows at most `permits` pointers.
   s.start(0);
   std::size_t turns = 0;
   sweep_step step = s.tried(error::contended, 1);
-  while (step.what == kind::try_permit) {
+  while (step.what == kind::send_round) {
     ++turns;
     step = s.tried(error::contended, 1);
   }
   BOOST_TEST(turns == 4u);
-  BOOST_TEST((step.what == kind::failed));
+  BOOST_TEST((step.what == kind::lost));
   BOOST_TEST(step.ec == error::contended);
 }
 
 BOOST_AUTO_TEST_CASE(every_permit_held_is_contended) {
   const sweep_step s = sweep(40, {error::contended, error::contended, error::contended});
-  BOOST_TEST((s.what == kind::failed));
+  BOOST_TEST((s.what == kind::lost));
   BOOST_TEST(s.ec == error::contended);
 }
 
 BOOST_AUTO_TEST_CASE(a_window_that_could_not_be_asked_wins_over_held_ones) {
   // The unasked permits may be free: "all held" would be a guess (and exit 75 for 69).
   const sweep_step s = sweep(40, {error::contended, error::no_quorum, error::validity_exhausted});
-  BOOST_TEST((s.what == kind::failed));
+  BOOST_TEST((s.what == kind::lost));
   BOOST_TEST(s.ec == error::no_quorum);
 }
 
@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(shutdown_cancellation_and_argument_errors_end_the_call_at_o
     permit_sweep s{3};
     s.start(0);
     const sweep_step step = s.tried(e);
-    BOOST_TEST((step.what == kind::end));
+    BOOST_TEST((step.what == kind::complete));
     BOOST_TEST(step.ec == e);
   }
 }
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(another_count_on_the_nodes_ends_the_call_at_once) {
   permit_sweep s{3};
   s.start(1);
   const sweep_step step = s.tried(error::permit_count_mismatch);
-  BOOST_TEST((step.what == kind::end));
+  BOOST_TEST((step.what == kind::complete));
   BOOST_TEST(step.ec == error::permit_count_mismatch);
 }
 
