@@ -29,8 +29,9 @@ namespace redlock::detail {
 /// lock_all_op as a base (`Op` is the op, which befriends this class): it tallies the
 /// first round, carries out the machine's actions, owns the retry timer and runs the
 /// fenced write-back round. The op supplies what differs: attempt() (build and send a
-/// round), hand_out() (a won round), succeed() (a won write-back), fail_attempt(),
-/// repair_unmarked(), abandon_attempt() (undo a lost or stopped round), the field opts_ and
+/// round), decide_tokens() (a fenced win's tokens, and whether they need the write-back),
+/// start_write_back(), succeed() (hand the win out), fail_attempt(), repair_unmarked(),
+/// abandon_attempt() (undo a lost or stopped round), the field opts_ and
 /// the token noun (`tokens_noun`). On the strand; the op keeps itself alive across a wait with
 /// a hold.
 template <typename Op, typename Signature>
@@ -120,12 +121,16 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   void begin_attempt() {
     fsm_.attempt_sent();
     marked_yes_ = unmarked_yes_ = 0;
+    marked_.fill(false);
     lost_to_repair_ = false;
   }
 
-  /// A fenced yes: counted when the node's counters are trusted (`marked`), else it set
+  /// Node i's fenced yes: counted when its counters are trusted (`marked`), else it set
   /// the keys but its vote does not count.
-  void count_fenced_yes(bool marked) { marked ? ++marked_yes_ : ++unmarked_yes_; }
+  void count_fenced_yes(std::size_t i, bool marked) {
+    marked_[i] = marked;
+    marked ? ++marked_yes_ : ++unmarked_yes_;
+  }
 
   /// The yes votes that count: with fencing, only marked nodes' (quorum_op::counted_yes).
   std::size_t yes_votes() const { return op().opts_.fenced ? marked_yes_ : op().round_.yes; }
@@ -224,10 +229,23 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
 
  private:
   // The machine's steps (carry_out.hpp). A retry comes only from attempt_failed, which
-  // fail_attempt reads; the write-back is hand_out()'s.
+  // fail_attempt reads.
   friend action_runner;
   void do_send_round(const acquire_action&) { op().attempt(); }
-  void do_won(const acquire_action&) { op().hand_out(); }
+  // A won first round, in time. Fenced, the tokens are the largest counters of the marked
+  // nodes that said yes (decide_fences, through the op's decide_tokens): handed out at
+  // once when a majority of marked nodes already holds each of them, else after the
+  // write-back round.
+  void do_won(const acquire_action&) {
+    Op& o = op();
+    if (o.opts_.fenced) {
+      std::array<bool, max_nodes> counted{};
+      for (std::size_t i = 0; i < o.s_->size(); ++i)
+        counted[i] = o.round_.votes[i] == vote::yes && marked_[i];
+      if (o.decide_tokens(counted)) return o.start_write_back();
+    }
+    o.succeed();
+  }
   void do_lost(const acquire_action& a) { op().fail_attempt(a.ec); }
   void do_wait(const acquire_action& a) { retry_after(a); }
   void do_complete(const acquire_action& a) {
@@ -269,7 +287,8 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
   std::unique_ptr<std::array<request, max_nodes>> reqs2_;
   std::size_t acks_ = 0, refusals_ = 0;
   std::size_t marked_yes_ = 0, unmarked_yes_ = 0;
-  bool lost_to_repair_ = false;  // the last attempt: see tally()
+  std::array<bool, max_nodes> marked_{};  // this attempt's fenced yes votes that count
+  bool lost_to_repair_ = false;           // the last attempt: see tally()
 };
 
 }  // namespace redlock::detail

@@ -119,9 +119,9 @@ class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock
     if (!opts_.fenced) return vote::yes;
     // Counted only if the marker names the server that answered.
     fence_[i] = a.counter;
-    marked_[i] = trusted_marker(i, *a.marker);
-    count_fenced_yes(marked_[i]);
-    if (marked_[i]) return vote::yes;
+    const bool marked = trusted_marker(i, *a.marker);
+    count_fenced_yes(i, marked);
+    if (marked) return vote::yes;
     // One that answers after the decision (a slow node behind the majority) is repaired
     // too: a node that always lags would otherwise never be.
     if (fsm_.decided()) repair_unmarked();
@@ -163,19 +163,10 @@ class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock
     return true;
   }
 
-  void hand_out() {
-    if (opts_.fenced) return hand_out_fenced();
-    grant(0);
-  }
-
-  // A fenced win, in time: T is handed out at once when a majority of marked nodes already
-  // holds it (decide_fence), else after the write-back round.
-  void hand_out_fenced() {
-    const std::size_t n = s_->size();
-    std::array<bool, max_nodes> counted{};
-    for (std::size_t i = 0; i < n; ++i) counted[i] = round_.votes[i] == vote::yes && marked_[i];
-    if (!decide_fences(n, counted, 1, fence_, {&fence_token_, 1})) return grant(fence_token_);
-    start_write_back();
+  // A fenced win's token T, from the `counted` nodes' counters: true if the write-back must
+  // raise it first (attempt_driver::do_won).
+  bool decide_tokens(const std::array<bool, max_nodes>& counted) {
+    return decide_fences(s_->size(), counted, 1, fence_, {&fence_token_, 1});
   }
 
   // Round two of a fenced acquisition: raise the counter to T on every node where the
@@ -187,7 +178,7 @@ class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock
     send_write_back(payload2_, &fence_raise_script, valid_until_);
   }
 
-  // A fenced win whose write-back won in time.
+  // A win (fenced: its token T, 0 unfenced), at once or after its write-back.
   void succeed() { grant(fence_token_); }
 
   void grant(std::uint64_t fence) {
@@ -269,7 +260,6 @@ class acquire_op final : public attempt_driver<acquire_op, void(error_code, lock
   error_code last_reason_;
   // Fencing.
   std::array<std::uint64_t, max_nodes> fence_{};
-  std::array<bool, max_nodes> marked_{};
   std::uint64_t fence_token_ = 0;
   std::uint64_t permit_try_ = 0;  // a permit's try: which of its call's tries this is
   // Refused by a node still holding a token heard released: retry at once, once per token.

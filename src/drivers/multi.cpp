@@ -176,8 +176,7 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
       unmarked_keys_.resize(n);
       unmarked_keys_[k] = true;
     }
-    marked_[i] = trusted;
-    count_fenced_yes(trusted);
+    count_fenced_yes(i, trusted);
     if (trusted) return vote::yes;
     // One that answers after the decision (a slow node behind the majority) is repaired too:
     // a node that always lags would otherwise never be.
@@ -199,21 +198,11 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
     return fmt::format("\"{}\" {}", name, held_by_text(a.holder, ours));
   }
 
-  void hand_out() {
-    if (opts_.fenced) return hand_out_fenced();
-    succeed();
-  }
-
-  // A fenced win, in time: per resource, T = the largest counter of the winning marked
-  // nodes (decide_fence). The set is handed out at once when, for every resource, a
-  // majority of marked nodes already holds its T; else after the write-back round.
-  void hand_out_fenced() {
-    std::array<bool, max_nodes> counted{};
-    for (std::size_t i = 0; i < s_->size(); ++i)
-      counted[i] = round_.votes[i] == vote::yes && marked_[i];
+  // A fenced win's tokens, per resource the largest counter of the `counted` nodes: true if
+  // the write-back must raise some first (attempt_driver::do_won).
+  bool decide_tokens(const std::array<bool, max_nodes>& counted) {
     fences_.assign(keys_.size(), 0);
-    if (!decide_fences(s_->size(), counted, keys_.size(), counters_, fences_)) return succeed();
-    start_write_back();
+    return decide_fences(s_->size(), counted, keys_.size(), counters_, fences_);
   }
 
   // Round two of a fenced acquisition: every resource's T raised to at least T on every
@@ -331,7 +320,6 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
   // Fencing: the counters each node answered, at node * keys_.size() + resource.
   std::vector<std::uint64_t> counters_;
   std::vector<std::uint64_t> fences_;
-  std::array<bool, max_nodes> marked_{};
   // This attempt: per node, the 1-based index of the key a readers' record held (0: none).
   std::array<std::size_t, max_nodes> readers_block_{};
 };
