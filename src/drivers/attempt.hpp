@@ -25,6 +25,17 @@
 
 namespace redlock::detail {
 
+/// Node i's answer (`r`, or the failure `ec`) to the fenced write-back `sent`: an ack only if
+/// the script raised the counters ({1, marker, ...}), every marker names the server that
+/// answered (its counters are trusted: a raise on an incarnation that lost counters vouches
+/// for nothing), and the node may still vote for a lock of `ttl`.
+inline bool write_back_acked(const client_state& s, std::size_t i, const request& sent,
+                             error_code ec, const resp::reply* r, std::chrono::milliseconds ttl) {
+  bool ack = !ec && write_back_raised(*r) && s.votes(i, ttl, boot_clock::now());
+  for (std::size_t m = 2; ack && m < r->size(); ++m) ack = marker_trusted(sent, (*r)[m]);
+  return ack;
+}
+
 /// The driver of an acquisition's acquire_fsm (`fsm_`), shared by acquire_op and
 /// lock_all_op as a base (`Op` is the op, which befriends this class): it tallies the
 /// first round, carries out the machine's actions, owns the retry timer and runs the
@@ -219,7 +230,7 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
     Op& o = op();
     if (fsm_.state() != acquire_fsm::phase::write_back || o.done_)
       return tally();  // a late reply of an old round
-    count_write_back(*o.s_, i, ec, r, o.opts_.ttl);
+    write_back_acked(*o.s_, i, (*reqs2_)[i], ec, r, o.opts_.ttl) ? ++acks_ : ++refusals_;
     write_back_tally();
   }
 
@@ -255,17 +266,6 @@ class attempt_driver : public quorum_op<client_state, Signature>, public acquisi
 
   Op& op() { return static_cast<Op&>(*this); }
   const Op& op() const { return static_cast<const Op&>(*this); }
-
-  // Node i's answer to the write-back: an ack only if the script raised the counters
-  // ({1, marker, ...}), every marker names the server that answered (its counters are
-  // trusted: a raise on an incarnation that lost counters vouches for nothing), and the
-  // node may still vote for a lock of `ttl`.
-  void count_write_back(const client_state& s, std::size_t i, error_code ec, const resp::reply* r,
-                        std::chrono::milliseconds ttl) {
-    bool ack = !ec && write_back_raised(*r) && s.votes(i, ttl, boot_clock::now());
-    for (std::size_t m = 2; ack && m < r->size(); ++m) ack = marker_trusted((*reqs2_)[i], (*r)[m]);
-    ack ? ++acks_ : ++refusals_;
-  }
 
   void write_back_tally() {
     Op& o = op();
