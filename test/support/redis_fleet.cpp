@@ -530,6 +530,11 @@ sync_reply redis_server::command(const std::vector<std::string>& args) const {
   return std::move(exchange(port_, one, command_timeout).front());
 }
 
+std::vector<sync_reply> redis_server::commands(
+    const std::vector<std::vector<std::string>>& batch) const {
+  return exchange(port_, batch, command_timeout);
+}
+
 std::string redis_server::incarnation() const {
   const std::string info = admin_command({"INFO", "server", "replication"}).text;
   return std::string{redlock::detail::info_field(info, "run_id")} + ":" +

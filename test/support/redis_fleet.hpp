@@ -137,6 +137,9 @@ class redis_server {
   /// errors come back as replies; throws std::runtime_error on a connect or I/O failure,
   /// including no reply within 5 s (e.g. the server is frozen).
   sync_reply command(const std::vector<std::string>& args) const;
+  /// Several commands on one fresh connection, in order (e.g. READONLY, then a read on a
+  /// cluster replica); their replies. Throws as command().
+  std::vector<sync_reply> commands(const std::vector<std::vector<std::string>>& batch) const;
   /// The server's incarnation as a client names it in fence markers: "<run_id>:<master_replid>"
   /// (new at every restart and promotion). Throws as command().
   std::string incarnation() const;
