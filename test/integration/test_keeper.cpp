@@ -60,9 +60,11 @@ BOOST_AUTO_TEST_CASE(work_lasting_ten_ttls_keeps_the_lock_against_a_contender) {
       [&]() -> asio::awaitable<void> {
         using namespace asio::experimental::awaitable_operators;
         auto work = [&](redlock::keeper& k) -> asio::awaitable<int> {
-          for (int i = 0; i < 20; ++i) {  // 20 x 50 ms = 10 TTLs of 100 ms
+          // 20 x 250 ms = 10 TTLs of 500 ms. A TTL of 100 ms left the renewal too little
+          // slack on a loaded machine (the suite at -j4): a late renewal is a lost lock.
+          for (int i = 0; i < 20; ++i) {
             BOOST_TEST(k.valid());
-            co_await sleep_for(50ms);
+            co_await sleep_for(250ms);
           }
           work_done = true;
           co_return 42;
@@ -80,7 +82,7 @@ BOOST_AUTO_TEST_CASE(work_lasting_ten_ttls_keeps_the_lock_against_a_contender) {
           }
         };
         auto result =
-            co_await (redlock::with_lock(holder, "job", {.ttl = 100ms}, work) && contend());
+            co_await (redlock::with_lock(holder, "job", {.ttl = 500ms}, work) && contend());
         BOOST_TEST(result == 42);
       }(),
       20s);
