@@ -26,7 +26,7 @@
 #include "client/client_state.hpp"
 #include "client/testing.hpp"
 #include "connection/slots.hpp"
-#include "drivers/attempt.hpp"
+#include "drivers/acquisition.hpp"
 #include "drivers/claims.hpp"
 #include "drivers/extend.hpp"
 #include "drivers/release.hpp"

@@ -20,7 +20,7 @@
 #include <boost/system/system_error.hpp>
 
 #include "client/call_checks.hpp"
-#include "drivers/attempt.hpp"
+#include "drivers/acquisition.hpp"
 #include "drivers/claims.hpp"
 #include "drivers/extend.hpp"
 #include "drivers/release.hpp"
@@ -88,80 +88,86 @@ void mark_waiting(client_state& s, const std::vector<std::string>& keys,
   }
 }
 
-class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, multi_lock)>,
-                          public set_waiter {
-  friend class attempt_driver<lock_all_op, void(error_code, multi_lock)>;
-  static constexpr std::string_view tokens_noun = "tokens";
-
+// What a set's acquisition (acquisition_op, acquisition.hpp) asks of its target: the set's
+// one script per node and its answers (the first key held, each key's counter and marker),
+// the undo, the hand-out, and its wait for a release of any of its keys.
+template <typename Op>
+class set_target : public set_waiter {
  public:
-  lock_all_op(std::shared_ptr<client_state> s, std::vector<std::string> resources,
-              lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h)
-      : attempt_driver(std::move(s), diag, std::move(h)),
-        resources_(std::move(resources)),
-        opts_(opts),
-        wait_(wait) {
-    verb_ = "lock all of";
-  }
-  ~lock_all_op() override { stop_waiting(); }
-
-  void start() {
-    if (s_->closed) return complete(error::shut_down, multi_lock{});
-    if (auto problem = check_set_call(resources_, opts_, wait_, s_->cfg)) {
-      if (diag_) subject_ = join_names(resources_);
-      extra_ = ": " + problem.why;
-      return complete(problem.code, multi_lock{});
+  void wake(std::string_view token) override {
+    if (op().done_) return;
+    if (!token.empty()) {
+      if (token == last_release_) return;  // heard already on another key of the set
+      last_release_.assign(token);
     }
-    if (diag_) subject_ = join_names(resources_);
+    // Now: after a local release, the script leaves right behind it on every connection.
+    op().wake_attempt();
+  }
+
+ protected:
+  using waiting_part = set_waiter;
+  static constexpr std::string_view tokens_noun = "tokens";
+  static constexpr const char* verb = "lock all of";
+
+  set_target(std::vector<std::string> resources, lock_options opts, bool wait)
+      : opts_(opts), wait_(wait), resources_(std::move(resources)) {}
+
+  call_problem check(const config& cfg) {
+    call_problem problem = check_set_call(resources_, opts_, wait_, cfg);
+    // The checks put the names in order: the failure texts follow it.
+    if (op().diag_) op().subject_ = join_names(resources_);
+    return problem;
+  }
+  std::string subject() const { return join_names(resources_); }
+  void name_keys() {
+    client_state& s = *op().s_;
     keys_.reserve(resources_.size());
     for (const auto& r : resources_) {
-      keys_.push_back(s_->names.key(r));
+      keys_.push_back(s.names.key(r));
       // Each key's counter pair: the fleet's, or on a fleet with a cluster node the one
       // in the key's slot.
-      if (opts_.fenced) fields_.push_back(s_->fence_field(r));
-      if (opts_.fenced) pairs_.push_back(s_->fence_keys(keys_.back()));
+      if (opts_.fenced) fields_.push_back(s.fence_field(r));
+      if (opts_.fenced) pairs_.push_back(s.fence_keys(keys_.back()));
     }
-    if (opts_.fenced) counters_.resize(s_->size() * keys_.size());
-    fsm_ = acquire_fsm{wait_, wait_deadline(boot_clock::now(), wait_, opts_.wait)};
-    watch_cancellation(cancel_with_effects);
-    s_->lines.begin_call(*this);  // until before_complete: shutdown ends it
-    attempt();
+    if (opts_.fenced) counters_.resize(s.size() * keys_.size());
   }
+  bool queue_behind_yield() { return false; }
 
- private:
-  void attempt() {
-    if (ended_by_close()) return;
-    begin_attempt();
-    unmarked_keys_.clear();
-    if (!drew_token([this] { s_->tokens.next(token_); })) return;
+  void begin_target_attempt() { unmarked_keys_.clear(); }
+  void draw_token() { op().s_->tokens.next(token_); }
+  const script* write_attempt() {
+    client_state& s = *op().s_;
     payload_.clear();
     write_set_acquire(payload_, keys_, pairs_, fields_, token_, opts_.ttl);
     // The fleet's one pair: unmarked nodes are repaired; pairs per slot are repaired from
     // the answers that name them (repair_unmarked).
     if (opts_.fenced && !pairs_.front().per_slot()) {
-      for (std::size_t i = 0; i < s_->size(); ++i)
-        if (s_->nodes[i]->ready() && !s_->nodes[i]->status().fence_marked) {
-          s_->start_fence_repair(opts_.ttl);
+      for (std::size_t i = 0; i < s.size(); ++i)
+        if (s.nodes[i]->ready() && !s.nodes[i]->status().fence_marked) {
+          s.start_fence_repair(opts_.ttl);
           break;
         }
     }
-    send_attempt(payload_, &multi_acquire_script);
+    return &multi_acquire_script;
   }
 
   // Starts the repairs this attempt's unmarked answers call for: the pair of each key an
   // answer did not vouch for. A pair whose repair runs is skipped (start_fence_repair).
   void repair_unmarked() {
     for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
-      if (unmarked_keys_[k]) s_->start_fence_repair(opts_.ttl, pairs_[k]);
+      if (unmarked_keys_[k]) op().s_->start_fence_repair(opts_.ttl, pairs_[k]);
   }
+  void failed_node(std::size_t) {}
 
-  vote classify(std::size_t i, const resp::reply& r) override {
+  vote read_answer(std::size_t i, const resp::reply& r) {
+    Op& o = op();
     // pairs_ (fenced) and resources_ (not) count the set's keys: a late answer may come after
     // the names went to the set handed out, and then names no key.
     const std::size_t n = pairs_.size();
     const set_answer a = read_set_answer(r, opts_.fenced ? n : resources_.size(), opts_.fenced);
     if (a.what == set_answer::kind::malformed) return vote::failed;
     if (a.what == set_answer::kind::held) {
-      round_.texts[i] = held_text(a);
+      o.round_.texts[i] = held_text(a);
       readers_block_[i] = a.readers && a.blocker <= keys_.size() ? a.blocker : 0;
       return vote::held;
     }
@@ -169,23 +175,105 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
     bool trusted = true;
     for (std::size_t k = 0; k < n; ++k) {
       counters_[i * n + k] = set_counter(r, k);
-      if (trusted_marker(i, set_marker(r, k))) continue;
+      if (o.trusted_marker(i, set_marker(r, k))) continue;
       // This key's pair is not vouched for on this node: repaired, and the node's vote does
       // not count.
       trusted = false;
       unmarked_keys_.resize(n);
       unmarked_keys_[k] = true;
     }
-    count_fenced_yes(i, trusted);
+    o.fenced_.count(i, trusted);
     if (trusted) return vote::yes;
     // One that answers after the decision (a slow node behind the majority) is repaired too:
     // a node that always lags would otherwise never be.
-    if (fsm_.decided()) repair_unmarked();
-    round_.texts[i] =
+    if (o.fsm_.decided()) repair_unmarked();
+    o.round_.texts[i] =
         "took the set, but its fencing counters await repair (new, or restarted or promoted "
         "since they were last repaired), so its vote does not count";
     return vote::yes;
   }
+
+  // A fenced win's tokens, per resource the largest counter of the `counted` nodes: true if
+  // the write-back must raise some first (acquisition_op::do_won).
+  bool decide_tokens(const std::array<bool, max_nodes>& counted) {
+    fences_.assign(keys_.size(), 0);
+    return decide_fences(op().s_->size(), counted, keys_.size(), counters_, fences_);
+  }
+
+  // Round two of a fenced acquisition: every resource's T raised to at least T on every
+  // node where every key of the set still holds our token. Only then are the tokens valid.
+  void start_write_back() {
+    payload2_.clear();
+    write_set_raise(payload2_, keys_, pairs_, fields_, fences_, token_);
+    op().send_write_back(payload2_, &multi_raise_script);
+  }
+
+  void succeed() {
+    Op& o = op();
+    o.fsm_.finish();
+    // While keys_ still names the keys.
+    stop_waiting();
+    o.s_->held_sets.emplace(token_, keys_);  // released by async_shutdown if still held then
+    multi_lock lk;
+    multi_lock_access::owner(lk) = o.s_;
+    multi_lock_access::resources(lk) = std::move(resources_);
+    multi_lock_access::keys(lk) = std::move(keys_);
+    multi_lock_access::token(lk) = std::move(token_);
+    multi_lock_access::fences(lk) = std::move(fences_);
+    multi_lock_access::ttl(lk) = opts_.ttl;
+    multi_lock_access::deadline(lk) = o.valid_until_;
+    o.complete({}, std::move(lk));
+  }
+
+  // Undoes what this attempt may have taken: every node the script went to, except
+  // those that answered "held" or "another type" (they took nothing: the script checks
+  // every key before it sets any). Queued behind the script on each connection.
+  void abandon_attempt(error_code = {}) {
+    client_state& s = *op().s_;
+    const round& r = op().round_;
+    std::array<bool, max_nodes> mask{};
+    bool any = false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      // A WRONGTYPE failure comes from the check, before any SET.
+      const bool took_nothing = r.votes[i] == vote::held ||
+                                (r.votes[i] == vote::failed && r.errors[i] == error::wrong_type);
+      mask[i] = r.sent_to[i] && !took_nothing;
+      any = any || mask[i];
+    }
+    if (any) s.release_set_detached(keys_, token_, &mask, false);
+  }
+
+  error_code refused_after_loss() const {
+    return op().s_->closed ? error_code{error::shut_down} : error_code{};
+  }
+  bool retry_now() const { return false; }
+  // A single try that lost only to nodes awaiting fence repairs waits for the repairs of its
+  // unmarked pairs.
+  std::vector<std::string_view> unmarked_hashes() const {
+    std::vector<std::string_view> hashes;
+    for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
+      if (unmarked_keys_[k]) hashes.push_back(op().s_->repair_hash(pairs_[k]));
+    return hashes;
+  }
+  void after_loss() { mark_waiting(*op().s_, keys_, readers_block_); }
+  // Held by others: a release of any of the keys wakes the set.
+  void wait_for_release() {
+    if (std::exchange(waiting_, true)) return;
+    op().s_->set_waits(*this, keys_);
+  }
+  retry_context retry_plan() { return {.delay = op().s_->jitter(op().s_->cfg.retry_delay)}; }
+
+  void end_call(error_code) { stop_waiting(); }
+  // Freed unfinished (its io_context went away): the client's waiting sets must not name it.
+  void forget_waits() { stop_waiting(); }
+
+  lock_options opts_;
+  bool wait_;
+  std::string payload_;
+
+ private:
+  Op& op() { return static_cast<Op&>(*this); }
+  const Op& op() const { return static_cast<const Op&>(*this); }
 
   // "\"b\" held by web2:42 (token 3fa2c1d0...)", or "by this client, in another of its
   // calls" when the token is one this client holds.
@@ -194,112 +282,14 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
     const std::string& name = resources_[a.blocker - 1];
     if (!a.named) return fmt::format("\"{}\" held by another owner", name);
     // keys_ may be gone to the set handed out when this is a late answer.
-    const bool ours = a.blocker <= keys_.size() && s_->holds_token(keys_[a.blocker - 1], a.holder);
+    const bool ours =
+        a.blocker <= keys_.size() && op().s_->holds_token(keys_[a.blocker - 1], a.holder);
     return fmt::format("\"{}\" {}", name, held_by_text(a.holder, ours));
-  }
-
-  // A fenced win's tokens, per resource the largest counter of the `counted` nodes: true if
-  // the write-back must raise some first (attempt_driver::do_won).
-  bool decide_tokens(const std::array<bool, max_nodes>& counted) {
-    fences_.assign(keys_.size(), 0);
-    return decide_fences(s_->size(), counted, keys_.size(), counters_, fences_);
-  }
-
-  // Round two of a fenced acquisition: every resource's T raised to at least T on every
-  // node where every key of the set still holds our token. Only then are the tokens valid.
-  void start_write_back() {
-    payload2_.clear();
-    write_set_raise(payload2_, keys_, pairs_, fields_, fences_, token_);
-    send_write_back(payload2_, &multi_raise_script, valid_until_);
-  }
-
-  void succeed() {
-    fsm_.finish();
-    // While keys_ still names the keys.
-    stop_waiting();
-    s_->held_sets.emplace(token_, keys_);  // released by async_shutdown if still held then
-    multi_lock lk;
-    multi_lock_access::owner(lk) = s_;
-    multi_lock_access::resources(lk) = std::move(resources_);
-    multi_lock_access::keys(lk) = std::move(keys_);
-    multi_lock_access::token(lk) = std::move(token_);
-    multi_lock_access::fences(lk) = std::move(fences_);
-    multi_lock_access::ttl(lk) = opts_.ttl;
-    multi_lock_access::deadline(lk) = valid_until_;
-    complete({}, std::move(lk));
-  }
-
-  // Undoes what this attempt may have taken: every node the script went to, except
-  // those that answered "held" or "another type" (they took nothing: the script checks
-  // every key before it sets any). Queued behind the script on each connection.
-  void abandon_attempt(error_code = {}) {
-    std::array<bool, max_nodes> mask{};
-    bool any = false;
-    for (std::size_t i = 0; i < s_->size(); ++i) {
-      // A WRONGTYPE failure comes from the check, before any SET.
-      const bool took_nothing =
-          round_.votes[i] == vote::held ||
-          (round_.votes[i] == vote::failed && round_.errors[i] == error::wrong_type);
-      mask[i] = round_.sent_to[i] && !took_nothing;
-      any = any || mask[i];
-    }
-    if (any) s_->release_set_detached(keys_, token_, &mask, false);
-  }
-
-  void fail_attempt(error_code reason) {
-    abandon_attempt();
-    if (s_->closed) {
-      fsm_.finish();
-      return complete(error::shut_down, multi_lock{});
-    }
-    const auto now = boot_clock::now();
-    const auto repair_wait = wait_ ? std::nullopt : repair_bound();
-    const acquire_action next = fsm_.attempt_failed(reason, now, false, repair_wait);
-    if (next.what == action_kind::complete) return complete(next.ec, multi_lock{});
-    if (repair_wait) return await_repairs(next);
-    mark_waiting(*s_, keys_, readers_block_);
-    if (next.what == action_kind::wait) return retry_after(next);
-    if (reason == error::contended && !waiting_) {
-      // Held by others: a release of any of the keys wakes the set (the delay stays the
-      // fallback for lost announcements and expiries).
-      s_->set_waits(*this, keys_);
-      waiting_ = true;
-    }
-    retry_after(fsm_.plan_retry(now, {.delay = s_->jitter(s_->cfg.retry_delay)}));
-  }
-
- public:
-  void wake(std::string_view token) override {
-    if (done_) return;
-    if (!token.empty()) {
-      if (token == last_release_) return;  // heard already on another key of the set
-      last_release_.assign(token);
-    }
-    // Now: after a local release, the script leaves right behind it on every connection.
-    wake_attempt();
-  }
-
- private:
-  void before_complete(error_code) override {
-    s_->lines.end_call(*this);
-    s_->forget_repair_wait(this);
-    stop_waiting();
-  }
-
-  // A single try that lost only to nodes awaiting fence repairs: once more when the
-  // repairs of its unmarked pairs end (the timer bounds the wait).
-  void await_repairs(const acquire_action& next) {
-    std::vector<std::string_view> hashes;
-    for (std::size_t k = 0; k < unmarked_keys_.size(); ++k)
-      if (unmarked_keys_[k]) hashes.push_back(s_->repair_hash(pairs_[k]));
-    retry_after(next);
-    if (!s_->await_repairs(this, hashes, [this] { wake({}); }))
-      act(fsm_.wake_after(std::chrono::nanoseconds::zero(), boot_clock::now()));  // ended already
   }
 
   void stop_waiting() {
     if (!std::exchange(waiting_, false)) return;
-    s_->set_stops(*this, keys_);
+    op().s_->set_stops(*this, keys_);
   }
 
   std::vector<std::string> resources_;
@@ -309,10 +299,7 @@ class lock_all_op final : public attempt_driver<lock_all_op, void(error_code, mu
   // answer of this attempt said are unmarked.
   std::vector<fence_key_pair> pairs_;
   std::vector<bool> unmarked_keys_;
-  lock_options opts_;
-  bool wait_;
   std::string token_;
-  std::string payload_;
   std::string payload2_;
   // Waiting for releases (client_state::waiting_sets).
   bool waiting_ = false;
@@ -397,9 +384,8 @@ void launch(std::shared_ptr<client_state> s, diagnostics* diag, Handler h, Start
 void start_lock_all(std::shared_ptr<client_state> s, std::vector<std::string> resources,
                     lock_options opts, bool wait, diagnostics* diag, multi_lock_handler h) {
   if (!s) return complete_without_client(std::move(h), multi_lock{});
-  const auto& strand = s->strand;  // kept alive by the op
-  launch_op(new lock_all_op(std::move(s), std::move(resources), opts, wait, diag, std::move(h)),
-            strand, [](lock_all_op& op) { op.start(); });
+  launch_acquisition<multi_lock, set_target>(std::move(s), diag, std::move(h), std::move(resources),
+                                             opts, wait);
 }
 
 void start_unlock_all(std::shared_ptr<client_state> s, multi_lock lk, diagnostics* diag,

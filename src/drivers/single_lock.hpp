@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What a single lock call sends and hands out, apart from how its attempts are driven
-// (acquire_op in lock_ops.cpp): its names (the key, the fencing pair and field, the fair
-// line's keys and this call's place in it), each attempt's token and payload, the undo
-// of an attempt, and the lock object made from a win.
+// (acquisition_op over single_target, lock_ops.cpp): its names (the key, the fencing pair and
+// field, the fair line's keys and this call's place in it), each attempt's token and payload, the
+// undo of an attempt, and the lock object made from a win.
 
 #include <array>
 #include <chrono>
@@ -63,8 +63,8 @@ struct permit_target {
 };
 
 /// One try (no wait) of permit lock `resource` (permit_key_name) under `permit`'s count:
-/// acquire_op with the permit's script (lock_ops.cpp). Completes as a try of start_lock does,
-/// or with permit_count_mismatch where the nodes record another count.
+/// acquisition_op over single_target with the permit's script (lock_ops.cpp). Completes as a try of
+/// start_lock does, or with permit_count_mismatch where the nodes record another count.
 void start_permit_try(std::shared_ptr<client_state> s, buffer resource,
                       std::shared_ptr<permit_target> permit, lock_options opts, diagnostics* diag,
                       lock_handler h);

@@ -3,10 +3,10 @@
 // The attempts of one acquisition call (a single lock or a set) as a state machine with no
 // I/O: it takes events (a round decided, a release heard, the retry timer, cancellation,
 // the client's shutdown) and answers with the action its driver must take (machine_action:
-// send an attempt, hand out a win, give up a loss, retry, wait, complete). The driver (acquire_op
-// in lock_ops.cpp, lock_all_op in multi.cpp) owns the sockets, the timer, the payloads and the
-// local line; every decision about what comes next is made here, and test_rules feeds it
-// events without a server.
+// send an attempt, hand out a win, give up a loss, retry, wait, complete). The driver
+// (acquisition_op, drivers/acquisition.hpp, over a single lock's or a set's target) owns the
+// sockets, the timer, the payloads and the local line; every decision about what comes next is made
+// here, and test_rules feeds it events without a server.
 
 #include <chrono>
 #include <cstddef>

@@ -76,7 +76,7 @@ class permit_sweep {
   error_code other_{};
 };
 
-/// What a sweep's tries were told besides their votes (acquire_op counts those): where a
+/// What a sweep's tries were told besides their votes (single_target counts those): where a
 /// majority of the nodes pointed the current try at a free permit of its window (the sweep's
 /// next turn), and where the call's place in the line was kept, which the call leaves once it
 /// has won (a place left there would be handed a permit nobody takes). Answers to an earlier

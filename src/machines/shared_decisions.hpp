@@ -4,7 +4,7 @@
 // resource (lock_options::shared: readers hold a record, a writer a token), and what follows
 // when the attempt fails: a writer refused by readers marks that it waits (so that readers do
 // not starve it), and a call refused by this client's own holder of the other mode is refused
-// outright, since waiting would wait on itself. No I/O: the driver (acquire_op) sends the marks
+// outright, since waiting would wait on itself. No I/O: the driver (single_target) sends the marks
 // and asks the client whether it holds the resource. Tested in test_machines.
 
 #include <array>

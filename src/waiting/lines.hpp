@@ -17,8 +17,8 @@
 
 namespace redlock::detail {
 
-/// An acquisition call (acquire_op, lock_all_op), listed from its start to its completion
-/// (waiter_lines::begin_call, end_call). The lines hold only calls refused by a holder:
+/// An acquisition call (acquisition_op, of a single lock or a set), listed from its start to its
+/// completion (waiter_lines::begin_call, end_call). The lines hold only calls refused by a holder:
 /// a call whose attempt is out, or that waits out its retry delay after a failure that
 /// was not contention, is in none, and shutdown reaches it through this list.
 class acquisition {
@@ -37,7 +37,7 @@ class acquisition {
   bool listed_ = false;
 };
 
-/// A single-resource lock call waiting in its key's line (acquire_op).
+/// A single-resource lock call waiting in its key's line (single_target's local_waiter).
 class waiter {
  public:
   /// A local release: try again now (or right after the attempt in flight).

@@ -14,8 +14,9 @@
 
 namespace redlock::detail {
 
-/// The waiter part of acquire_op (`Op`, which befriends this class): it has the call's key_,
-/// wait_, opts_, fsm_, s_ and done_, and attempt_driver's act, retry_after and wake_attempt.
+/// The waiter part of a single lock's acquisition (`Op`, acquisition_op over single_target,
+/// which befriends this class): it has the call's key_, wait_, opts_, fsm_, s_ and done_, and
+/// the op's act, retry_after and wake_attempt.
 template <typename Op>
 class local_waiter : public waiter {
  public:
