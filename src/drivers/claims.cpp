@@ -21,6 +21,7 @@
 #include "machines/batch_answers.hpp"
 #include "machines/claim_decisions.hpp"
 #include "machines/claim_fsm.hpp"
+#include "machines/settle_fsm.hpp"
 #include "quorum/operation.hpp"
 #include "quorum/rules.hpp"
 #include "redlock/client.hpp"
@@ -285,11 +286,20 @@ struct settle_item {
   std::string key;
   std::string token;
   node_mask nodes = 0;
-  settle_tally answers;
   void_completion handler;  // coalesced calls only; emptied once completed
   std::uint64_t id = 0;     // a coalesced call with a cancellation slot
 };
 
+// The nodes each claim of `items` went to: what a settle machine is made of.
+std::vector<node_mask> claim_nodes(const std::vector<settle_item>& items) {
+  std::vector<node_mask> nodes;
+  nodes.reserve(items.size());
+  for (const auto& it : items) nodes.push_back(it.nodes);
+  return nodes;
+}
+
+// The driver of settle_fsm: it sends the round the machine plans, feeds it each node's
+// answer, and on its completion spreads the done markers and completes the calls.
 class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>,
                               public coalesced_batch {
  public:
@@ -299,61 +309,57 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
       : batch_rounds(std::move(s), std::move(whole)),
         keep_(keep),
         items_(std::move(items)),
-        coalesced_(coalesced),
-        not_ours_(not_ours) {}
+        fsm_(s_->size(), claim_nodes(items_), keep.count() > 0, not_ours),
+        coalesced_(coalesced) {}
 
   void start() {
     // Terminal only: the settle scripts, once sent, still run, so the claims end settled
     // or not, which the caller cannot tell.
     if (!coalesced_) watch_cancellation(asio::cancellation_type::terminal);
     begin_round();
-    const std::size_t n = s_->size();
-    std::vector<std::vector<std::uint32_t>> per_node(n);
-    for (std::uint32_t j = 0; j < items_.size(); ++j)
-      for (std::size_t i = 0; i < n; ++i)
-        if (items_[j].nodes & bit(i)) per_node[i].push_back(j);
-    const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (per_node[i].empty()) continue;
-      prepare(i, std::move(per_node[i]));
-      submit(i, deadline);  // a refusal is tallied as a failure
-    }
-    if (outstanding_ == 0) return round_done();  // completes posted: still initiating
+    act(fsm_.start());
   }
 
  private:
+  friend action_runner;
+  void act(const settle_action& a) { action_runner::carry_out(*this, a); }
+
+  // The machine's steps (carry_out.hpp): its one round, then the completion.
+  void do_send_round(const settle_action& a) {
+    const auto deadline = request_deadline(boot_clock::now(), s_->cfg.node_timeout);
+    for (std::size_t i = 0; i < s_->size(); ++i) {
+      if (!(a.nodes & bit(i))) continue;
+      prepare(i, fsm_.take_asks(i));
+      submit(i, deadline);  // a refusal is tallied as a failure
+    }
+    act(fsm_.tally(outstanding_, s_->closed));  // completes posted: still initiating
+  }
+  void do_complete(const settle_action&) { round_done(); }
+
   const script& write_call(std::string& out, std::span<const std::uint32_t> which) const override {
     write_settle(out, which, key_at(items_), token_at(items_), keep_, send_as::sha);
     return settle_script;
   }
 
-  void answered(std::size_t, std::span<const std::uint32_t> which,
+  void answered(std::size_t i, std::span<const std::uint32_t> which,
                 std::span<const std::int64_t> codes) override {
-    for (std::size_t k = 0; k < which.size(); ++k)
-      count_settle_answer(items_[which[k]].answers, codes[k]);
+    fsm_.answered(i, which, codes);
   }
-  void failed(std::size_t, std::span<const std::uint32_t> which, bool) override {
-    for (auto j : which) count_settle_answer(items_[j].answers, -1);
+  void failed(std::size_t i, std::span<const std::uint32_t> which, bool) override {
+    fsm_.failed(i, which);
   }
-  void on_tally() override {
-    if (outstanding_ == 0) round_done();
-  }
-
-  error_code outcome(const settle_item& it) const {
-    return settle_outcome(s_->size(), s_->closed, keep_.count() > 0, it.answers);
-  }
+  void on_tally() override { act(fsm_.tally(outstanding_, s_->closed)); }
 
   // Done markers settled on a majority also go to the nodes the claim never went to, onto
   // the free name only (settle_script with an empty token), reply ignored but kept across
   // reconnects: a marker on every node that answers survives the restart of one of them.
   // Own markers stay where the claim is (claim_mode::own_marker): no call beyond them.
   void spread_markers() {
-    if (keep_.count() == 0 || s_->closed) return;
     const std::size_t n = s_->size();
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<const settle_item*> rest;
-      for (const auto& it : items_)
-        if (marker_spread(n, it.nodes, it.token, outcome(it)) & bit(i)) rest.push_back(&it);
+      for (std::uint32_t j = 0; j < items_.size(); ++j)
+        if (fsm_.spread(j, items_[j].token) & bit(i)) rest.push_back(&items_[j]);
       if (rest.empty()) continue;
       std::string p;
       write_marker_spread(
@@ -379,10 +385,11 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
     spread_markers();
     if (coalesced_) {
       // A handler per call, completed as the op's own would be (posted while initiating).
-      for (auto& it : items_) {
+      for (std::uint32_t j = 0; j < items_.size(); ++j) {
+        settle_item& it = items_[j];
         if (!it.handler) continue;  // cancelled already
         if (it.id != 0) it.handler.slot().clear();
-        const auto ec = outcome(it);
+        const auto ec = fsm_.outcome(j);
         if (initiating_)
           it.handler.post(ec);
         else
@@ -392,15 +399,14 @@ class settle_batch_op final : public batch_rounds<void(error_code, std::size_t)>
       if (s_->claims) s_->claims->settle_batch_done(this);
       return;
     }
-    settle_summary sum{not_ours_};
-    for (auto& it : items_) sum.add(outcome(it));
+    const settle_summary sum = fsm_.summary();
     complete(sum.outcome(), sum.settled());
   }
 
   std::chrono::milliseconds keep_;
   std::vector<settle_item> items_;
+  settle_fsm fsm_;
   bool coalesced_;
-  std::size_t not_ours_;
 };
 
 }  // namespace
@@ -525,8 +531,8 @@ void claim_coalescer::flush() {
     const auto keep = settles_.front().keep;
     std::vector<settle_item> items;
     for (auto& p : take_batch(settles_, [](const pending_settle& p) { return p.keep; }))
-      items.push_back(settle_item{
-          std::move(p.key), std::move(p.token), p.nodes, {}, std::move(p.handler), p.id});
+      items.push_back(
+          settle_item{std::move(p.key), std::move(p.token), p.nodes, std::move(p.handler), p.id});
     ++settles_in_flight_;
     auto* op = new settle_batch_op(s, keep, std::move(items), count_completion{}, true);
     batch_started(op);

@@ -8,7 +8,7 @@
 // actions. No I/O and no Asio here (scripts/check-asio-free.sh compiles it alone).
 //
 // Every machine answers with it: acquisition, release, extension, inspection, renewal,
-// fence repair and claims; action_runner::carry_out (drivers/carry_out.hpp) turns each
+// fence repair, claims and settles; action_runner::carry_out (drivers/carry_out.hpp) turns each
 // action into its driver's step.
 
 #include <boost/system/error_code.hpp>

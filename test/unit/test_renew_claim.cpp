@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: BSL-1.0
-// The background renewal's round and the claim batch as state machines, fed events
-// without a socket or a server: when a round is over, what each lock or name ends as,
-// when the nodes kept back are asked, what is undone, and what cancellation, shutdown and
-// late answers do.
+// The background renewal's round, the claim batch and the settle batch as state machines, fed
+// events without a socket or a server: when a round is over, what each lock or name ends as, when
+// the nodes kept back are asked, what is undone, and what cancellation, shutdown and late answers
+// do.
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "machines/claim_fsm.hpp"
 #include "machines/renewal_fsm.hpp"
+#include "machines/settle_fsm.hpp"
 
 using namespace redlock;
 using namespace std::chrono_literals;
@@ -428,6 +430,144 @@ BOOST_AUTO_TEST_CASE(an_answer_of_the_wrong_length_is_the_nodes_failure_and_may_
   BOOST_TEST(f.votes(0).failed == 1u);
   f.answered(1, items{0}, codes{1});
   BOOST_TEST((f.tally(in_time).what == ckind::second_round));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(settle_batches)
+
+namespace {
+using detail::settle_fsm;
+using skind = detail::settle_action::kind;
+using items = std::vector<std::uint32_t>;
+constexpr node_mask all3 = node_mask(bit(0) | bit(1) | bit(2));
+const std::string token = "3fa2c1d0e9b8a7f6";  // an ordinary token: its marker may spread
+
+// One claim asked of all 3 nodes, each answering `code`, completed (`closed`: after shutdown).
+settle_fsm all_answered(std::int64_t code, bool closed = false) {
+  settle_fsm f{3, {all3}, true};
+  f.start();
+  for (std::size_t i = 0; i < 3; ++i) f.answered(i, items{0}, codes{code});
+  BOOST_REQUIRE((f.tally(0, closed).what == skind::complete));
+  return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_round_asks_each_node_for_the_claims_that_went_to_it) {
+  settle_fsm f{3, {node_mask(bit(0) | bit(1)), node_mask(bit(1) | bit(2))}, true};
+  const auto a = f.start();
+  BOOST_TEST((a.what == skind::send_round));
+  BOOST_TEST(a.nodes == all3);
+  BOOST_TEST(f.take_asks(0) == items{0});
+  BOOST_TEST(f.take_asks(1) == (items{0, 1}));
+  BOOST_TEST(f.take_asks(2) == items{1});
+}
+
+BOOST_AUTO_TEST_CASE(it_completes_only_once_every_node_asked_is_heard_from) {
+  settle_fsm f{3, {all3}, true};
+  f.start();
+  BOOST_TEST((f.tally(3, false).what == skind::none));
+  f.answered(0, items{0}, codes{1});
+  f.answered(1, items{0}, codes{1});
+  // A majority settled, but node 2 is still out: the batch waits for it, by its own count
+  // of the nodes asked as well as by the requests its driver holds.
+  BOOST_TEST((f.tally(1, false).what == skind::none));
+  BOOST_TEST((f.tally(0, false).what == skind::none));
+  BOOST_TEST(!f.done());
+  f.failed(2, items{0});
+  BOOST_TEST((f.tally(1, false).what == skind::none));
+  const auto a = f.tally(0, false);
+  BOOST_TEST((a.what == skind::complete));
+  BOOST_TEST(!a.ec);
+  BOOST_TEST(f.done());
+  BOOST_TEST(!f.outcome(0));
+}
+
+// With a keep time (done markers), a claim settled on a majority also writes its marker to
+// the nodes its claim missed; without one, nothing spreads.
+BOOST_AUTO_TEST_CASE(a_claim_settled_on_a_majority_spreads_its_marker_only_with_a_keep_time) {
+  for (const bool marks_done : {true, false}) {
+    settle_fsm f{3, {node_mask(bit(0) | bit(1))}, marks_done};
+    f.start();
+    f.answered(0, items{0}, codes{1});
+    f.answered(1, items{0}, codes{1});
+    BOOST_REQUIRE((f.tally(0, false).what == skind::complete));
+    BOOST_TEST(!f.outcome(0));
+    BOOST_TEST(f.spread(0, token) == node_mask(marks_done ? bit(2) : 0));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(failed_nodes_leave_a_claim_without_a_majority) {
+  settle_fsm f{3, {all3}, true};
+  f.start();
+  f.answered(0, items{0}, codes{1});
+  f.failed(1, items{0});
+  f.answered(2, items{0}, codes{7});  // no code the script answers: failed there
+  BOOST_REQUIRE((f.tally(0, false).what == skind::complete));
+  BOOST_TEST((f.outcome(0) == error::no_quorum));
+  BOOST_TEST(f.spread(0, token) == node_mask(0));
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_no_node_knew_as_ours_is_not_held) {
+  BOOST_TEST((all_answered(0).outcome(0) == error::not_held));
+  BOOST_TEST(!all_answered(1).outcome(0));
+}
+
+BOOST_AUTO_TEST_CASE(an_answer_of_the_wrong_length_counts_as_a_failure_of_that_node) {
+  settle_fsm f{3, {all3, all3}, true};
+  f.start();
+  f.answered(0, items{0, 1}, codes{1});  // one code for two claims
+  f.answered(1, items{0, 1}, codes{1, 1});
+  f.answered(2, items{0, 1}, codes{1, 0});
+  BOOST_REQUIRE((f.tally(0, false).what == skind::complete));
+  BOOST_TEST(!f.outcome(0));                       // nodes 1 and 2
+  BOOST_TEST((f.outcome(1) == error::no_quorum));  // node 1 only
+}
+
+BOOST_AUTO_TEST_CASE(answers_from_nodes_not_asked_or_heard_twice_change_nothing) {
+  settle_fsm f{3, {node_mask(bit(0) | bit(1))}, true};
+  f.start();
+  f.answered(2, items{0}, codes{1});  // never asked
+  f.answered(0, items{0}, codes{1});
+  f.answered(0, items{0}, codes{1});  // again
+  f.failed(1, items{0});
+  BOOST_REQUIRE((f.tally(0, false).what == skind::complete));
+  BOOST_TEST((f.outcome(0) == error::no_quorum));
+  // After the completion, events change nothing.
+  f.answered(1, items{0}, codes{1});
+  BOOST_TEST((f.tally(0, false).what == skind::none));
+  BOOST_TEST((f.outcome(0) == error::no_quorum));
+}
+
+BOOST_AUTO_TEST_CASE(a_shut_down_client_fails_every_claim_and_spreads_nothing) {
+  const settle_fsm f = all_answered(1, true);
+  BOOST_TEST((f.outcome(0) == error::shut_down));
+  BOOST_TEST(f.spread(0, token) == node_mask(0));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_whose_claims_went_nowhere_completes_at_once) {
+  settle_fsm f{3, {node_mask(0)}, true};
+  const auto a = f.start();
+  BOOST_TEST((a.what == skind::send_round));
+  BOOST_TEST(a.nodes == node_mask(0));
+  BOOST_TEST((f.tally(0, false).what == skind::complete));
+}
+
+BOOST_AUTO_TEST_CASE(the_summary_counts_the_settled_and_names_the_first_failure) {
+  settle_fsm f{3, {all3, all3, all3}, true, 1};
+  f.start();
+  for (std::size_t i = 0; i < 3; ++i) f.answered(i, items{0, 1, 2}, codes{1, 0, 1});
+  BOOST_REQUIRE((f.tally(0, false).what == skind::complete));
+  const auto sum = f.summary();
+  BOOST_TEST(sum.settled() == 2u);
+  // A claim of the call was not ours before anything was sent: that comes first.
+  BOOST_TEST((sum.outcome() == error::not_held));
+  settle_fsm g{3, {all3, all3}, true};
+  g.start();
+  for (std::size_t i = 0; i < 3; ++i) g.answered(i, items{0, 1}, codes{1, 0});
+  BOOST_REQUIRE((g.tally(0, false).what == skind::complete));
+  BOOST_TEST(g.summary().settled() == 1u);
+  BOOST_TEST((g.summary().outcome() == error::not_held));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
