@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Acquisition, written once: acquisition_op is the one operation that takes a lock of any
-// kind, over its target, which supplies only what differs between kinds. Two targets:
-// single_target (one resource, also a semaphore's permit try; lock_ops.cpp) and set_target
-// (a set taken all or none; multi.cpp). The op owns the rest: the call's checks and start,
-// each attempt's round (validity counts from the moment it leaves), the tally of the
-// answers (with fencing, only marked nodes' yes votes count), the fenced write-back round,
-// acquire_fsm's actions carried out, the retry timer, what a lost attempt does next,
-// wakes, cancellation, shutdown and completion.
+// kind, over its target, which supplies only what differs between kinds. Three targets:
+// single_target (one resource; single_target.hpp, for lock_ops.cpp), sweep_target (a
+// semaphore's permit, one permit a try; semaphore.cpp) and set_target (a set taken all or
+// none; multi.cpp). The op owns the rest: the call's checks and start, each attempt's round
+// (validity counts from the moment it leaves), the tally of the answers (with fencing, only
+// marked nodes' yes votes count), the fenced write-back round, acquire_fsm's actions carried
+// out, the retry timer, what a lost attempt does next, wakes, cancellation, shutdown and
+// completion.
 //
 // What a target `Target<Op>` supplies (as a base of the op, which befriends it; it reaches
 // the op's engine through op()): opts_ and wait_; `tokens_noun`; check() (the arguments'
@@ -15,10 +16,12 @@
 // per attempt, begin_target_attempt(), draw_token() and write_attempt() (the payload and
 // its script); read_answer() (a node's answer as a vote), failed_node(), repair_unmarked();
 // decide_tokens() and start_write_back() for a fenced win; succeed() (the hand-out);
-// abandon_attempt() (the undo); after a lost attempt refused_after_loss(), retry_now(),
-// unmarked_hashes(), after_loss(), wait_for_release() and retry_plan(); end_call() before
-// the completion, forget_waits() when freed unfinished; `verb` for the failure texts.
-// `waiting_part` names the base through which its waiting hears wakes.
+// abandon_attempt() (the undo); after a lost attempt refused_after_loss(),
+// next_try_after_loss() (another try of the same attempt, as a sweep's next window),
+// retry_now(), unmarked_hashes(), after_loss(), wait_for_release() and retry_plan(); end_call()
+// before the completion, forget_waits() when freed unfinished; `verb` and failure_text() for
+// the failure texts. `lock_part` and `waiting_part` name the bases that reach the op too (the
+// target's own, or one it builds on; the one through which its waiting hears wakes).
 
 #include <fmt/format.h>
 
@@ -61,6 +64,10 @@ struct fenced_yes {
   bool lost_to_repair = false;           // the attempt lost only to unmarked nodes
 
   void begin() { *this = fenced_yes{}; }
+  /// The first round's count (`yes`: the round's yes votes): fenced, only marked nodes' count.
+  fenced_tally tally(std::size_t nodes, bool fenced, std::size_t yes, std::size_t against) const {
+    return tally_fenced(nodes, fenced ? marked : yes, fenced ? unmarked : 0, against);
+  }
   void count(std::size_t i, bool trusted) {
     counts[i] = trusted;
     trusted ? ++marked : ++unmarked;
@@ -87,10 +94,33 @@ struct write_back_round {
   std::unique_ptr<std::array<request, max_nodes>> reqs;
   std::size_t acks = 0, refusals = 0;
 
+  void begin() { acks = refusals = 0; }
+
   request& slot(std::size_t i) {
     if (!reqs) reqs = std::make_unique<std::array<request, max_nodes>>();
     return (*reqs)[i];
   }
+};
+
+/// A timer on the strand made on its first wait: a call that never waits (every try, most
+/// waits) does not pay for one (two allocations).
+class lazy_timer {
+ public:
+  explicit lazy_timer(const strand_type& strand) : strand_(&strand) {}
+
+  template <typename Handler>
+  void wait(std::chrono::nanoseconds delay, Handler h) {
+    if (!timer_) timer_.emplace(*strand_);
+    timer_->expires_after(delay);
+    timer_->async_wait(std::move(h));
+  }
+  void cancel() {
+    if (timer_) timer_->cancel();
+  }
+
+ private:
+  const strand_type* strand_;  // the client state's, which the op keeps alive
+  std::optional<boot_timer> timer_;
 };
 
 template <typename Result, template <typename> class Target>
@@ -100,6 +130,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   using base = quorum_op<client_state, void(error_code, Result)>;
   using target = Target<acquisition_op>;
   friend target;
+  friend typename target::lock_part;
   friend typename target::waiting_part;
   friend action_runner;
 
@@ -109,7 +140,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
                  TargetArgs&&... args)
       : base(std::move(s), diag, std::move(h)),
         target(std::forward<TargetArgs>(args)...),
-        strand_(&this->s_->strand) {
+        retry_timer_(this->s_->strand) {
     this->verb_ = target::verb;
   }
   // Freed unfinished (its io_context went away): the client's lists must not name it.
@@ -145,8 +176,11 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   bool counts(std::size_t i) override { return this->voter(i, this->opts_.ttl, boot_clock::now()); }
   vote classify(std::size_t i, const resp::reply& r) override { return this->read_answer(i, r); }
   void on_failed(std::size_t i) override { this->failed_node(i); }
-  // A fenced yes from a node whose counters await repair set the keys but cannot count.
-  std::size_t counted_yes() const override { return yes_votes(); }
+  // With fencing only marked nodes' yes votes make a majority: a yes from a node whose
+  // counters await repair set the keys but cannot count.
+  std::size_t counted_yes() const override {
+    return this->opts_.fenced ? fenced_.marked : this->round_.yes;
+  }
   void on_tally() override { tally(); }
   // An answer to the write-back's request max_nodes + i.
   void on_second_reply(std::size_t i, error_code ec, const resp::reply* r) override {
@@ -161,6 +195,9 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
     this->s_->lines.end_call(*this);
     this->s_->forget_repair_wait(this);
     this->end_call(ec);
+  }
+  std::string failure_message(error_code ec) const override {
+    return this->failure_text(ec, this->describe(ec));
   }
 
   /// One attempt: a new token, and the target's round to every node that may vote. A closed
@@ -193,7 +230,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   /// Guarded: an attempt decided at once completes from a posted handler.
   void wake_attempt() {
     const acquire_action next = fsm_.wake(this->outstanding_);
-    if (next.detail.cancel_timer) cancel_retry();
+    if (next.detail.cancel_timer) retry_timer_.cancel();
     if (next.what != action_kind::send_round) return;
     this->run_guarded([this] { attempt(); });
   }
@@ -202,21 +239,17 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   /// is undone behind it on every connection, and its late answers are still read.
   void stop(const acquire_action& a) {
     if (a.what != action_kind::complete) return;
-    cancel_retry();
+    retry_timer_.cancel();
     if (a.detail.release) this->abandon_attempt(a.ec);
     this->complete(a.ec, Result{});
   }
-
-  /// The yes votes that count: with fencing, only marked nodes' can make a majority.
-  std::size_t yes_votes() const { return this->opts_.fenced ? fenced_.marked : this->round_.yes; }
 
   /// A tally of the first round (quorum_op::on_tally): decided yet, and what then.
   void tally() {
     if (fsm_.decided()) return act(fsm_.requests_back(this->outstanding_));
     const round& r = this->round_;
     const fenced_tally t =
-        tally_fenced(this->s_->size(), yes_votes(), this->opts_.fenced ? fenced_.unmarked : 0,
-                     r.held + r.failed + r.no);
+        fenced_.tally(this->s_->size(), this->opts_.fenced, r.yes, r.held + r.failed + r.no);
     const vote_state v = t.state;
     if (v == vote_state::undecided) return;
     if (fenced_.unmarked > 0) this->repair_unmarked();
@@ -233,6 +266,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   void fail_attempt(error_code reason) {
     this->abandon_attempt(reason);
     if (const error_code refused = this->refused_after_loss()) return refuse(refused);
+    if (this->next_try_after_loss(reason)) return;  // a sweep's next window, or a grant
     const auto now = boot_clock::now();
     const auto repair_wait = this->wait_ ? std::nullopt : fenced_.repair_bound(this->s_->cfg);
     const acquire_action next = fsm_.attempt_failed(reason, now, this->retry_now(), repair_wait);
@@ -263,7 +297,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
 
   /// Carries out what the state machine decided (carry_out.hpp).
   void act(const acquire_action& a) {
-    if (a.detail.cancel_timer) cancel_retry();
+    if (a.detail.cancel_timer) retry_timer_.cancel();
     action_runner::carry_out(*this, a);
   }
 
@@ -271,20 +305,14 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   /// cancellation) the machine judges whether the wait is still the latest.
   void retry_after(const acquire_action& wait) {
     if (wait.what != action_kind::wait) return;
-    if (!retry_timer_) retry_timer_.emplace(*strand_);
-    retry_timer_->expires_after(wait.delay);
-    retry_timer_->async_wait(
-        [keep = typename base::hold{this}, this, gen = wait.detail.generation](error_code ec) {
-          if (!ec && !this->done_) act(fsm_.timer_fired(gen, this->outstanding_));
-        });
+    retry_timer_.wait(wait.delay, [keep = typename base::hold{this}, this,
+                                   gen = wait.detail.generation](error_code ec) {
+      if (!ec && !this->done_) act(fsm_.timer_fired(gen, this->outstanding_));
+    });
   }
 
-  void cancel_retry() {
-    if (retry_timer_) retry_timer_->cancel();
-  }
-
-  /// The grant rule (quorum/rules.hpp): a majority's yes counts only while the validity
-  /// of this attempt's keys is left (valid_until_, computed when the attempt was sent).
+  /// The grant rule (quorum/rules.hpp): a majority's yes counts only while this attempt's
+  /// keys are valid (valid_until_, computed when the attempt was sent).
   bool granted_in_time() const { return detail::granted_in_time(boot_clock::now(), valid_until_); }
 
   /// Round two of a fenced acquisition: sends `payload` (the script raising the counters
@@ -293,7 +321,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   void send_write_back(std::string_view payload, const script* lua) {
     client_state& s = *this->s_;
     fsm_.write_back_sent();
-    write_back_.acks = write_back_.refusals = 0;
+    write_back_.begin();
     const auto deadline = request_deadline(boot_clock::now(), s.cfg.node_timeout, valid_until_);
     for (std::size_t i = 0; i < s.size(); ++i)
       if (!this->send_second(write_back_.slot(i), i, payload, lua, deadline))
@@ -337,10 +365,7 @@ class acquisition_op final : public quorum_op<client_state, void(error_code, Res
   acquire_fsm fsm_;
   boot_clock::time_point start_{};        // the attempt's round left (validity counts from it)
   boot_clock::time_point valid_until_{};  // and when the keys it takes stop being valid
-  // Made on the first wait: a call that never retries (every try, most waits) does not
-  // pay for a timer on the strand (two allocations).
-  const strand_type* strand_;  // the client state's, which the op keeps alive
-  std::optional<boot_timer> retry_timer_;
+  lazy_timer retry_timer_;
   fenced_yes fenced_;
   write_back_round write_back_;
 };

@@ -106,6 +106,7 @@ class set_target : public set_waiter {
 
  protected:
   using waiting_part = set_waiter;
+  using lock_part = set_target;
   static constexpr std::string_view tokens_noun = "tokens";
   static constexpr const char* verb = "lock all of";
 
@@ -246,6 +247,7 @@ class set_target : public set_waiter {
   error_code refused_after_loss() const {
     return op().s_->closed ? error_code{error::shut_down} : error_code{};
   }
+  bool next_try_after_loss(error_code&) { return false; }
   bool retry_now() const { return false; }
   // A single try that lost only to nodes awaiting fence repairs waits for the repairs of its
   // unmarked pairs.
@@ -266,6 +268,7 @@ class set_target : public set_waiter {
   void end_call(error_code) { stop_waiting(); }
   // Freed unfinished (its io_context went away): the client's waiting sets must not name it.
   void forget_waits() { stop_waiting(); }
+  std::string failure_text(error_code, std::string text) const { return text; }
 
   lock_options opts_;
   bool wait_;

@@ -3,7 +3,7 @@
 // A waiting semaphore call's place in the nodes' line, and what the releases granted it there
 // (the driver's half of machines/permit_grant_decisions.hpp): the place's string, the grants
 // heard for it with the rules' verdict, the lock a majority of them makes, and letting the
-// others go. permit_op (src/drivers/semaphore.cpp) owns one; on the client's strand.
+// others go. sweep_target (src/drivers/semaphore.cpp) owns one; on the client's strand.
 
 #include <cstddef>
 #include <cstdint>

@@ -27,10 +27,9 @@
 
 namespace redlock::detail {
 
-/// What makes a single-lock try a semaphore's permit try (semaphore.cpp): the key of the
-/// nodes' record of the semaphore's count and the count asked, checked by the try's own
+/// What makes a single-lock try a semaphore's permit try (sweep_target, semaphore.cpp): the key
+/// of the nodes' record of the semaphore's count and the count asked, checked by the try's own
 /// script; and, written by the try, the count a node said it records when it refused.
-/// Shared: a late answer may be read after the semaphore's call ended.
 struct permit_target {
   std::string record_key;
   std::size_t permits = 0;
@@ -62,13 +61,6 @@ struct permit_target {
   }
 };
 
-/// One try (no wait) of permit lock `resource` (permit_key_name) under `permit`'s count:
-/// acquisition_op over single_target with the permit's script (lock_ops.cpp). Completes as a try of
-/// start_lock does, or with permit_count_mismatch where the nodes record another count.
-void start_permit_try(std::shared_ptr<client_state> s, buffer resource,
-                      std::shared_ptr<permit_target> permit, lock_options opts, diagnostics* diag,
-                      lock_handler h);
-
 /// Keeps the nodes' record of a permit's semaphore (`record_key`, lock_data::record_key)
 /// alive at least permit_record_keep(ttl): sent to every node beside an extension or renewal
 /// of the permit to `ttl`. Nothing for a lock that is no permit (`record_key` empty).
@@ -77,9 +69,8 @@ void refresh_permit_record(client_state& s, std::string_view record_key,
 
 class single_lock_call {
  protected:
-  single_lock_call(buffer resource, lock_options opts, bool wait,
-                   std::shared_ptr<permit_target> permit = nullptr)
-      : resource_(std::move(resource)), opts_(opts), wait_(wait), permit_(std::move(permit)) {}
+  single_lock_call(buffer resource, lock_options opts, bool wait)
+      : resource_(std::move(resource)), opts_(opts), wait_(wait) {}
 
   /// Names the call's keys, once its arguments passed their checks. A fair call also
   /// takes its place in line (`place`'s ticket): chosen once, so that retries keep it.
@@ -158,7 +149,7 @@ class single_lock_call {
   fence_key_pair fence_keys_;  // fenced: the counters' hash and marker for key_
   lock_options opts_;
   bool wait_;
-  std::shared_ptr<permit_target> permit_;  // a semaphore's permit try, else null
+  permit_target* permit_ = nullptr;  // a semaphore's permit try (its sweep's), else null
   // Fair mode: the nodes' line (waiter::line_ticket / line_id hold the place).
   std::string line_key_, expiry_key_, line_id_;
   bool joined_ = false;             // took a place on some node: leave it at the end

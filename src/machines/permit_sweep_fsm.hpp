@@ -2,9 +2,9 @@
 #pragma once
 // One sweep of a semaphore acquisition over its permits, as a state machine with no I/O:
 // which permit to try next, and what the sweep's tries add up to. The driver
-// (permit_op in semaphore.cpp) makes each try as a single-lock try and feeds its outcome
-// here; between sweeps, acquire_fsm decides the waits. test_permit_sweep feeds it
-// outcomes without a server.
+// (acquisition_op over sweep_target, semaphore.cpp) makes each try as a single lock's attempt
+// and feeds its outcome here; between sweeps, acquire_fsm decides the waits. test_permit_sweep
+// feeds it outcomes without a server.
 
 #include <array>
 #include <chrono>

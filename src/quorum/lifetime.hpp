@@ -4,7 +4,7 @@
 // itself once it has completed, no connection holds one of its requests, and no pending
 // handler (an inner call, a timer, a cancellation hop) holds it. The quorum ops
 // (quorum/operation.hpp) live by it, and so do the ops composed of other calls
-// (composed_op: a semaphore's permit call, an election's campaign and observer).
+// (composed_op: an election's campaign and observer).
 // Everything runs on the client's strand but cancellation, which hops onto it.
 
 #include <atomic>

@@ -123,6 +123,8 @@ class quorum_core : public request_sink, public op_lifetime {
   virtual void before_complete(error_code) {}
   /// The yes votes that count towards the majority, for the describing text.
   virtual std::size_t counted_yes() const { return round_.yes; }
+  /// The failure text of `ec` for the diagnostics: describe()'s, unless a kind words it.
+  virtual std::string failure_message(error_code ec) const { return describe(ec); }
 
   /// Whether a fence marker in node i's answer to this round names the server that
   /// answered (request::answered_by): only then are its counters trusted.
@@ -173,7 +175,7 @@ class quorum_core : public request_sink, public op_lifetime {
   void record_diagnostics(error_code ec) const {
     diag_->nodes.clear();
     if (!ec) return diag_->message.clear();
-    diag_->message = describe(ec);
+    diag_->message = failure_message(ec);
     if (!per_node(ec)) return;
     const std::size_t n = s_->size();
     diag_->nodes.reserve(n);

@@ -222,6 +222,67 @@ BOOST_AUTO_TEST_CASE(the_bound_and_fences_hold_while_nodes_restart_empty) {
   with_nodes_restarting_empty(h, true);
 }
 
+// Wider than one try's window (16 permits), a call sweeps window after window within one
+// attempt: the same bound among independent clients, also while a node is frozen (a window's
+// next try waits for the last one's answers, up to the node timeout).
+BOOST_AUTO_TEST_CASE(a_semaphore_wider_than_a_window_keeps_the_bound) {
+  holders h{20, 18};
+  contend(h, config(), 5, {.ttl = 2s, .wait = 60s, .fenced = true});
+}
+
+BOOST_AUTO_TEST_CASE(a_semaphore_wider_than_a_window_keeps_the_bound_while_a_node_is_frozen) {
+  holders h{20, 18};
+  h.on_acquired = [this](std::size_t n) {
+    if (n == 20) fleet[2].freeze();
+    if (n == 60) fleet[2].thaw();
+  };
+  contend(h, config(), 5, {.ttl = 2s, .wait = 60s});
+}
+
+// One try of a 40-permit semaphore reads three windows: it finds the one permit left wherever
+// it is, and a try of the full semaphore takes nothing and says why.
+BOOST_AUTO_TEST_CASE(a_try_sweeps_every_window_for_the_last_free_permit) {
+  constexpr std::size_t n = 40;
+  auto a = make_client();
+  auto b = make_client();
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    const redlock::lock_options opts{.ttl = 20s, .fenced = true};
+    std::map<std::size_t, std::string> tokens;  // by permit
+    std::vector<redlock::permit> held;
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      auto [ec, p] = co_await redlock::async_try_lock_permit(a, "wide", n, opts,
+                                                             asio::as_tuple(asio::use_awaitable));
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      BOOST_TEST(p.fence() > 0u);
+      BOOST_TEST_REQUIRE(tokens.emplace(p.index, p.lock.token()).second);
+      held.push_back(std::move(p));
+    }
+    std::size_t left = 0;
+    while (tokens.contains(left)) ++left;
+    auto [ec, last] = co_await redlock::async_try_lock_permit(b, "wide", n, opts,
+                                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    BOOST_TEST(last.index == left);
+    tokens.emplace(last.index, last.lock.token());
+    redlock::diagnostics diag;
+    auto [full, none] = co_await redlock::async_try_lock_permit(
+        b, "wide", n, opts, diag, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(full == redlock::error::contended, full.message());
+    BOOST_TEST(!none.valid());
+    BOOST_TEST(diag.message.starts_with("lock a permit of wide (40 permits): "), diag.message);
+    BOOST_TEST(diag.message.find("the last permit tried") != std::string::npos, diag.message);
+    // Every permit still holds its holder's token on every node: the full try took nothing.
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      for (const auto& [k, token] : tokens)
+        BOOST_TEST(fleet[i].command({"GET", "redlock:permit:{wide}:" + std::to_string(k)}).text ==
+                   token);
+    BOOST_TEST(fleet.keys_without_ttl("fence").empty(), fleet.keys_without_ttl("fence"));
+    for (auto& p : held) co_await a.async_unlock(std::move(p.lock), asio::use_awaitable);
+    co_await b.async_unlock(std::move(last.lock), asio::use_awaitable);
+    for (auto* c : {&a, &b}) co_await c->async_shutdown(asio::use_awaitable);
+  }());
+}
+
 // Unfenced, a waiting call is granted its permit by a release, with no try of its own: the same
 // bounds, under the same faults, with most permits handed over that way.
 BOOST_AUTO_TEST_CASE(granted_permits_keep_the_bound_among_independent_clients) {
