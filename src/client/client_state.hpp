@@ -149,10 +149,11 @@ struct client_state : std::enable_shared_from_this<client_state>, fleet, held_lo
   void grant_unclaimed(std::size_t node, std::string_view key, std::string_view value);
   /// Every waiting permit call sweeps again (the channel came up; shutdown).
   void wake_permit_waiters();
-  /// Election observers between two reads, per key they follow (src/guard/election.cpp):
-  /// each release of the key known here (wake_waiter: local, or announced by a node) calls
-  /// them, so that they read again at once. On the strand.
-  std::unordered_multimap<std::string, std::function<void()>> release_listeners;
+  /// Election observers' listeners (src/guard/election.cpp), owned here while they wait in
+  /// the lines as sets on the keys they follow (a release of one wakes them, as it wakes a
+  /// set): an observer dropped without its hop onto the strand leaves its listener harmless
+  /// until the client goes. On the strand.
+  std::vector<std::shared_ptr<set_waiter>> listeners;
   std::string fence_hash_key;    // names.fence_hash()
   std::string fence_marker_key;  // names.fence_marker()
 

@@ -20,7 +20,6 @@
 #include <functional>
 #include <mutex>
 #include <new>
-#include <unordered_map>
 #include <vector>
 
 #include "client/client_state.hpp"
@@ -68,8 +67,9 @@ struct observer_state {
   boot_timer timer;     // between reads (on the strand)
   bool closed = false;  // the observer was destroyed (on the strand)
   bool woken = false;   // a release or a new record was announced since the last read
-  // Its entries in client_state::release_listeners (lock key, record key), once listening.
-  std::vector<std::unordered_multimap<std::string, std::function<void()>>::iterator> listening;
+  // Once listening: its listener, waiting in the client's lines on the lock key and the
+  // record key (client_state::listeners owns it too).
+  std::shared_ptr<set_waiter> listener;
 };
 
 namespace {
@@ -261,28 +261,37 @@ leader_info report(observer_state& st, leader_view seen) {
   return out;
 }
 
-// Starts hearing the releases of the election's lock key (a resignation) and the
-// announcements of new records (a new leader), from this client and from the nodes.
+// An observer's listener: a release of the election's lock key (a resignation), an
+// announcement of a new record (a new leader), or shutdown, wakes the observer to read now.
+class observer_listener final : public set_waiter {
+ public:
+  explicit observer_listener(std::weak_ptr<observer_state> st) : st_(std::move(st)) {}
+
+  void wake(std::string_view) override {
+    if (auto o = st_.lock()) {
+      o->woken = true;
+      o->timer.cancel();
+    }
+  }
+
+ private:
+  std::weak_ptr<observer_state> st_;
+};
+
+// Starts hearing the releases of the election's lock key and the announcements of new
+// records, from this client and from the nodes: a set waiting on those two keys.
 void listen(const std::shared_ptr<observer_state>& st) {
   client_state& s = *st->s;
-  for (const std::string* key : {&st->lock_key, &st->record_key}) {
-    st->listening.push_back(
-        s.release_listeners.emplace(*key, [w = std::weak_ptr<observer_state>{st}] {
-          if (auto o = w.lock()) {
-            o->woken = true;
-            o->timer.cancel();
-          }
-        }));
-    s.line_formed(*key);
-  }
+  st->listener = std::make_shared<observer_listener>(st);
+  s.set_waits(*st->listener, {st->lock_key, st->record_key});
+  s.listeners.push_back(st->listener);
 }
 
 void stop_listening(observer_state& st) {
-  for (auto it : st.listening) {
-    st.s->line_gone(it->first);
-    st.s->release_listeners.erase(it);
-  }
-  st.listening.clear();
+  if (!st.listener) return;
+  st.s->set_stops(*st.listener, {st.lock_key, st.record_key});
+  std::erase(st.s->listeners, st.listener);
+  st.listener.reset();
 }
 
 // One async_next: reads the nodes until a read is news (after_election_read), waiting between
@@ -295,7 +304,7 @@ class observe_op final : public composed_op<void(error_code, leader_info)> {
 
   void start() {
     watch_cancellation(cancel_any);
-    if (st_->listening.empty() && !st_->closed) listen(st_);
+    if (!st_->listener && !st_->closed) listen(st_);
     read();
   }
 

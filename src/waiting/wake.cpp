@@ -33,10 +33,6 @@ void client_state::wake_waiter_after(std::string_view key, boot_clock::duration 
 }
 
 void client_state::wake_waiter(std::string_view key, std::string_view token, bool announced) {
-  if (!release_listeners.empty()) {
-    auto [first, last] = release_listeners.equal_range(std::string{key});
-    for (; first != last; ++first) first->second();
-  }
   waiter* const head = lines.head(key);
   const bool line = head != nullptr;
   if (!announced && wakes && !token.empty()) {
@@ -65,9 +61,8 @@ void client_state::end_waits() {
   // is out is in none, and when its round is decided the lines are gone. Then the permits
   // waiting on their keys, and those in semaphores' lines.
   for (acquisition* c : lines.calls()) c->end_at_shutdown();
+  // Election observers among the sets read once more, and find the client shut down.
   for (set_waiter* w : lines.all_sets()) w->wake({});
-  // Election observers read once more, and find the client shut down.
-  for (auto& [key, hear] : release_listeners) hear();
   wake_permit_waiters();
 }
 
