@@ -97,7 +97,7 @@ class sweep_target : public single_target<Op>, public permit_waiter {
   using lock_part = single_target<Op>;
 
   sweep_target(std::string resource, std::size_t permits, lock_options opts, bool wait)
-      : lock_base(buffer{}, opts, wait),
+      : lock_base(buffer{resource}, opts, wait),  // each try names its permit
         name_(std::move(resource)),
         permits_(permits),
         sweep_(permits == 0 ? 1 : permits) {  // 0 is refused by check()

@@ -319,6 +319,40 @@ BOOST_AUTO_TEST_CASE(a_contended_lock_reports_held_answers_and_every_round) {
   }
 }
 
+// A semaphore call is one call for observers, under the permit it won or last tried, with
+// every try of its sweep a round of it, numbered across the call.
+BOOST_AUTO_TEST_CASE(a_semaphore_call_reports_once_with_every_try_a_round) {
+  auto holder = make_client();
+  auto c = make_client(observed_config());
+  wait_connected(3);
+  std::size_t freed = 0;
+  std::size_t won = 0;
+  run_bounded(io, [&]() -> asio::awaitable<void> {
+    auto a = co_await redlock::async_try_lock_permit(holder, "obs-pool", 2, {.ttl = 5s},
+                                                     asio::use_awaitable);
+    auto b = co_await redlock::async_try_lock_permit(holder, "obs-pool", 2, {.ttl = 5s},
+                                                     asio::use_awaitable);
+    auto [ec, none] = co_await redlock::async_try_lock_permit(c, "obs-pool", 2, {.ttl = 1s},
+                                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == redlock::error::contended, ec.message());
+    freed = a.index;
+    co_await holder.async_unlock(std::move(a.lock), asio::use_awaitable);
+    auto p =
+        co_await redlock::async_try_lock_permit(c, "obs-pool", 2, {.ttl = 1s}, asio::use_awaitable);
+    won = p.index;
+  }());
+  BOOST_TEST(won == freed);
+  BOOST_REQUIRE(seen->calls.size() == 2u);
+  BOOST_TEST(seen->calls[0].outcome == redlock::error::contended);
+  BOOST_TEST(seen->call_resources[0].starts_with("redlock:permit:{obs-pool}:"));
+  BOOST_TEST(!seen->calls[1].outcome);
+  BOOST_TEST(seen->call_resources[1] == redlock::permit_resource("obs-pool", won));
+  BOOST_TEST(seen->attempts.size() == seen->calls[0].attempts + seen->calls[1].attempts);
+  BOOST_REQUIRE(!seen->attempts.empty());
+  BOOST_TEST(seen->attempts.back().attempt == seen->calls[1].attempts);
+  BOOST_TEST(seen->attempts.back().resource == seen->call_resources[1]);
+}
+
 BOOST_AUTO_TEST_CASE(extensions_by_call_and_by_keeper_are_reported) {
   auto c = make_client(observed_config());
   run_bounded(io, [&]() -> asio::awaitable<void> {
